@@ -1,0 +1,201 @@
+//! Agents, approvers, their keys and enrollment codes.
+
+use countersign_proto::approvals::{EnrollRequest, EnrollResponse};
+use countersign_proto::dsse::decode_public_key;
+use countersign_proto::ErrorCode;
+use ed25519_dalek::VerifyingKey;
+use sqlx::SqlitePool;
+
+use crate::error::{ApiError, ApiResult};
+use crate::ids;
+use crate::store::Store;
+
+#[derive(Debug, Clone)]
+pub struct Agent {
+    pub id: String,
+    pub on_behalf_of: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Approver {
+    pub id: String,
+    pub display_name: String,
+}
+
+/// Registers an agent `agt_<name>` and returns its bearer token.
+pub async fn add_agent(
+    store: &Store,
+    name: &str,
+    on_behalf_of: Option<&str>,
+) -> anyhow::Result<(String, String)> {
+    let valid = !name.is_empty()
+        && name.len() <= 40
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    anyhow::ensure!(
+        valid,
+        "agent names are 1-40 characters of a-z, 0-9, '_' and '-'"
+    );
+    let id = format!("agt_{name}");
+    let token = ids::new_secret("csa_");
+    let mut w = store.write().await?;
+    let inserted = sqlx::query(
+        "INSERT INTO agents (id, name, on_behalf_of, token_hash, created_at)
+         VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(&id)
+    .bind(name)
+    .bind(on_behalf_of)
+    .bind(ids::secret_hash(&token))
+    .bind(ids::to_text(ids::now()))
+    .execute(&mut *w.tx)
+    .await?;
+    anyhow::ensure!(
+        inserted.rows_affected() == 1,
+        "an agent named {name} already exists"
+    );
+    w.tx.commit().await?;
+    Ok((id, token))
+}
+
+/// Makes a single-use enrollment code for an approver called `display_name`.
+pub async fn invite_approver(store: &Store, display_name: &str) -> anyhow::Result<String> {
+    anyhow::ensure!(
+        !display_name.trim().is_empty() && display_name.len() <= 80,
+        "an approver name is 1-80 characters"
+    );
+    let code = ids::new_secret("cse_");
+    let mut w = store.write().await?;
+    sqlx::query(
+        "INSERT INTO enrollment_codes (code_hash, display_name, created_at) VALUES (?, ?, ?)",
+    )
+    .bind(ids::secret_hash(&code))
+    .bind(display_name.trim())
+    .bind(ids::to_text(ids::now()))
+    .execute(&mut *w.tx)
+    .await?;
+    w.tx.commit().await?;
+    Ok(code)
+}
+
+/// Spends an enrollment code: creates the approver, records the key, issues the token.
+pub async fn enroll(
+    store: &Store,
+    gateway_id: &str,
+    request: &EnrollRequest,
+) -> ApiResult<EnrollResponse> {
+    decode_public_key(&request.public_key).map_err(|e| {
+        ApiError::validation("/public_key", format!("The public key is invalid: {e}."))
+    })?;
+    let display_name = request.display_name.trim();
+    if display_name.is_empty() || display_name.len() > 80 {
+        return Err(ApiError::validation(
+            "/display_name",
+            "The display name must be 1-80 characters.",
+        ));
+    }
+    let mut w = store.write().await?;
+    let now = ids::to_text(ids::now());
+    let spent = sqlx::query(
+        "UPDATE enrollment_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL",
+    )
+    .bind(&now)
+    .bind(ids::secret_hash(&request.enrollment_code))
+    .execute(&mut *w.tx)
+    .await?;
+    if spent.rows_affected() != 1 {
+        return Err(ApiError::new(
+            ErrorCode::Unauthenticated,
+            "The enrollment code is unknown or already used.",
+        ));
+    }
+    let approver_id = ids::random_id("apr_", 6);
+    let key_id = ids::random_id("key_", 6);
+    let token = ids::new_secret("csp_");
+    sqlx::query(
+        "INSERT INTO approvers (id, display_name, token_hash, created_at) VALUES (?, ?, ?, ?)",
+    )
+    .bind(&approver_id)
+    .bind(display_name)
+    .bind(ids::secret_hash(&token))
+    .bind(&now)
+    .execute(&mut *w.tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO approver_keys (id, approver_id, public_key, active, created_at)
+         VALUES (?, ?, ?, 1, ?)",
+    )
+    .bind(&key_id)
+    .bind(&approver_id)
+    .bind(&request.public_key)
+    .bind(&now)
+    .execute(&mut *w.tx)
+    .await?;
+    w.tx.commit().await?;
+    Ok(EnrollResponse {
+        approver_id,
+        key_id,
+        token,
+        gateway_id: gateway_id.to_owned(),
+    })
+}
+
+pub async fn agent_by_token(pool: &SqlitePool, token: &str) -> Result<Option<Agent>, sqlx::Error> {
+    let row: Option<(String, Option<String>)> =
+        sqlx::query_as("SELECT id, on_behalf_of FROM agents WHERE token_hash = ?")
+            .bind(ids::secret_hash(token))
+            .fetch_optional(pool)
+            .await?;
+    Ok(row.map(|(id, on_behalf_of)| Agent { id, on_behalf_of }))
+}
+
+pub async fn approver_by_token(
+    pool: &SqlitePool,
+    token: &str,
+) -> Result<Option<Approver>, sqlx::Error> {
+    let row: Option<(String, String)> =
+        sqlx::query_as("SELECT id, display_name FROM approvers WHERE token_hash = ?")
+            .bind(ids::secret_hash(token))
+            .fetch_optional(pool)
+            .await?;
+    Ok(row.map(|(id, display_name)| Approver { id, display_name }))
+}
+
+/// The approver's active key `key_id`, if it is theirs.
+pub async fn active_key(
+    pool: &SqlitePool,
+    approver_id: &str,
+    key_id: &str,
+) -> Result<Option<VerifyingKey>, sqlx::Error> {
+    let text: Option<String> = sqlx::query_scalar(
+        "SELECT public_key FROM approver_keys WHERE id = ? AND approver_id = ? AND active = 1",
+    )
+    .bind(key_id)
+    .bind(approver_id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(text.and_then(|t| decode_public_key(&t).ok()))
+}
+
+/// Issues a fresh token for agent `agt_<name>`, creating the agent if needed. The embedded demo
+/// uses this on every start, since only token hashes are kept.
+pub async fn rotate_agent_token(
+    store: &Store,
+    name: &str,
+    on_behalf_of: Option<&str>,
+) -> anyhow::Result<(String, String)> {
+    let id = format!("agt_{name}");
+    let token = ids::new_secret("csa_");
+    let mut w = store.write().await?;
+    let updated = sqlx::query("UPDATE agents SET token_hash = ? WHERE id = ?")
+        .bind(ids::secret_hash(&token))
+        .bind(&id)
+        .execute(&mut *w.tx)
+        .await?;
+    w.tx.commit().await?;
+    if updated.rows_affected() == 1 {
+        return Ok((id, token));
+    }
+    add_agent(store, name, on_behalf_of).await
+}

@@ -1,0 +1,85 @@
+//! Bearer-token extractors: who is calling, and may they call this.
+
+use std::sync::Arc;
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use countersign_proto::ErrorCode;
+
+use crate::accounts::{self, Agent, Approver};
+use crate::error::ApiError;
+use crate::AppState;
+
+/// Either kind of caller.
+pub enum Caller {
+    Agent(Agent),
+    Approver(Approver),
+}
+
+fn bearer(parts: &Parts) -> Result<&str, ApiError> {
+    parts
+        .headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "A bearer token is required."))
+}
+
+impl FromRequestParts<Arc<AppState>> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &Arc<AppState>,
+    ) -> Result<Self, Self::Rejection> {
+        let token = bearer(parts)?;
+        let pool = state.store.pool();
+        if let Some(agent) = accounts::agent_by_token(pool, token).await? {
+            return Ok(Caller::Agent(agent));
+        }
+        if let Some(approver) = accounts::approver_by_token(pool, token).await? {
+            return Ok(Caller::Approver(approver));
+        }
+        Err(ApiError::new(
+            ErrorCode::Unauthenticated,
+            "The bearer token is unknown.",
+        ))
+    }
+}
+
+impl FromRequestParts<Arc<AppState>> for Agent {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &Arc<AppState>,
+    ) -> Result<Self, Self::Rejection> {
+        match Caller::from_request_parts(parts, state).await? {
+            Caller::Agent(agent) => Ok(agent),
+            Caller::Approver(_) => Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "Approver tokens cannot preview or invoke capabilities.",
+            )),
+        }
+    }
+}
+
+impl FromRequestParts<Arc<AppState>> for Approver {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &Arc<AppState>,
+    ) -> Result<Self, Self::Rejection> {
+        match Caller::from_request_parts(parts, state).await? {
+            Caller::Approver(approver) => Ok(approver),
+            Caller::Agent(_) => Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "Agent tokens cannot read the approval queue or decide plans.",
+            )),
+        }
+    }
+}

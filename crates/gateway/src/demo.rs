@@ -1,0 +1,108 @@
+//! The demo world: the seeds' examples with the ids of `shared/fixtures`.
+
+use chrono::Duration;
+
+use crate::ids;
+use crate::store::Store;
+
+struct DemoProject {
+    id: &'static str,
+    name: &'static str,
+    revision: i64,
+    retention_days: i64,
+    items: usize,
+    held: usize,
+}
+
+const PROJECTS: [DemoProject; 3] = [
+    DemoProject {
+        id: "prj_184",
+        name: "Support tooling",
+        revision: 73,
+        retention_days: 30,
+        items: 20,
+        held: 2,
+    },
+    DemoProject {
+        id: "prj_200",
+        name: "Billing exports",
+        revision: 12,
+        retention_days: 90,
+        items: 8,
+        held: 1,
+    },
+    DemoProject {
+        id: "prj_311",
+        name: "Onboarding site",
+        revision: 5,
+        retention_days: 14,
+        items: 30,
+        held: 0,
+    },
+];
+
+const ITEM_TITLES: [&str; 6] = [
+    "Build artifact",
+    "Nightly export",
+    "Crash report",
+    "Audit bundle",
+    "Test log",
+    "Release notes draft",
+];
+
+/// Seeds the demo world once; a store that already has projects is left as it is.
+pub async fn seed(store: &Store) -> anyhow::Result<()> {
+    let mut w = store.write().await?;
+    let existing: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM projects")
+        .fetch_one(&mut *w.tx)
+        .await?;
+    if existing > 0 {
+        return Ok(());
+    }
+    let now = ids::now();
+    for project in PROJECTS {
+        let note = format!(
+            "Keep artifacts for {}.\nReviewed quarterly.\n",
+            match project.retention_days {
+                30 => "a month".to_owned(),
+                90 => "a quarter".to_owned(),
+                14 => "two weeks".to_owned(),
+                n => format!("{n} days"),
+            }
+        );
+        sqlx::query(
+            "INSERT INTO projects (id, name, revision, retention_days, retention_note)
+             VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(project.id)
+        .bind(project.name)
+        .bind(project.revision)
+        .bind(project.retention_days)
+        .bind(note)
+        .execute(&mut *w.tx)
+        .await?;
+        let prefix = if project.id == "prj_184" {
+            "itm_".to_owned()
+        } else {
+            format!("itm_{}_", &project.id[4..])
+        };
+        for n in 1..=project.items {
+            let created = now - Duration::days(n as i64);
+            let expires = created + Duration::days(project.retention_days);
+            sqlx::query(
+                "INSERT INTO project_items (id, project_id, title, created_at, expires_at, legal_hold)
+                 VALUES (?, ?, ?, ?, ?, ?)",
+            )
+            .bind(format!("{prefix}{n:02}"))
+            .bind(project.id)
+            .bind(format!("{} #{n}", ITEM_TITLES[n % ITEM_TITLES.len()]))
+            .bind(ids::to_text(created))
+            .bind(ids::to_text(expires))
+            .bind(n > project.items - project.held)
+            .execute(&mut *w.tx)
+            .await?;
+        }
+    }
+    w.tx.commit().await?;
+    Ok(())
+}

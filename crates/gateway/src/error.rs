@@ -1,0 +1,147 @@
+//! API errors in the seed 002 envelope, and the trace id every response carries.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use countersign_proto::error::ErrorEnvelope;
+use countersign_proto::ErrorCode;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::ids;
+
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+    pub details: Value,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            message: message.into(),
+            details: Value::Object(Default::default()),
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        ApiError::new(ErrorCode::NotFound, format!("No such {what}."))
+    }
+
+    pub fn validation(pointer: &str, message: impl Into<String>) -> Self {
+        let message = message.into();
+        ApiError::new(ErrorCode::ValidationError, message.clone()).with_details(
+            serde_json::json!({"violations": [{"schema_pointer": pointer, "message": message}]}),
+        )
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        tracing::error!(error = %e, "store error");
+        ApiError::new(
+            ErrorCode::Internal,
+            "The gateway could not complete the request.",
+        )
+    }
+}
+
+impl From<anyhow::Error> for ApiError {
+    fn from(e: anyhow::Error) -> Self {
+        tracing::error!(error = %e, "internal error");
+        ApiError::new(
+            ErrorCode::Internal,
+            "The gateway could not complete the request.",
+        )
+    }
+}
+
+impl From<serde_json::Error> for ApiError {
+    fn from(e: serde_json::Error) -> Self {
+        anyhow::Error::from(e).into()
+    }
+}
+
+/// The body is written by [`trace`], which knows the trace id.
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.code.http_status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response = status.into_response();
+        response.extensions_mut().insert(self);
+        response
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TraceId(pub String);
+
+/// Gives every request a trace id, answers with `X-Trace-Id`, and renders errors into the envelope.
+pub async fn trace(mut request: Request, next: Next) -> Response {
+    let trace_id = ids::random_id("trc_", 8);
+    request.extensions_mut().insert(TraceId(trace_id.clone()));
+    let mut response = next.run(request).await;
+    let unrendered = response.extensions().get::<ApiError>().is_none();
+    if unrendered && response.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        response = ApiError::new(ErrorCode::PayloadTooLarge, "The request body is too large.")
+            .into_response();
+    }
+    if let Some(error) = response.extensions_mut().remove::<ApiError>() {
+        let status = response.status();
+        let body = ErrorEnvelope::new(error.code, error.message, error.details, &trace_id);
+        response = (status, axum::Json(body)).into_response();
+    }
+    if let Ok(value) = HeaderValue::from_str(&trace_id) {
+        response.headers_mut().insert("x-trace-id", value);
+    }
+    response
+}
+
+/// JSON body whose rejections speak the protocol: `payload_too_large` or `validation_error`.
+pub struct Body<T>(pub T);
+
+impl<S, T> FromRequest<S> for Body<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(value)) => Ok(Body(value)),
+            Err(rejection) => Err(json_rejection(rejection)),
+        }
+    }
+}
+
+fn json_rejection(rejection: JsonRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return ApiError::new(ErrorCode::PayloadTooLarge, "The request body is too large.");
+    }
+    let message = match &rejection {
+        JsonRejection::MissingJsonContentType(_) => {
+            "The request body must be JSON (Content-Type: application/json).".to_owned()
+        }
+        other => format!(
+            "The request body does not match the schema: {}",
+            other.body_text()
+        ),
+    };
+    ApiError::validation("", message)
+}
+
+pub async fn fallback() -> ApiError {
+    ApiError::new(ErrorCode::NotFound, "No such endpoint.")
+}

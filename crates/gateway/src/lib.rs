@@ -1,0 +1,64 @@
+//! The Countersign reference gateway: agents preview and invoke capabilities, approvers countersign
+//! plans, and only an approved plan that is still current executes.
+
+pub mod accounts;
+mod auth;
+pub mod capabilities;
+pub mod demo;
+pub mod embedded;
+mod error;
+pub mod ids;
+pub mod plans;
+mod routes;
+pub mod sim;
+pub mod store;
+
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+
+pub use error::{ApiError, ApiResult};
+pub use store::Store;
+
+/// Request bodies above this are refused with `payload_too_large` (PROTOCOL section 4).
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+pub struct AppState {
+    pub store: Store,
+    pub gateway_id: String,
+    pub name: String,
+    /// Seconds a console should wait between polls of the approval queue.
+    pub poll_interval: u32,
+}
+
+impl AppState {
+    pub async fn new(store: Store, name: &str) -> anyhow::Result<Arc<AppState>> {
+        let gateway_id = store.gateway_id().await?;
+        Ok(Arc::new(AppState {
+            store,
+            gateway_id,
+            name: name.to_owned(),
+            poll_interval: 5,
+        }))
+    }
+}
+
+pub fn app(state: Arc<AppState>) -> Router {
+    use routes::{agent, approver, decisions, invoke};
+    Router::new()
+        .route("/v1/gateway", get(agent::gateway))
+        .route("/v1/capabilities", get(agent::capabilities))
+        .route("/v1/capabilities/{id}", get(agent::describe))
+        .route("/v1/capabilities/{id}/dry_run", post(agent::dry_run))
+        .route("/v1/capabilities/{id}/invoke", post(invoke::invoke))
+        .route("/v1/approvers/enroll", post(approver::enroll))
+        .route("/v1/approvals", get(approver::approvals))
+        .route("/v1/plans/{id}", get(approver::plan))
+        .route("/v1/plans/{id}/decisions", post(decisions::decide))
+        .fallback(error::fallback)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(error::trace))
+        .with_state(state)
+}

@@ -1,0 +1,345 @@
+//! Plans: turning an evaluation into a stored preview, and reading plans back with their status.
+
+use chrono::{DateTime, Duration, Utc};
+use countersign_proto::approvals::{
+    ApprovalEntry, Approvals, EffectCounts, MovedRevision, PlanRecord, PlanStatus, PlanSummary,
+    RiskFlag, Staleness, ValidationCounts,
+};
+use countersign_proto::decision::Decision;
+use countersign_proto::digest::{plan_digest, request_digest, subjects_digest};
+use countersign_proto::plan::{
+    Caller, PlanRequest, Preview, ReadRevision, Severity, Subjects, Validation,
+    SUBJECT_SAMPLE_LIMIT,
+};
+use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
+use countersign_proto::INTERFACE_VERSION;
+use serde_json::Value;
+use sqlx::SqliteConnection;
+
+use crate::accounts::Agent;
+use crate::capabilities::{self, Capability, Planned};
+use crate::error::ApiResult;
+use crate::ids;
+
+/// How long a plan stays executable (PROTOCOL section 4).
+pub const PLAN_LIFETIME: Duration = Duration::minutes(15);
+
+/// A plan as stored, with what the gateway needs beside the preview.
+#[derive(Debug, Clone)]
+pub struct StoredPlan {
+    pub preview: Preview,
+    pub agent_id: String,
+    pub status: PlanStatus,
+    pub required_approvals: u32,
+    pub execution: Option<Value>,
+}
+
+/// Turns an evaluation into a preview: ids, times, blocking checks, subjects, digests.
+pub fn build_preview(
+    capability: Capability,
+    agent: &Agent,
+    params: &Value,
+    expected: Option<&std::collections::BTreeMap<String, String>>,
+    mut planned: Planned,
+    audit_id: &str,
+) -> ApiResult<Preview> {
+    let describe = capability.describe();
+    if let Some(expected) = expected {
+        planned
+            .validation
+            .extend(version_conflicts(expected, &planned.read_revisions));
+    }
+    planned
+        .validation
+        .sort_by_key(|v| (v.severity, !v.blocks_execution));
+    let created_at = ids::now();
+    let mut preview = Preview {
+        interface_version: INTERFACE_VERSION.to_owned(),
+        mode: "preview".to_owned(),
+        valid: true,
+        executable: !planned.validation.iter().any(|v| v.blocks_execution),
+        capability_id: capability.id().to_owned(),
+        resolved_version: describe.version.clone(),
+        audit_id: audit_id.to_owned(),
+        plan_id: ids::random_id("plan_", 8),
+        created_at,
+        expires_at: created_at + PLAN_LIFETIME,
+        caller: Caller {
+            agent_id: agent.id.clone(),
+            on_behalf_of: agent.on_behalf_of.clone(),
+        },
+        request: PlanRequest {
+            params: params.clone(),
+        },
+        read_revisions: planned.read_revisions,
+        would_require_approval: false,
+        estimated_cost: planned.estimated_cost,
+        billing: describe.billing,
+        effects: planned
+            .effects
+            .into_iter()
+            .map(|planned| {
+                let mut effect = planned.effect;
+                if !planned.subjects.is_empty() {
+                    effect.subjects = Some(subjects_of(&effect.id, &planned.subjects));
+                }
+                effect
+            })
+            .collect(),
+        validation: planned.validation,
+        assumptions: planned.assumptions,
+        request_digest: request_digest(capability.id(), params).map_err(anyhow::Error::from)?,
+        plan_digest: String::new(),
+    };
+    let risky = risk_flags(&preview, default_high_cost_threshold())
+        .into_iter()
+        .any(|f| f != RiskFlag::Blocked);
+    preview.would_require_approval = capability.always_requires_approval() || risky;
+    preview.plan_digest =
+        plan_digest(&serde_json::to_value(&preview)?).map_err(anyhow::Error::from)?;
+    Ok(preview)
+}
+
+fn subjects_of(effect_id: &str, subjects: &[capabilities::Subject]) -> Subjects {
+    let mut ids: Vec<&str> = subjects.iter().map(|s| s.id.as_str()).collect();
+    ids.sort_unstable();
+    let sample: Vec<String> = ids
+        .iter()
+        .take(SUBJECT_SAMPLE_LIMIT)
+        .map(|s| (*s).to_owned())
+        .collect();
+    Subjects {
+        total: ids.len() as u64,
+        cursor: (ids.len() > sample.len()).then(|| format!("c_{effect_id}_{}", sample.len())),
+        sample,
+        digest: subjects_digest(ids),
+    }
+}
+
+fn version_conflicts(
+    expected: &std::collections::BTreeMap<String, String>,
+    read: &[ReadRevision],
+) -> Vec<Validation> {
+    expected
+        .iter()
+        .filter_map(|(resource, want)| {
+            let actual = read.iter().find(|r| &r.resource == resource);
+            let found = actual.map_or("not read by this request", |r| r.revision.as_str());
+            (actual.map(|r| &r.revision) != Some(want)).then(|| Validation {
+                severity: Severity::Error,
+                code: "version_conflict".to_owned(),
+                path: Some("/expected_revisions".to_owned()),
+                message: format!("{resource} is at revision {found}, not revision {want}."),
+                blocks_execution: true,
+                repair: Some("Fetch the current resource and create a new preview.".to_owned()),
+            })
+        })
+        .collect()
+}
+
+/// Stores a preview and its full subject sets.
+pub async fn insert(
+    conn: &mut SqliteConnection,
+    preview: &Preview,
+    planned_subjects: &[(String, Vec<capabilities::Subject>)],
+    required_approvals: u32,
+) -> ApiResult<()> {
+    let status = if preview.would_require_approval {
+        PlanStatus::PendingApproval
+    } else {
+        PlanStatus::Approved
+    };
+    sqlx::query(
+        "INSERT INTO plans (id, capability_id, agent_id, plan_digest, preview, status,
+         required_approvals, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&preview.plan_id)
+    .bind(&preview.capability_id)
+    .bind(&preview.caller.agent_id)
+    .bind(&preview.plan_digest)
+    .bind(serde_json::to_string(preview)?)
+    .bind(status_text(status))
+    .bind(required_approvals)
+    .bind(ids::to_text(preview.created_at))
+    .bind(ids::to_text(preview.expires_at))
+    .execute(&mut *conn)
+    .await?;
+    for (effect_id, subjects) in planned_subjects {
+        for subject in subjects {
+            sqlx::query(
+                "INSERT INTO plan_subjects (plan_id, effect_id, subject_id, label) VALUES (?, ?, ?, ?)",
+            )
+            .bind(&preview.plan_id)
+            .bind(effect_id)
+            .bind(&subject.id)
+            .bind(&subject.label)
+            .execute(&mut *conn)
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+pub fn status_text(status: PlanStatus) -> String {
+    match serde_json::to_value(status) {
+        Ok(Value::String(s)) => s,
+        _ => "failed".to_owned(),
+    }
+}
+
+fn parse_status(text: &str) -> PlanStatus {
+    serde_json::from_value(Value::String(text.to_owned())).unwrap_or(PlanStatus::Failed)
+}
+
+pub async fn load(conn: &mut SqliteConnection, plan_id: &str) -> ApiResult<Option<StoredPlan>> {
+    let row: Option<(String, String, String, u32, Option<String>)> = sqlx::query_as(
+        "SELECT preview, agent_id, status, required_approvals, execution FROM plans WHERE id = ?",
+    )
+    .bind(plan_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((preview, agent_id, status, required_approvals, execution)) = row else {
+        return Ok(None);
+    };
+    Ok(Some(StoredPlan {
+        preview: serde_json::from_str(&preview)?,
+        agent_id,
+        status: parse_status(&status),
+        required_approvals,
+        execution: execution.map(|e| serde_json::from_str(&e)).transpose()?,
+    }))
+}
+
+pub async fn set_status(
+    conn: &mut SqliteConnection,
+    plan_id: &str,
+    status: PlanStatus,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE plans SET status = ? WHERE id = ?")
+        .bind(status_text(status))
+        .bind(plan_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// The read revisions that moved since the plan was made.
+pub async fn moved(
+    conn: &mut SqliteConnection,
+    read: &[ReadRevision],
+) -> Result<Vec<MovedRevision>, sqlx::Error> {
+    let mut moved = Vec::new();
+    for r in read {
+        let current = capabilities::current_revision(conn, &r.resource)
+            .await?
+            .unwrap_or_else(|| "deleted".to_owned());
+        if current != r.revision {
+            moved.push(MovedRevision {
+                resource: r.resource.clone(),
+                planned: r.revision.clone(),
+                current,
+            });
+        }
+    }
+    Ok(moved)
+}
+
+pub async fn approvals(
+    conn: &mut SqliteConnection,
+    plan_id: &str,
+    required: u32,
+) -> ApiResult<Approvals> {
+    let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+        "SELECT d.approver_id, a.display_name, d.decision, d.decided_at
+         FROM decisions d JOIN approvers a ON a.id = d.approver_id
+         WHERE d.plan_id = ? ORDER BY d.id",
+    )
+    .bind(plan_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let received = rows
+        .into_iter()
+        .map(|(approver_id, display_name, decision, at)| {
+            Ok(ApprovalEntry {
+                approver_id,
+                display_name,
+                decision: if decision == "reject" {
+                    Decision::Reject
+                } else {
+                    Decision::Approve
+                },
+                at: ids::from_text(&at)?,
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok(Approvals { required, received })
+}
+
+/// The status a reader sees: time and moved revisions overtake a plan still waiting or approved.
+pub fn effective_status(
+    plan: &StoredPlan,
+    now: DateTime<Utc>,
+    moved: &[MovedRevision],
+) -> PlanStatus {
+    match plan.status {
+        PlanStatus::PendingApproval | PlanStatus::Approved | PlanStatus::Stale => {
+            if now > plan.preview.expires_at {
+                PlanStatus::Expired
+            } else if !moved.is_empty() {
+                PlanStatus::Stale
+            } else {
+                plan.status
+            }
+        }
+        other => other,
+    }
+}
+
+pub async fn record(conn: &mut SqliteConnection, plan: StoredPlan) -> ApiResult<PlanRecord> {
+    let moved = moved(conn, &plan.preview.read_revisions).await?;
+    let status = effective_status(&plan, ids::now(), &moved);
+    let approvals = approvals(conn, &plan.preview.plan_id, plan.required_approvals).await?;
+    Ok(PlanRecord {
+        status,
+        approvals,
+        supersedes: None,
+        superseded_by: None,
+        stale: (!moved.is_empty()).then_some(Staleness { moved }),
+        execution: plan.execution,
+        plan: plan.preview,
+    })
+}
+
+pub fn summary(record: &PlanRecord) -> PlanSummary {
+    let plan = &record.plan;
+    let count = |s: Severity| plan.validation.iter().filter(|v| v.severity == s).count() as u32;
+    PlanSummary {
+        plan_id: plan.plan_id.clone(),
+        plan_digest: plan.plan_digest.clone(),
+        capability_id: plan.capability_id.clone(),
+        title: Capability::by_id(&plan.capability_id)
+            .map_or_else(|| plan.capability_id.clone(), |c| c.describe().title),
+        caller: plan.caller.clone(),
+        created_at: plan.created_at,
+        expires_at: plan.expires_at,
+        status: record.status,
+        estimated_cost: plan.estimated_cost.clone(),
+        effect_counts: EffectCounts {
+            direct: plan.effects.iter().filter(|e| !e.derived).count() as u32,
+            derived: plan.effects.iter().filter(|e| e.derived).count() as u32,
+        },
+        subjects_total: plan
+            .effects
+            .iter()
+            .filter_map(|e| e.subjects.as_ref())
+            .map(|s| s.total)
+            .sum(),
+        validation_counts: ValidationCounts {
+            error: count(Severity::Error),
+            warning: count(Severity::Warning),
+            info: count(Severity::Info),
+        },
+        risk: risk_flags(plan, default_high_cost_threshold()),
+        approvals: record.approvals.clone(),
+    }
+}

@@ -1,0 +1,113 @@
+//! Approver side: enrollment, the pending queue, plan reads.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::header::{ETAG, IF_NONE_MATCH};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use countersign_proto::approvals::{ApprovalList, EnrollRequest, EnrollResponse};
+use countersign_proto::digest::sha256;
+use countersign_proto::ErrorCode;
+use serde::Deserialize;
+
+use super::no_store;
+use crate::accounts::{self, Approver};
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult, Body};
+use crate::store::queue_revision;
+use crate::{ids, plans, AppState};
+
+pub async fn enroll(
+    State(state): State<Arc<AppState>>,
+    Body(request): Body<EnrollRequest>,
+) -> ApiResult<Json<EnrollResponse>> {
+    Ok(Json(
+        accounts::enroll(&state.store, &state.gateway_id, &request).await?,
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsQuery {
+    status: Option<String>,
+}
+
+pub async fn approvals(
+    State(state): State<Arc<AppState>>,
+    _approver: Approver,
+    query: Result<Query<ApprovalsQuery>, axum::extract::rejection::QueryRejection>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let Query(query) = query.map_err(|e| ApiError::validation("", e.body_text()))?;
+    if query.status.as_deref().is_some_and(|s| s != "pending") {
+        return Err(ApiError::validation(
+            "/status",
+            "Only status=pending is listed.",
+        ));
+    }
+    let list = pending(&state).await?;
+    let body = serde_json::to_vec(&list)?;
+    let etag = format!("\"{}\"", &sha256(&body)["sha256:".len()..][..24]);
+    let mut response = if headers
+        .get(IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag))
+    {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response()
+    };
+    let headers = response.headers_mut();
+    headers.insert(
+        ETAG,
+        HeaderValue::from_str(&etag).map_err(anyhow::Error::from)?,
+    );
+    headers.insert("x-poll-interval", HeaderValue::from(state.poll_interval));
+    Ok(response)
+}
+
+/// Plans awaiting a decision, soonest expiry first; stale ones stay listed so they can be refreshed.
+async fn pending(state: &AppState) -> ApiResult<ApprovalList> {
+    let mut conn = state.store.pool().acquire().await?;
+    let revision = queue_revision(state.store.pool()).await?;
+    let ids_: Vec<String> = sqlx::query_scalar(
+        "SELECT id FROM plans WHERE status IN ('pending_approval', 'stale') AND expires_at > ?
+         ORDER BY expires_at, id",
+    )
+    .bind(ids::to_text(ids::now()))
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut items = Vec::with_capacity(ids_.len());
+    for id in ids_ {
+        if let Some(plan) = plans::load(&mut conn, &id).await? {
+            items.push(plans::summary(&plans::record(&mut conn, plan).await?));
+        }
+    }
+    Ok(ApprovalList { items, revision })
+}
+
+pub async fn plan(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let mut conn = state.store.pool().acquire().await?;
+    let plan = plans::load(&mut conn, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("plan"))?;
+    if let Caller::Agent(agent) = &caller {
+        if agent.id != plan.agent_id {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "Agents read only their own plans.",
+            ));
+        }
+    }
+    Ok(no_store(plans::record(&mut conn, plan).await?))
+}

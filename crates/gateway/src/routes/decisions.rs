@@ -1,0 +1,231 @@
+//! Signed decisions, checked in the order of PROTOCOL section 3; the first failure answers.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::Json;
+use chrono::Duration;
+use countersign_proto::approvals::{DecisionResponse, PlanStatus};
+use countersign_proto::decision::{Decision, Statement, StatementError};
+use countersign_proto::dsse::{Envelope, DECISION_PAYLOAD_TYPE};
+use countersign_proto::ErrorCode;
+use serde_json::json;
+
+use crate::accounts::{self, Approver};
+use crate::error::{ApiError, ApiResult, Body};
+use crate::store::bump_queue_revision;
+use crate::{ids, plans, AppState};
+
+/// How far an approver's clock may run ahead.
+const CLOCK_SKEW: Duration = Duration::seconds(60);
+
+fn err(code: ErrorCode, message: impl Into<String>) -> ApiError {
+    ApiError::new(code, message)
+}
+
+pub async fn decide(
+    State(state): State<Arc<AppState>>,
+    approver: Approver,
+    Path(plan_id): Path<String>,
+    Body(envelope): Body<Envelope>,
+) -> ApiResult<Json<DecisionResponse>> {
+    let pool = state.store.pool();
+    // Envelope shape.
+    let signature = envelope
+        .signature()
+        .map_err(|e| ApiError::validation("/signatures", e.to_string()))?;
+    envelope
+        .payload_bytes()
+        .map_err(|e| ApiError::validation("/payload", e.to_string()))?;
+    // Key of this approver, active; then the signature itself.
+    let key = accounts::active_key(pool, &approver.id, &signature.keyid)
+        .await?
+        .ok_or_else(|| {
+            err(
+                ErrorCode::BadSignature,
+                format!(
+                    "Key {} is not an active key of this approver.",
+                    signature.keyid
+                ),
+            )
+        })?;
+    let statement = match Statement::open(&envelope, &key) {
+        Ok(statement) => statement,
+        Err(StatementError::Dsse(e)) => return Err(err(ErrorCode::BadSignature, e.to_string())),
+        Err(e) => return Err(ApiError::validation("/payload", e.to_string())),
+    };
+    if envelope.payload_type != DECISION_PAYLOAD_TYPE {
+        return Err(ApiError::validation(
+            "/payloadType",
+            "Unexpected payload type.",
+        ));
+    }
+    if statement.approver_id != approver.id || statement.key_id != signature.keyid {
+        return Err(ApiError::validation(
+            "/payload",
+            "The statement names another approver or key than the one that signed it.",
+        ));
+    }
+    if statement.plan_id != plan_id {
+        return Err(ApiError::validation(
+            "/payload",
+            "The statement is for another plan than the one in the path.",
+        ));
+    }
+    if statement.decision == Decision::Reject
+        && statement
+            .reason
+            .as_deref()
+            .is_none_or(|r| r.trim().is_empty())
+    {
+        return Err(ApiError::validation(
+            "/payload",
+            "A rejection needs a reason.",
+        ));
+    }
+    if statement.audience != state.gateway_id {
+        return Err(err(
+            ErrorCode::AudienceMismatch,
+            format!(
+                "The statement is addressed to {}, not this gateway.",
+                statement.audience
+            ),
+        ));
+    }
+
+    let envelope_text = serde_json::to_string(&envelope)?;
+    let mut w = state.store.write().await?;
+    let plan = plans::load(&mut w.tx, &plan_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("plan"))?;
+    let already: Option<(String, String)> = sqlx::query_as(
+        "SELECT envelope, nonce FROM decisions WHERE plan_id = ? AND approver_id = ?",
+    )
+    .bind(&plan_id)
+    .bind(&approver.id)
+    .fetch_optional(&mut *w.tx)
+    .await?;
+    if already.as_ref().is_some_and(|(e, _)| *e == envelope_text) {
+        return Ok(Json(answer(&mut w.tx, &plan_id).await?));
+    }
+    if statement.plan_digest != plan.preview.plan_digest {
+        return Err(err(
+            ErrorCode::DigestMismatch,
+            format!("Plan {plan_id} has digest {}.", plan.preview.plan_digest),
+        ));
+    }
+    if already.is_some() {
+        return Err(err(
+            ErrorCode::NotEligible,
+            "This approver already decided this plan.",
+        ));
+    }
+    let nonce_used: Option<i64> = sqlx::query_scalar("SELECT id FROM decisions WHERE nonce = ?")
+        .bind(&statement.nonce)
+        .fetch_optional(&mut *w.tx)
+        .await?;
+    if nonce_used.is_some() {
+        return Err(err(
+            ErrorCode::NonceReused,
+            "The nonce was already used for another statement.",
+        ));
+    }
+    let now = ids::now();
+    if statement.expires_at < now
+        || statement.issued_at > now + CLOCK_SKEW
+        || statement.expires_at > plan.preview.expires_at
+        || statement.issued_at > statement.expires_at
+    {
+        return Err(err(
+            ErrorCode::StatementExpired,
+            "The statement is expired, from the future, or outlives the plan.",
+        ));
+    }
+    if now > plan.preview.expires_at {
+        return Err(err(
+            ErrorCode::PlanExpired,
+            format!("Plan {plan_id} expired."),
+        ));
+    }
+    if !matches!(plan.status, PlanStatus::PendingApproval | PlanStatus::Stale)
+        || !plan.preview.executable
+    {
+        let why = if plan.preview.executable {
+            format!("Plan {plan_id} is {}.", plans::status_text(plan.status))
+        } else {
+            format!("Plan {plan_id} is blocked and can never be approved.")
+        };
+        return Err(err(ErrorCode::PlanNotPending, why));
+    }
+    let moved = plans::moved(&mut w.tx, &plan.preview.read_revisions).await?;
+    if !moved.is_empty() {
+        if plan.status != PlanStatus::Stale {
+            plans::set_status(&mut w.tx, &plan_id, PlanStatus::Stale).await?;
+            bump_queue_revision(&mut w.tx).await?;
+            w.tx.commit().await?;
+        }
+        let first = &moved[0];
+        return Err(err(
+            ErrorCode::PlanStale,
+            format!(
+                "Plan {plan_id} read {} at revision {}; it is now {}.",
+                first.resource, first.planned, first.current
+            ),
+        )
+        .with_details(json!({ "moved": moved })));
+    }
+
+    sqlx::query(
+        "INSERT INTO decisions (plan_id, approver_id, key_id, decision, reason, nonce, envelope, decided_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&plan_id)
+    .bind(&approver.id)
+    .bind(&statement.key_id)
+    .bind(match statement.decision {
+        Decision::Approve => "approve",
+        Decision::Reject => "reject",
+    })
+    .bind(&statement.reason)
+    .bind(&statement.nonce)
+    .bind(&envelope_text)
+    .bind(ids::to_text(now))
+    .execute(&mut *w.tx)
+    .await?;
+    let approvals = plans::approvals(&mut w.tx, &plan_id, plan.required_approvals).await?;
+    let approved = approvals
+        .received
+        .iter()
+        .filter(|a| a.decision == Decision::Approve)
+        .count() as u32;
+    let status = if approvals
+        .received
+        .iter()
+        .any(|a| a.decision == Decision::Reject)
+    {
+        PlanStatus::Rejected
+    } else if approved >= plan.required_approvals {
+        PlanStatus::Approved
+    } else {
+        PlanStatus::PendingApproval
+    };
+    plans::set_status(&mut w.tx, &plan_id, status).await?;
+    bump_queue_revision(&mut w.tx).await?;
+    w.tx.commit().await?;
+    Ok(Json(DecisionResponse {
+        plan_id,
+        status,
+        approvals,
+    }))
+}
+
+async fn answer(tx: &mut crate::store::Tx, plan_id: &str) -> ApiResult<DecisionResponse> {
+    let plan = plans::load(tx, plan_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("plan"))?;
+    Ok(DecisionResponse {
+        plan_id: plan_id.to_owned(),
+        status: plan.status,
+        approvals: plans::approvals(tx, plan_id, plan.required_approvals).await?,
+    })
+}

@@ -1,0 +1,279 @@
+//! Execution: only an approved plan that is still current, and exactly what it planned.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{Path, State};
+use axum::{Extension, Json};
+use countersign_proto::approvals::PlanStatus;
+use countersign_proto::describe::DryRunMode;
+use countersign_proto::envelope::SuccessEnvelope;
+use countersign_proto::plan::{InvokeRequest, Preview};
+use countersign_proto::ErrorCode;
+use serde_json::{json, Map, Value};
+
+use super::agent::{capability, invalid_preview};
+use crate::accounts::Agent;
+use crate::capabilities::{schema_violations, Capability};
+use crate::error::{ApiError, ApiResult, Body, TraceId};
+use crate::store::{bump_queue_revision, Tx};
+use crate::{ids, plans, AppState};
+
+pub async fn invoke(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    Extension(TraceId(trace_id)): Extension<TraceId>,
+    agent: Agent,
+    Body(request): Body<InvokeRequest>,
+) -> ApiResult<Json<SuccessEnvelope>> {
+    let started = Instant::now();
+    let capability = capability(&id)?;
+    let identity = match (&request.plan_id, &request.params) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::validation(
+                "/params",
+                "Invoke by plan_id carries no second copy of the params.",
+            ))
+        }
+        (None, None) => {
+            return Err(ApiError::validation(
+                "/plan_id",
+                "Invoke needs a plan_id (or params where the capability allows it).",
+            ))
+        }
+        (Some(plan_id), None) => format!("plan:{plan_id}"),
+        (None, Some(params)) => {
+            if capability.describe().dry_run == DryRunMode::Required {
+                return Err(ApiError::new(
+                    ErrorCode::DryRunRequired,
+                    format!("{id} executes only an approved plan: dry_run first."),
+                ));
+            }
+            countersign_proto::digest::request_digest(&id, params).map_err(anyhow::Error::from)?
+        }
+    };
+
+    let mut w = state.store.write().await?;
+    if let Some(key) = &request.idempotency_key {
+        let stored: Option<(String, String)> = sqlx::query_as(
+            "SELECT request_digest, response FROM invocations WHERE agent_id = ? AND idempotency_key = ?",
+        )
+        .bind(&agent.id)
+        .bind(key)
+        .fetch_optional(&mut *w.tx)
+        .await?;
+        if let Some((digest, response)) = stored {
+            if digest != identity {
+                return Err(ApiError::new(
+                    ErrorCode::IdempotencyConflict,
+                    "This idempotency key was used for another request.",
+                ));
+            }
+            return Ok(Json(serde_json::from_str(&response)?));
+        }
+    }
+
+    let (plan, required) = match &request.plan_id {
+        Some(plan_id) => (
+            approved_plan(&mut w.tx, capability, &agent, plan_id).await?,
+            true,
+        ),
+        None => (
+            inline_plan(&mut w.tx, capability, &agent, &request).await?,
+            false,
+        ),
+    };
+    let content = execute(&mut w.tx, capability, &plan).await?;
+
+    let audit_id = ids::random_id("aud_", 8);
+    let effects_applied: Vec<&str> = plan.effects.iter().map(|e| e.id.as_str()).collect();
+    let mut metadata = Map::new();
+    metadata.insert("trace_id".into(), json!(trace_id));
+    metadata.insert(
+        "latency_ms".into(),
+        json!(started.elapsed().as_millis() as u64),
+    );
+    metadata.insert("plan_id".into(), json!(plan.plan_id));
+    metadata.insert("audit_id".into(), json!(audit_id));
+    metadata.insert(
+        "charged".into(),
+        json!({"amount": plan.estimated_cost.amount_max, "currency": plan.estimated_cost.currency}),
+    );
+    metadata.insert("effects_applied".into(), json!(effects_applied));
+    let response = SuccessEnvelope::new(content, metadata);
+
+    let now = ids::to_text(ids::now());
+    let execution =
+        json!({"executed_at": now, "audit_id": audit_id, "effects_applied": effects_applied});
+    if required {
+        sqlx::query("UPDATE plans SET status = 'executed', execution = ? WHERE id = ?")
+            .bind(execution.to_string())
+            .bind(&plan.plan_id)
+            .execute(&mut *w.tx)
+            .await?;
+        bump_queue_revision(&mut w.tx).await?;
+    }
+    sqlx::query(
+        "INSERT INTO execution_audit (id, plan_id, capability_id, agent_id, journal, at)
+         VALUES (?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&audit_id)
+    .bind(required.then_some(&plan.plan_id))
+    .bind(capability.id())
+    .bind(&agent.id)
+    .bind(serde_json::to_string(&plan.effects)?)
+    .bind(&now)
+    .execute(&mut *w.tx)
+    .await?;
+    if let Some(key) = &request.idempotency_key {
+        sqlx::query(
+            "INSERT INTO invocations (agent_id, idempotency_key, request_digest, response)
+             VALUES (?, ?, ?, ?)",
+        )
+        .bind(&agent.id)
+        .bind(key)
+        .bind(&identity)
+        .bind(serde_json::to_string(&response)?)
+        .execute(&mut *w.tx)
+        .await?;
+    }
+    w.tx.commit().await?;
+    Ok(Json(response))
+}
+
+/// The checks of PROTOCOL section 2, in order: caller, expiry, approval, read revisions.
+async fn approved_plan(
+    tx: &mut Tx,
+    capability: Capability,
+    agent: &Agent,
+    plan_id: &str,
+) -> ApiResult<Preview> {
+    let plan = plans::load(tx, plan_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("plan"))?;
+    if plan.agent_id != agent.id {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "Only the agent that previewed a plan may execute it.",
+        ));
+    }
+    if plan.preview.capability_id != capability.id() {
+        return Err(ApiError::validation(
+            "/plan_id",
+            format!("Plan {plan_id} is for {}.", plan.preview.capability_id),
+        ));
+    }
+    match plan.status {
+        PlanStatus::Executed => {
+            return Err(ApiError::new(
+                ErrorCode::PlanAlreadyExecuted,
+                format!("Plan {plan_id} was already executed."),
+            ))
+        }
+        PlanStatus::Rejected | PlanStatus::Superseded | PlanStatus::Failed => {
+            return Err(ApiError::new(
+                ErrorCode::PlanNotPending,
+                format!("Plan {plan_id} is {}.", plans::status_text(plan.status)),
+            ))
+        }
+        _ => {}
+    }
+    if ids::now() > plan.preview.expires_at {
+        return Err(ApiError::new(
+            ErrorCode::PlanExpired,
+            format!(
+                "Plan {plan_id} expired at {}.",
+                ids::to_text(plan.preview.expires_at)
+            ),
+        ));
+    }
+    let moved = plans::moved(tx, &plan.preview.read_revisions).await?;
+    if plan.status != PlanStatus::Approved && plan.status != PlanStatus::Stale {
+        let approvals = plans::approvals(tx, plan_id, plan.required_approvals).await?;
+        return Err(ApiError::new(
+            ErrorCode::ApprovalRequired,
+            format!(
+                "Plan {plan_id} has {} of {} approvals.",
+                approvals.received.len(),
+                plan.required_approvals
+            ),
+        ));
+    }
+    if let Some(first) = moved.first() {
+        return Err(ApiError::new(
+            ErrorCode::PlanStale,
+            format!(
+                "Plan {plan_id} read {} at revision {}; it is now {}.",
+                first.resource, first.planned, first.current
+            ),
+        )
+        .with_details(json!({ "moved": moved })));
+    }
+    if plan.status == PlanStatus::Stale {
+        return Err(ApiError::new(
+            ErrorCode::ApprovalRequired,
+            format!("Plan {plan_id} was refused as stale and holds no approval."),
+        ));
+    }
+    Ok(plan.preview)
+}
+
+/// A capability invoked with params and no plan: evaluated now, and run only if it needs nobody.
+async fn inline_plan(
+    tx: &mut Tx,
+    capability: Capability,
+    agent: &Agent,
+    request: &InvokeRequest,
+) -> ApiResult<Preview> {
+    let params = request.params.clone().unwrap_or(Value::Null);
+    let audit_id = ids::random_id("aud_", 8);
+    let violations = schema_violations(&capability.describe(), &params);
+    if !violations.is_empty() {
+        let invalid = invalid_preview(capability, &audit_id, violations);
+        let first = invalid.violations[0].clone();
+        return Err(ApiError::new(ErrorCode::ValidationError, first.message)
+            .with_details(json!({ "violations": first.details })));
+    }
+    let planned = capability.plan(tx, &params).await?;
+    let plan = plans::build_preview(capability, agent, &params, None, planned, &audit_id)?;
+    if plan.would_require_approval {
+        return Err(ApiError::new(
+            ErrorCode::ApprovalRequired,
+            "This request needs approval: dry_run it and have the plan approved.",
+        ));
+    }
+    Ok(plan)
+}
+
+/// Re-derives the plan inside the write transaction, refuses if it no longer matches, applies it.
+async fn execute(tx: &mut Tx, capability: Capability, plan: &Preview) -> ApiResult<String> {
+    if !plan.executable {
+        return Err(ApiError::new(
+            ErrorCode::ValidationError,
+            "The plan has blocking validation errors.",
+        )
+        .with_details(json!({ "validation": plan.validation })));
+    }
+    let params = &plan.request.params;
+    let now_planned = capability.plan(tx, params).await?;
+    let agent = Agent {
+        id: plan.caller.agent_id.clone(),
+        on_behalf_of: plan.caller.on_behalf_of.clone(),
+    };
+    let again = plans::build_preview(
+        capability,
+        &agent,
+        params,
+        None,
+        now_planned.clone(),
+        &plan.audit_id,
+    )?;
+    if again.effects != plan.effects || again.estimated_cost != plan.estimated_cost {
+        return Err(ApiError::new(
+            ErrorCode::PlanStale,
+            "The current state gives other effects than the plan: preview again.",
+        )
+        .with_details(json!({ "moved": [] })));
+    }
+    capability.apply(tx, params, &now_planned).await
+}

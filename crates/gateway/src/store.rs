@@ -1,0 +1,98 @@
+//! The SQLite store: one pool, migrations, and one writer at a time.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Sqlite, SqlitePool, Transaction};
+use tokio::sync::{Mutex, MutexGuard};
+
+use crate::ids;
+
+pub type Tx = Transaction<'static, Sqlite>;
+
+/// Reads run concurrently over WAL; writes take [`Store::write`], which serialises them in-process
+/// so that every check-then-write (decisions, invoke) sees the state it commits against.
+pub struct Store {
+    pool: SqlitePool,
+    writer: Mutex<()>,
+}
+
+pub struct WriteTx<'a> {
+    pub tx: Tx,
+    _guard: MutexGuard<'a, ()>,
+}
+
+impl Store {
+    /// Opens (creating if needed) `url`, e.g. `sqlite:///var/lib/cs.db` or `sqlite::memory:`.
+    pub async fn open(url: &str) -> anyhow::Result<Store> {
+        let options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let in_memory = url.contains(":memory:");
+        let pool = SqlitePoolOptions::new()
+            // An in-memory database exists per connection: keep exactly one.
+            .max_connections(if in_memory { 1 } else { 8 })
+            .min_connections(if in_memory { 1 } else { 0 })
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(Store {
+            pool,
+            writer: Mutex::new(()),
+        })
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    pub async fn write(&self) -> Result<WriteTx<'_>, sqlx::Error> {
+        let guard = self.writer.lock().await;
+        let tx = self.pool.begin().await?;
+        Ok(WriteTx { tx, _guard: guard })
+    }
+
+    /// The gateway's id, made on first use and kept.
+    pub async fn gateway_id(&self) -> anyhow::Result<String> {
+        let mut w = self.write().await?;
+        let existing: Option<String> =
+            sqlx::query_scalar("SELECT value FROM meta WHERE key = 'gateway_id'")
+                .fetch_optional(&mut *w.tx)
+                .await?;
+        if let Some(id) = existing {
+            return Ok(id);
+        }
+        let id = ids::random_id("gw_", 8);
+        sqlx::query("INSERT INTO meta (key, value) VALUES ('gateway_id', ?)")
+            .bind(&id)
+            .execute(&mut *w.tx)
+            .await?;
+        w.tx.commit().await?;
+        Ok(id)
+    }
+}
+
+/// The approval queue's revision, moved by every change a console should see.
+pub async fn bump_queue_revision(tx: &mut Tx) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO meta (key, value) VALUES ('queue_revision', '1')
+         ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+pub async fn queue_revision(pool: &SqlitePool) -> Result<String, sqlx::Error> {
+    let value: Option<String> =
+        sqlx::query_scalar("SELECT value FROM meta WHERE key = 'queue_revision'")
+            .fetch_optional(pool)
+            .await?;
+    Ok(value.unwrap_or_else(|| "0".to_owned()))
+}

@@ -1,0 +1,131 @@
+//! The approver side: enrollment, the pending queue, plan records and decisions (PROTOCOL section 3).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::decision::Decision;
+use crate::plan::{Caller, EstimatedCost, Preview};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    PendingApproval,
+    Approved,
+    Rejected,
+    Executed,
+    Stale,
+    Expired,
+    Superseded,
+    Failed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RiskFlag {
+    Irreversible,
+    AccessChange,
+    Money,
+    External,
+    Bulk,
+    Uncertain,
+    HighCost,
+    Blocked,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnrollRequest {
+    pub enrollment_code: String,
+    pub display_name: String,
+    pub public_key: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnrollResponse {
+    pub approver_id: String,
+    pub key_id: String,
+    pub token: String,
+    pub gateway_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalEntry {
+    pub approver_id: String,
+    pub display_name: String,
+    pub decision: Decision,
+    pub at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approvals {
+    pub required: u32,
+    pub received: Vec<ApprovalEntry>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct EffectCounts {
+    pub direct: u32,
+    pub derived: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ValidationCounts {
+    pub error: u32,
+    pub warning: u32,
+    pub info: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanSummary {
+    pub plan_id: String,
+    pub plan_digest: String,
+    pub capability_id: String,
+    pub title: String,
+    pub caller: Caller,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub status: PlanStatus,
+    pub estimated_cost: EstimatedCost,
+    pub effect_counts: EffectCounts,
+    pub subjects_total: u64,
+    pub validation_counts: ValidationCounts,
+    pub risk: Vec<RiskFlag>,
+    pub approvals: Approvals,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalList {
+    pub items: Vec<PlanSummary>,
+    pub revision: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MovedRevision {
+    pub resource: String,
+    pub planned: String,
+    pub current: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Staleness {
+    pub moved: Vec<MovedRevision>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanRecord {
+    pub plan: Preview,
+    pub status: PlanStatus,
+    pub approvals: Approvals,
+    pub supersedes: Option<String>,
+    pub superseded_by: Option<String>,
+    pub stale: Option<Staleness>,
+    pub execution: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecisionResponse {
+    pub plan_id: String,
+    pub status: PlanStatus,
+    pub approvals: Approvals,
+}

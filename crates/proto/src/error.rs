@@ -1,0 +1,181 @@
+//! Error codes of PROTOCOL section 1 and the seed 002 error envelope.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Every stable error code and the HTTP status it always travels with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    ValidationError,
+    Unauthenticated,
+    BadSignature,
+    Forbidden,
+    NotEligible,
+    NotFound,
+    DryRunRequired,
+    ApprovalRequired,
+    PlanStale,
+    PlanExpired,
+    PlanNotPending,
+    PlanAlreadyExecuted,
+    NonceReused,
+    IdempotencyConflict,
+    DigestMismatch,
+    AudienceMismatch,
+    StatementExpired,
+    BudgetExceeded,
+    PayloadTooLarge,
+    Internal,
+}
+
+impl ErrorCode {
+    pub const ALL: [ErrorCode; 20] = [
+        ErrorCode::ValidationError,
+        ErrorCode::Unauthenticated,
+        ErrorCode::BadSignature,
+        ErrorCode::Forbidden,
+        ErrorCode::NotEligible,
+        ErrorCode::NotFound,
+        ErrorCode::DryRunRequired,
+        ErrorCode::ApprovalRequired,
+        ErrorCode::PlanStale,
+        ErrorCode::PlanExpired,
+        ErrorCode::PlanNotPending,
+        ErrorCode::PlanAlreadyExecuted,
+        ErrorCode::NonceReused,
+        ErrorCode::IdempotencyConflict,
+        ErrorCode::DigestMismatch,
+        ErrorCode::AudienceMismatch,
+        ErrorCode::StatementExpired,
+        ErrorCode::BudgetExceeded,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::Internal,
+    ];
+
+    pub fn http_status(self) -> u16 {
+        use ErrorCode::*;
+        match self {
+            ValidationError | DigestMismatch | AudienceMismatch | StatementExpired => 422,
+            Unauthenticated | BadSignature => 401,
+            Forbidden | NotEligible => 403,
+            NotFound => 404,
+            DryRunRequired => 428,
+            ApprovalRequired | PlanStale | PlanExpired | PlanNotPending | PlanAlreadyExecuted
+            | NonceReused | IdempotencyConflict => 409,
+            BudgetExceeded => 402,
+            PayloadTooLarge => 413,
+            Internal => 500,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        use ErrorCode::*;
+        match self {
+            ValidationError => "validation_error",
+            Unauthenticated => "unauthenticated",
+            BadSignature => "bad_signature",
+            Forbidden => "forbidden",
+            NotEligible => "not_eligible",
+            NotFound => "not_found",
+            DryRunRequired => "dry_run_required",
+            ApprovalRequired => "approval_required",
+            PlanStale => "plan_stale",
+            PlanExpired => "plan_expired",
+            PlanNotPending => "plan_not_pending",
+            PlanAlreadyExecuted => "plan_already_executed",
+            NonceReused => "nonce_reused",
+            IdempotencyConflict => "idempotency_conflict",
+            DigestMismatch => "digest_mismatch",
+            AudienceMismatch => "audience_mismatch",
+            StatementExpired => "statement_expired",
+            BudgetExceeded => "budget_exceeded",
+            PayloadTooLarge => "payload_too_large",
+            Internal => "internal",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `{"success": false, "error": {...}, "provider": "system", "metadata": {"trace_id": ...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorEnvelope {
+    pub success: bool,
+    pub error: ErrorBody,
+    pub provider: String,
+    pub metadata: ErrorMetadata,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(default)]
+    pub details: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorMetadata {
+    pub trace_id: String,
+}
+
+impl ErrorEnvelope {
+    pub fn new(
+        code: ErrorCode,
+        message: impl Into<String>,
+        details: Value,
+        trace_id: &str,
+    ) -> Self {
+        ErrorEnvelope {
+            success: false,
+            error: ErrorBody {
+                code,
+                message: message.into(),
+                details,
+            },
+            provider: "system".to_owned(),
+            metadata: ErrorMetadata {
+                trace_id: trace_id.to_owned(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_the_wire_form() {
+        for code in ErrorCode::ALL {
+            assert_eq!(
+                serde_json::to_value(code).unwrap(),
+                Value::String(code.as_str().to_owned())
+            );
+        }
+    }
+
+    #[test]
+    fn statuses_follow_the_table() {
+        assert_eq!(ErrorCode::PlanStale.http_status(), 409);
+        assert_eq!(ErrorCode::DigestMismatch.http_status(), 422);
+        assert_eq!(ErrorCode::BudgetExceeded.http_status(), 402);
+        assert_eq!(ErrorCode::DryRunRequired.http_status(), 428);
+        assert_eq!(ErrorCode::BadSignature.http_status(), 401);
+    }
+
+    #[test]
+    fn error_body_has_no_success_only_members() {
+        let e = ErrorEnvelope::new(ErrorCode::NotFound, "no plan", Value::Null, "trc_1");
+        let v = serde_json::to_value(&e).unwrap();
+        for member in ["content", "usage", "images", "files", "videos"] {
+            assert!(v.get(member).is_none());
+        }
+        assert_eq!(v["error"]["code"], "not_found");
+    }
+}

@@ -1,0 +1,19 @@
+//! The wire contract of `spec/PROTOCOL.md`: types shared by the gateway, the console and the CLI,
+//! the canonical digests that bind a plan, and the signed decision that countersigns it.
+
+pub mod approvals;
+pub mod credits;
+pub mod decision;
+pub mod describe;
+pub mod digest;
+pub mod dsse;
+pub mod envelope;
+pub mod error;
+pub mod plan;
+pub mod risk;
+
+pub use credits::Credits;
+pub use error::ErrorCode;
+
+/// The protocol version this crate speaks.
+pub const INTERFACE_VERSION: &str = "1.0";

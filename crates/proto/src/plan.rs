@@ -1,0 +1,198 @@
+//! Previews (plans), effects, validation and the agent-side requests (PROTOCOL section 2).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::describe::Billing;
+use crate::Credits;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Caller {
+    pub agent_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanRequest {
+    pub params: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadRevision {
+    pub resource: String,
+    pub revision: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EstimatedCost {
+    pub amount_min: Credits,
+    pub amount_max: Credits,
+    pub currency: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectKind {
+    Create,
+    Update,
+    Delete,
+    Archive,
+    Grant,
+    Revoke,
+    Notify,
+    Charge,
+    ExternalCall,
+    Job,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Effect {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub effect_type: String,
+    pub kind: EffectKind,
+    pub derived: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    pub resource: String,
+    pub description: String,
+    pub reversible: bool,
+    pub external: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<Change>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subjects: Option<Subjects>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<EffectCost>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub path: String,
+    pub before: Value,
+    pub after: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subjects {
+    pub total: u64,
+    pub sample: Vec<String>,
+    pub digest: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// At most this many subject ids travel inside a plan; the rest are paged.
+pub const SUBJECT_SAMPLE_LIMIT: usize = 20;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EffectCost {
+    pub amount: Credits,
+    pub currency: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Validation {
+    pub severity: Severity,
+    pub code: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    pub message: String,
+    pub blocks_execution: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repair: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Assumption {
+    pub dependency: String,
+    pub description: String,
+    pub execution_can_proceed_without: bool,
+}
+
+/// A valid preview: the plan as the gateway stored it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Preview {
+    pub interface_version: String,
+    pub mode: String,
+    pub valid: bool,
+    pub executable: bool,
+    pub capability_id: String,
+    pub resolved_version: String,
+    pub audit_id: String,
+    pub plan_id: String,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub caller: Caller,
+    pub request: PlanRequest,
+    pub read_revisions: Vec<ReadRevision>,
+    pub would_require_approval: bool,
+    pub estimated_cost: EstimatedCost,
+    pub billing: Billing,
+    pub effects: Vec<Effect>,
+    pub validation: Vec<Validation>,
+    pub assumptions: Vec<Assumption>,
+    pub request_digest: String,
+    pub plan_digest: String,
+}
+
+/// Seed 000's answer for params that do not fit the schema: no plan is created.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvalidPreview {
+    pub interface_version: String,
+    pub valid: bool,
+    pub capability_id: String,
+    pub audit_id: String,
+    pub violations: Vec<Violation>,
+    pub effects: Vec<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Violation {
+    pub code: String,
+    pub message: String,
+    pub hint: String,
+    pub retryable: bool,
+    pub schema_pointer: String,
+    pub details: Vec<ViolationDetail>,
+    pub audit_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViolationDetail {
+    pub schema_pointer: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DryRunRequest {
+    pub params: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_revisions: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InvokeRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
