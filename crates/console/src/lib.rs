@@ -1,1 +1,13 @@
+//! The Countersign console without a window: talks to a gateway, keeps the approver's key in the
+//! OS keyring, turns plans into what an approver reviews, and signs decisions.
 
+pub mod client;
+pub mod console;
+pub mod error;
+pub mod review;
+pub mod signer;
+pub mod sync;
+
+pub use client::GatewayClient;
+pub use console::Console;
+pub use error::ConsoleError;

@@ -1,0 +1,157 @@
+//! One approver at one gateway: the queue, plan views, and signed decisions.
+
+use chrono::{Duration, SubsecRound, Utc};
+use countersign_proto::approvals::DecisionResponse;
+use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
+use countersign_proto::digest::plan_digest;
+
+use crate::client::GatewayClient;
+use crate::error::ConsoleError;
+use crate::review::{self, PlanView, QueueView};
+use crate::signer::Signer;
+use crate::sync::Poller;
+
+/// How long a signed statement stays valid, at most (and never beyond the plan's expiry).
+const STATEMENT_LIFETIME: Duration = Duration::minutes(5);
+
+pub struct Console {
+    client: GatewayClient,
+    signer: Signer,
+    poller: Poller,
+}
+
+impl Console {
+    /// The console for the gateway at `url`, using this machine's credential for `gateway_id`.
+    pub fn open(url: &str, gateway_id: &str) -> Result<Console, ConsoleError> {
+        let signer = Signer::load(gateway_id)?.ok_or(ConsoleError::NotEnrolled)?;
+        Console::with_signer(url, signer)
+    }
+
+    pub fn with_signer(url: &str, signer: Signer) -> Result<Console, ConsoleError> {
+        let client = GatewayClient::new(url, None)?.with_token(signer.token());
+        Ok(Console {
+            client,
+            signer,
+            poller: Poller::default(),
+        })
+    }
+
+    /// Enrolls with the gateway at `url` and opens a console on it.
+    pub async fn enroll(
+        url: &str,
+        code: &str,
+        display_name: &str,
+    ) -> Result<Console, ConsoleError> {
+        let signer = Signer::enroll(&GatewayClient::new(url, None)?, code, display_name).await?;
+        Console::with_signer(url, signer)
+    }
+
+    pub fn signer(&self) -> &Signer {
+        &self.signer
+    }
+
+    pub fn client(&self) -> &GatewayClient {
+        &self.client
+    }
+
+    pub fn poller(&self) -> &Poller {
+        &self.poller
+    }
+
+    /// Polls the queue; `Ok(true)` when it changed.
+    pub async fn sync(&mut self) -> Result<bool, ConsoleError> {
+        self.poller.poll(&self.client).await
+    }
+
+    /// The queue as last synced.
+    pub fn queue(&self) -> QueueView {
+        review::queue(self.poller.list().map_or(&[], |l| &l.items))
+    }
+
+    fn title(&self, plan_id: &str) -> Option<&str> {
+        self.poller
+            .list()?
+            .items
+            .iter()
+            .find(|s| s.plan_id == plan_id)
+            .map(|s| s.title.as_str())
+    }
+
+    /// Fetches the plan and reviews it.
+    pub async fn plan_view(&self, plan_id: &str) -> Result<PlanView, ConsoleError> {
+        let fetched = self.client.plan(plan_id).await?;
+        Ok(review::plan_view(
+            &fetched,
+            self.title(plan_id),
+            Some(self.signer.approver_id()),
+            Utc::now(),
+        ))
+    }
+
+    /// Re-fetches the plan, recomputes its digest, refuses what may not be approved, and sends a
+    /// signed approval of exactly the digest computed here.
+    pub async fn approve(
+        &mut self,
+        plan_id: &str,
+        reason: Option<String>,
+    ) -> Result<DecisionResponse, ConsoleError> {
+        self.decide(plan_id, Decision::Approve, reason).await
+    }
+
+    pub async fn reject(
+        &mut self,
+        plan_id: &str,
+        reason: String,
+    ) -> Result<DecisionResponse, ConsoleError> {
+        if reason.trim().is_empty() {
+            return Err(ConsoleError::Invalid(
+                "a rejection needs a reason".to_owned(),
+            ));
+        }
+        self.decide(plan_id, Decision::Reject, Some(reason)).await
+    }
+
+    async fn decide(
+        &mut self,
+        plan_id: &str,
+        decision: Decision,
+        reason: Option<String>,
+    ) -> Result<DecisionResponse, ConsoleError> {
+        let fetched = self.client.plan(plan_id).await?;
+        let plan = &fetched.record.plan;
+        let computed =
+            plan_digest(&fetched.raw).map_err(|e| ConsoleError::Protocol(e.to_string()))?;
+        if computed != plan.plan_digest {
+            return Err(ConsoleError::DigestMismatch {
+                claimed: plan.plan_digest.clone(),
+                computed,
+            });
+        }
+        let now = Utc::now();
+        if decision == Decision::Approve {
+            if let Some(why) =
+                review::refusal(&fetched.record, true, Some(self.signer.approver_id()), now)
+            {
+                return Err(ConsoleError::NotApprovable(why));
+            }
+        }
+        let issued_at = now.trunc_subsecs(0);
+        let statement = Statement {
+            kind: STATEMENT_TYPE.to_owned(),
+            plan_id: plan_id.to_owned(),
+            plan_digest: computed,
+            decision,
+            reason: reason.filter(|r| !r.trim().is_empty()),
+            approver_id: self.signer.approver_id().to_owned(),
+            key_id: self.signer.key_id().to_owned(),
+            audience: self.signer.gateway_id().to_owned(),
+            nonce: new_nonce(),
+            issued_at,
+            expires_at: (issued_at + STATEMENT_LIFETIME).min(plan.expires_at),
+        };
+        let envelope = self.signer.sign(&statement)?;
+        let answer = self.client.decide(plan_id, &envelope).await?;
+        self.poller.invalidate();
+        Ok(answer)
+    }
+}

@@ -1,0 +1,68 @@
+//! Console errors; what crosses into a UI is `{code, message}`.
+
+use countersign_proto::ErrorCode;
+use serde::Serialize;
+use serde_json::Value;
+use ts_rs::TS;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConsoleError {
+    /// The gateway answered with a protocol error.
+    #[error("{message}")]
+    Gateway {
+        code: ErrorCode,
+        message: String,
+        details: Value,
+    },
+    #[error("the gateway at {url} is unreachable: {reason}")]
+    Unreachable { url: String, reason: String },
+    #[error("the gateway sent something that is not the protocol: {0}")]
+    Protocol(String),
+    #[error("the plan's digest does not match: the gateway says {claimed}, the plan hashes to {computed}")]
+    DigestMismatch { claimed: String, computed: String },
+    #[error("this plan cannot be approved: {0}")]
+    NotApprovable(String),
+    #[error("not enrolled with this gateway")]
+    NotEnrolled,
+    #[error("the OS keyring failed: {0}")]
+    Keyring(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The form errors take across IPC and in `--json` output.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct ErrorView {
+    pub code: String,
+    pub message: String,
+}
+
+impl ConsoleError {
+    /// A stable snake_case code: the gateway's own, or one of the console's.
+    pub fn code(&self) -> String {
+        match self {
+            ConsoleError::Gateway { code, .. } => code.as_str().to_owned(),
+            ConsoleError::Unreachable { .. } => "unreachable".to_owned(),
+            ConsoleError::Protocol(_) => "protocol_error".to_owned(),
+            ConsoleError::DigestMismatch { .. } => "digest_mismatch".to_owned(),
+            ConsoleError::NotApprovable(_) => "not_approvable".to_owned(),
+            ConsoleError::NotEnrolled => "not_enrolled".to_owned(),
+            ConsoleError::Keyring(_) => "keyring_error".to_owned(),
+            ConsoleError::Invalid(_) => "invalid_input".to_owned(),
+        }
+    }
+
+    pub fn view(&self) -> ErrorView {
+        ErrorView {
+            code: self.code(),
+            message: self.to_string(),
+        }
+    }
+}
+
+impl From<keyring::Error> for ConsoleError {
+    fn from(e: keyring::Error) -> Self {
+        ConsoleError::Keyring(e.to_string())
+    }
+}

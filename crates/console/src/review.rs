@@ -1,0 +1,413 @@
+//! What an approver reviews, computed in Rust from the plan as fetched: the queue rows and the
+//! plan's changes, effects, validation, cost, and whether it may be approved (and why not).
+
+use chrono::{DateTime, Utc};
+use countersign_proto::approvals::{PlanRecord, PlanStatus, PlanSummary, RiskFlag};
+use countersign_proto::digest::plan_digest;
+use countersign_proto::plan::{Effect, EffectKind};
+use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
+use rust_decimal::Decimal;
+use serde::Serialize;
+use serde_json::Value;
+use ts_rs::TS;
+
+use crate::client::FetchedPlan;
+
+/// The only unit the console signs for; anything else means the contract must be re-read (seed 000).
+pub const CREDITS: &str = "credits";
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct QueueItem {
+    pub plan_id: String,
+    pub title: String,
+    pub capability_id: String,
+    pub agent_id: String,
+    pub on_behalf_of: Option<String>,
+    pub status: String,
+    pub risk: Vec<String>,
+    pub credits_max: String,
+    pub currency: String,
+    pub effects_direct: u32,
+    pub effects_derived: u32,
+    #[ts(type = "number")]
+    pub subjects_total: u64,
+    pub warnings: u32,
+    pub errors: u32,
+    pub approvals_received: u32,
+    pub approvals_required: u32,
+    pub expires_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct QueueView {
+    pub items: Vec<QueueItem>,
+    /// Sum of `amount_max` over the pending plans priced in credits.
+    pub total_credits: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct ChangeView {
+    pub resource: String,
+    pub path: String,
+    /// JSON text of the value, or the string itself for strings.
+    pub before: String,
+    pub after: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct EffectView {
+    pub id: String,
+    pub effect_type: String,
+    pub kind: String,
+    pub description: String,
+    pub resource: String,
+    pub derived: bool,
+    pub cause: Option<String>,
+    pub badges: Vec<String>,
+    #[ts(type = "number | null")]
+    pub subjects_total: Option<u64>,
+    pub sample: Vec<String>,
+    pub cost: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct ValidationView {
+    pub severity: String,
+    pub code: String,
+    pub path: Option<String>,
+    pub message: String,
+    pub repair: Option<String>,
+    pub blocks_execution: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct AssumptionView {
+    pub dependency: String,
+    pub description: String,
+    pub execution_can_proceed_without: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct CostView {
+    pub min: String,
+    pub max: String,
+    pub currency: String,
+    pub cost_class: String,
+    pub preflight: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct MovedView {
+    pub resource: String,
+    pub planned: String,
+    pub current: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[ts(export)]
+pub struct PlanView {
+    pub plan_id: String,
+    pub title: String,
+    pub capability_id: String,
+    pub version: String,
+    pub agent_id: String,
+    pub on_behalf_of: Option<String>,
+    pub status: String,
+    pub created_at: String,
+    pub expires_at: String,
+    /// The digest the console computed and would sign.
+    pub digest: String,
+    pub digest_matches: bool,
+    pub approvals_received: u32,
+    pub approvals_required: u32,
+    pub approved_by: Vec<String>,
+    pub risk: Vec<String>,
+    pub changes: Vec<ChangeView>,
+    pub effects: Vec<EffectView>,
+    pub validation: Vec<ValidationView>,
+    pub assumptions: Vec<AssumptionView>,
+    pub cost: CostView,
+    pub stale: Vec<MovedView>,
+    pub approvable: bool,
+    pub not_approvable_reason: Option<String>,
+}
+
+fn wire<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+fn time(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+}
+
+fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+pub fn queue_item(summary: &PlanSummary) -> QueueItem {
+    let approvals = &summary.approvals;
+    QueueItem {
+        plan_id: summary.plan_id.clone(),
+        title: summary.title.clone(),
+        capability_id: summary.capability_id.clone(),
+        agent_id: summary.caller.agent_id.clone(),
+        on_behalf_of: summary.caller.on_behalf_of.clone(),
+        status: wire(&summary.status),
+        risk: summary.risk.iter().map(wire).collect(),
+        credits_max: summary.estimated_cost.amount_max.to_string(),
+        currency: summary.estimated_cost.currency.clone(),
+        effects_direct: summary.effect_counts.direct,
+        effects_derived: summary.effect_counts.derived,
+        subjects_total: summary.subjects_total,
+        warnings: summary.validation_counts.warning,
+        errors: summary.validation_counts.error,
+        approvals_received: approvals
+            .received
+            .iter()
+            .filter(|a| a.decision == countersign_proto::decision::Decision::Approve)
+            .count() as u32,
+        approvals_required: approvals.required,
+        expires_at: time(summary.expires_at),
+    }
+}
+
+/// Queue rows, soonest expiry first, with the credit total of everything pending.
+pub fn queue(summaries: &[PlanSummary]) -> QueueView {
+    let mut sorted: Vec<&PlanSummary> = summaries.iter().collect();
+    sorted.sort_by_key(|s| (s.expires_at, s.plan_id.clone()));
+    let total: Decimal = summaries
+        .iter()
+        .filter(|s| s.estimated_cost.currency == CREDITS)
+        .map(|s| s.estimated_cost.amount_max.value())
+        .sum();
+    QueueView {
+        items: sorted.into_iter().map(queue_item).collect(),
+        total_credits: format!("{:.2}", total),
+    }
+}
+
+fn badges(effect: &Effect) -> Vec<String> {
+    let mut badges = Vec::new();
+    if !effect.reversible {
+        badges.push("irreversible".to_owned());
+    }
+    if effect.external {
+        badges.push("external".to_owned());
+    }
+    if matches!(effect.kind, EffectKind::Grant | EffectKind::Revoke) {
+        badges.push("access_change".to_owned());
+    }
+    if effect.kind == EffectKind::Charge || effect.cost.is_some() {
+        badges.push("money".to_owned());
+    }
+    badges
+}
+
+/// Effects with direct ones first and each derived effect right after its cause.
+fn ordered_effects(effects: &[Effect]) -> Vec<&Effect> {
+    fn push<'a>(effect: &'a Effect, all: &'a [Effect], out: &mut Vec<&'a Effect>) {
+        if out.iter().any(|e| e.id == effect.id) {
+            return;
+        }
+        out.push(effect);
+        for child in all
+            .iter()
+            .filter(|e| e.cause.as_deref() == Some(&effect.id))
+        {
+            push(child, all, out);
+        }
+    }
+    let mut out = Vec::with_capacity(effects.len());
+    for root in effects.iter().filter(|e| !e.derived || e.cause.is_none()) {
+        push(root, effects, &mut out);
+    }
+    for orphan in effects {
+        push(orphan, effects, &mut out);
+    }
+    out
+}
+
+/// Why a plan may not be approved by `approver_id`, if it may not.
+pub fn refusal(
+    record: &PlanRecord,
+    digest_matches: bool,
+    approver_id: Option<&str>,
+    now: DateTime<Utc>,
+) -> Option<String> {
+    let plan = &record.plan;
+    if !digest_matches {
+        return Some("The plan's digest does not match its content.".to_owned());
+    }
+    if plan.estimated_cost.currency != CREDITS {
+        return Some(format!(
+            "The cost is in {}, not credits: the contract must be re-read before approving.",
+            plan.estimated_cost.currency
+        ));
+    }
+    if !plan.executable {
+        return Some("The plan is blocked by validation errors.".to_owned());
+    }
+    if now > plan.expires_at || record.status == PlanStatus::Expired {
+        return Some("The plan expired.".to_owned());
+    }
+    match record.status {
+        PlanStatus::PendingApproval => {}
+        PlanStatus::Stale => {
+            return Some("The plan is stale: resources it read have moved. Refresh it.".to_owned())
+        }
+        other => return Some(format!("The plan is {}.", wire(&other))),
+    }
+    if let Some(me) = approver_id {
+        if record
+            .approvals
+            .received
+            .iter()
+            .any(|a| a.approver_id == me)
+        {
+            return Some("You already decided this plan.".to_owned());
+        }
+    }
+    None
+}
+
+/// The plan view of a fetched plan, for `approver_id`, at `now`; `title` comes from the queue.
+pub fn plan_view(
+    fetched: &FetchedPlan,
+    title: Option<&str>,
+    approver_id: Option<&str>,
+    now: DateTime<Utc>,
+) -> PlanView {
+    let record = &fetched.record;
+    let plan = &record.plan;
+    let digest = plan_digest(&fetched.raw).unwrap_or_default();
+    let digest_matches = !digest.is_empty() && digest == plan.plan_digest;
+    let reason = refusal(record, digest_matches, approver_id, now);
+    let mut validation: Vec<_> = plan.validation.iter().collect();
+    validation.sort_by_key(|v| (v.severity, !v.blocks_execution));
+    let approve = countersign_proto::decision::Decision::Approve;
+    PlanView {
+        plan_id: plan.plan_id.clone(),
+        title: title.unwrap_or(&plan.capability_id).to_owned(),
+        capability_id: plan.capability_id.clone(),
+        version: plan.resolved_version.clone(),
+        agent_id: plan.caller.agent_id.clone(),
+        on_behalf_of: plan.caller.on_behalf_of.clone(),
+        status: wire(&record.status),
+        created_at: time(plan.created_at),
+        expires_at: time(plan.expires_at),
+        digest,
+        digest_matches,
+        approvals_received: record
+            .approvals
+            .received
+            .iter()
+            .filter(|a| a.decision == approve)
+            .count() as u32,
+        approvals_required: record.approvals.required,
+        approved_by: record
+            .approvals
+            .received
+            .iter()
+            .filter(|a| a.decision == approve)
+            .map(|a| a.display_name.clone())
+            .collect(),
+        risk: risk_flags(plan, default_high_cost_threshold())
+            .iter()
+            .filter(|f| **f != RiskFlag::Blocked || !plan.executable)
+            .map(wire)
+            .collect(),
+        changes: plan
+            .effects
+            .iter()
+            .flat_map(|e| {
+                e.changes.iter().map(|c| ChangeView {
+                    resource: e.resource.clone(),
+                    path: c.path.clone(),
+                    before: value_text(&c.before),
+                    after: value_text(&c.after),
+                })
+            })
+            .collect(),
+        effects: ordered_effects(&plan.effects)
+            .into_iter()
+            .map(|e| EffectView {
+                id: e.id.clone(),
+                effect_type: e.effect_type.clone(),
+                kind: wire(&e.kind),
+                description: e.description.clone(),
+                resource: e.resource.clone(),
+                derived: e.derived,
+                cause: e.cause.clone(),
+                badges: badges(e),
+                subjects_total: e.subjects.as_ref().map(|s| s.total),
+                sample: e
+                    .subjects
+                    .as_ref()
+                    .map(|s| s.sample.clone())
+                    .unwrap_or_default(),
+                cost: e
+                    .cost
+                    .as_ref()
+                    .map(|c| format!("{} {}", c.amount, c.currency)),
+            })
+            .collect(),
+        validation: validation
+            .into_iter()
+            .map(|v| ValidationView {
+                severity: wire(&v.severity),
+                code: v.code.clone(),
+                path: v.path.clone(),
+                message: v.message.clone(),
+                repair: v.repair.clone(),
+                blocks_execution: v.blocks_execution,
+            })
+            .collect(),
+        assumptions: plan
+            .assumptions
+            .iter()
+            .map(|a| AssumptionView {
+                dependency: a.dependency.clone(),
+                description: a.description.clone(),
+                execution_can_proceed_without: a.execution_can_proceed_without,
+            })
+            .collect(),
+        cost: CostView {
+            min: plan.estimated_cost.amount_min.to_string(),
+            max: plan.estimated_cost.amount_max.to_string(),
+            currency: plan.estimated_cost.currency.clone(),
+            cost_class: wire(&plan.billing.cost_class),
+            preflight: wire(&plan.billing.preflight),
+        },
+        stale: record
+            .stale
+            .as_ref()
+            .map(|s| {
+                s.moved
+                    .iter()
+                    .map(|m| MovedView {
+                        resource: m.resource.clone(),
+                        planned: m.planned.clone(),
+                        current: m.current.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        approvable: reason.is_none(),
+        not_approvable_reason: reason,
+    }
+}

@@ -1,0 +1,150 @@
+//! The approver's Ed25519 key and gateway token, kept in the OS keyring and never handed out.
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use countersign_proto::approvals::EnrollRequest;
+use countersign_proto::decision::Statement;
+use countersign_proto::dsse::{encode_public_key, Envelope};
+use ed25519_dalek::SigningKey;
+use serde::{Deserialize, Serialize};
+
+use crate::client::GatewayClient;
+use crate::error::ConsoleError;
+
+/// The keyring service every Countersign secret is filed under; the account is the gateway id.
+pub const KEYRING_SERVICE: &str = "countersign";
+
+#[derive(Serialize, Deserialize)]
+struct StoredCredential {
+    approver_id: String,
+    key_id: String,
+    display_name: String,
+    token: String,
+    /// Standard base64 of the 32-byte Ed25519 seed.
+    signing_key: String,
+}
+
+/// An enrolled approver of one gateway.
+pub struct Signer {
+    gateway_id: String,
+    approver_id: String,
+    key_id: String,
+    display_name: String,
+    token: String,
+    key: SigningKey,
+}
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signer")
+            .field("gateway_id", &self.gateway_id)
+            .field("approver_id", &self.approver_id)
+            .field("key_id", &self.key_id)
+            .finish_non_exhaustive()
+    }
+}
+
+fn entry(gateway_id: &str) -> Result<keyring::Entry, ConsoleError> {
+    Ok(keyring::Entry::new(KEYRING_SERVICE, gateway_id)?)
+}
+
+impl Signer {
+    /// The credential for `gateway_id`, if this machine enrolled with it.
+    pub fn load(gateway_id: &str) -> Result<Option<Signer>, ConsoleError> {
+        let text = match entry(gateway_id)?.get_password() {
+            Ok(text) => text,
+            Err(keyring::Error::NoEntry) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let stored: StoredCredential = serde_json::from_str(&text)
+            .map_err(|e| ConsoleError::Keyring(format!("the stored credential is damaged: {e}")))?;
+        let seed: [u8; 32] = STANDARD
+            .decode(&stored.signing_key)
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| ConsoleError::Keyring("the stored key is damaged".to_owned()))?;
+        Ok(Some(Signer {
+            gateway_id: gateway_id.to_owned(),
+            approver_id: stored.approver_id,
+            key_id: stored.key_id,
+            display_name: stored.display_name,
+            token: stored.token,
+            key: SigningKey::from_bytes(&seed),
+        }))
+    }
+
+    /// Makes a key, enrolls its public half with the gateway's single-use code, and files the key
+    /// and the issued token in the keyring under the gateway's id.
+    pub async fn enroll(
+        client: &GatewayClient,
+        code: &str,
+        display_name: &str,
+    ) -> Result<Signer, ConsoleError> {
+        let key = SigningKey::generate(&mut rand::rngs::OsRng);
+        let response = client
+            .enroll(&EnrollRequest {
+                enrollment_code: code.trim().to_owned(),
+                display_name: display_name.to_owned(),
+                public_key: encode_public_key(&key.verifying_key()),
+            })
+            .await?;
+        let signer = Signer {
+            gateway_id: response.gateway_id,
+            approver_id: response.approver_id,
+            key_id: response.key_id,
+            display_name: display_name.to_owned(),
+            token: response.token,
+            key,
+        };
+        signer.save()?;
+        Ok(signer)
+    }
+
+    fn save(&self) -> Result<(), ConsoleError> {
+        let stored = StoredCredential {
+            approver_id: self.approver_id.clone(),
+            key_id: self.key_id.clone(),
+            display_name: self.display_name.clone(),
+            token: self.token.clone(),
+            signing_key: STANDARD.encode(self.key.to_bytes()),
+        };
+        let text =
+            serde_json::to_string(&stored).map_err(|e| ConsoleError::Keyring(e.to_string()))?;
+        entry(&self.gateway_id)?.set_password(&text)?;
+        Ok(())
+    }
+
+    /// Removes this machine's credential for `gateway_id`.
+    pub fn forget(gateway_id: &str) -> Result<(), ConsoleError> {
+        match entry(gateway_id)?.delete_credential() {
+            Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub fn gateway_id(&self) -> &str {
+        &self.gateway_id
+    }
+
+    pub fn approver_id(&self) -> &str {
+        &self.approver_id
+    }
+
+    pub fn key_id(&self) -> &str {
+        &self.key_id
+    }
+
+    pub fn display_name(&self) -> &str {
+        &self.display_name
+    }
+
+    pub(crate) fn token(&self) -> &str {
+        &self.token
+    }
+
+    pub fn sign(&self, statement: &Statement) -> Result<Envelope, ConsoleError> {
+        statement
+            .sign(&self.key)
+            .map_err(|e| ConsoleError::Invalid(e.to_string()))
+    }
+}

@@ -1,0 +1,121 @@
+//! One plan from agent to signed approval to execution, through a real Secret Service keyring.
+//! Run under `tests/with-keyring.sh` (as `make test` does): it starts D-Bus and gnome-keyring.
+
+use countersign_console::signer::{Signer, KEYRING_SERVICE};
+use countersign_console::{Console, ConsoleError};
+use countersign_e2e::TestGateway;
+use countersign_proto::approvals::PlanStatus;
+use serde_json::json;
+
+const CAPABILITY: &str = "projects.settings.update";
+
+fn require_secret_service() {
+    assert!(
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        "no D-Bus session: run this test through tests/with-keyring.sh (make test does)"
+    );
+}
+
+/// Asks the Secret Service itself, through libsecret's own tool, whether the credential is there.
+fn keyring_holds(gateway_id: &str) -> bool {
+    let output = std::process::Command::new("secret-tool")
+        .args(["search", "service", KEYRING_SERVICE, "username", gateway_id])
+        .output()
+        .expect("secret-tool (libsecret-tools) is installed by make deps");
+    String::from_utf8_lossy(&output.stdout).contains(gateway_id)
+        || String::from_utf8_lossy(&output.stderr).contains(gateway_id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_travels_from_agent_to_signed_approval_to_execution() -> anyhow::Result<()> {
+    require_secret_service();
+    let gateway = TestGateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let code = gateway.invite("Dana").await?;
+
+    let enrolled = Console::enroll(&gateway.url, &code, "Dana").await?;
+    let gateway_id = enrolled.signer().gateway_id().to_owned();
+    assert_eq!(gateway_id, gateway.state.gateway_id);
+    drop(enrolled);
+    assert!(
+        keyring_holds(&gateway_id),
+        "the key is not in the Secret Service"
+    );
+    // A fresh console finds key and token in the keyring alone.
+    let mut console = Console::open(&gateway.url, &gateway_id)?;
+
+    let first = agent
+        .dry_run(
+            CAPABILITY,
+            json!({"project": "prj_184", "retention_days": 14}),
+        )
+        .await?;
+    let second = agent
+        .dry_run(
+            CAPABILITY,
+            json!({"project": "prj_184", "retention_days": 21}),
+        )
+        .await?;
+    let third = agent
+        .dry_run(
+            CAPABILITY,
+            json!({"project": "prj_184", "retention_days": 60}),
+        )
+        .await?;
+    let ids: Vec<&str> = [&first, &second, &third]
+        .iter()
+        .map(|p| p["plan_id"].as_str().unwrap())
+        .collect();
+
+    assert!(console.sync().await?);
+    let queue = console.queue();
+    for id in &ids {
+        assert!(
+            queue.items.iter().any(|i| i.plan_id == *id),
+            "{id} not queued"
+        );
+    }
+    assert!(!console.sync().await?, "an unchanged queue must answer 304");
+
+    let view = console.plan_view(ids[0]).await?;
+    assert!(view.digest_matches && view.approvable, "{view:?}");
+    assert_eq!(view.changes[0].before, "30");
+    assert_eq!(view.changes[0].after, "14");
+
+    let answer = console
+        .approve(ids[0], Some("Fits the policy.".into()))
+        .await?;
+    assert_eq!(answer.status, PlanStatus::Approved);
+    console.approve(ids[1], None).await?;
+
+    let executed = agent.invoke(CAPABILITY, ids[0]).await?;
+    assert_eq!(executed.status, 200, "{}", executed.body);
+    assert_eq!(executed.body["success"], true);
+    assert_eq!(gateway.retention_days("prj_184").await?, 14);
+
+    let stale = agent.invoke(CAPABILITY, ids[1]).await?;
+    assert_eq!(stale.status, 409);
+    assert_eq!(stale.body["error"]["code"], "plan_stale", "{}", stale.body);
+    assert_eq!(
+        stale.body["error"]["details"]["moved"][0]["resource"],
+        "projects/prj_184"
+    );
+
+    let unapproved = agent.invoke(CAPABILITY, ids[2]).await?;
+    assert_eq!(unapproved.status, 409);
+    assert_eq!(unapproved.body["error"]["code"], "approval_required");
+    assert_eq!(
+        gateway.retention_days("prj_184").await?,
+        14,
+        "nothing else ran"
+    );
+
+    match console.approve(ids[2], None).await {
+        Err(ConsoleError::NotApprovable(reason)) => assert!(reason.contains("stale"), "{reason}"),
+        other => panic!("approving a stale plan: {other:?}"),
+    }
+
+    Signer::forget(&gateway_id)?;
+    assert!(Signer::load(&gateway_id)?.is_none());
+    Ok(())
+}
