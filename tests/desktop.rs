@@ -1,1 +1,155 @@
+//! The real `countersign` binary, driven by tauri-driver and WebKitWebDriver: a plan appears in
+//! the queue, a click on Approve makes the gateway report it approved.
+//! Run under Xvfb and `tests/with-keyring.sh` (as `make test` does).
 
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use countersign_e2e::TestGateway;
+use fantoccini::{Client, ClientBuilder, Locator};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use serde_json::json;
+
+/// tauri-driver in its own process group, so that WebKitWebDriver and the app end with it.
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let group = Pid::from_raw(self.0.id() as i32);
+        let _ = killpg(group, Signal::SIGTERM);
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = killpg(group, Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+fn desktop_binary() -> PathBuf {
+    let path = std::env::var_os("COUNTERSIGN_DESKTOP_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/countersign")
+        });
+    assert!(
+        path.exists(),
+        "{} is missing: build it first (make test does)",
+        path.display()
+    );
+    path
+}
+
+async fn connect(port: u16, binary: &Path) -> anyhow::Result<Client> {
+    // reqwest and fantoccini bring different rustls backends; the driver speaks plain HTTP anyway.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "tauri:options".into(),
+        json!({ "application": binary.display().to_string() }),
+    );
+    caps.insert("browserName".into(), json!("wry"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match ClientBuilder::rustls()?
+            .capabilities(caps.clone())
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+        {
+            Ok(client) => return Ok(client),
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("waiting for tauri-driver: {e}");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approving_in_the_window_approves_at_the_gateway() -> anyhow::Result<()> {
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "no X display: run through `make test`, which starts Xvfb"
+    );
+    let binary = desktop_binary();
+    let gateway = TestGateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let code = gateway.invite("Dana").await?;
+    let preview = agent
+        .dry_run(
+            "projects.settings.update",
+            json!({"project": "prj_184", "retention_days": 14}),
+        )
+        .await?;
+    let plan_id = preview["plan_id"].as_str().unwrap().to_owned();
+
+    let data_dir = tempfile::tempdir()?;
+    let port = free_port();
+    let _driver = Driver(
+        Command::new("tauri-driver")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--native-port",
+                &free_port().to_string(),
+            ])
+            .env("COUNTERSIGN_GATEWAY_URL", &gateway.url)
+            .env("COUNTERSIGN_ENROLLMENT_CODE", &code)
+            .env("COUNTERSIGN_APPROVER_NAME", "Dana")
+            .env("COUNTERSIGN_DATA_DIR", data_dir.path())
+            .env("WEBKIT_DISABLE_DMABUF_RENDERER", "1")
+            .stdout(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("tauri-driver is installed by make deps"),
+    );
+    let client = connect(port, &binary).await?;
+
+    let row = format!("[data-testid='queue-row'][data-plan-id='{plan_id}']");
+    client
+        .wait()
+        .at_most(Duration::from_secs(60))
+        .for_element(Locator::Css(&row))
+        .await?
+        .click()
+        .await?;
+    let shown = format!("[data-testid='plan'][data-plan-id='{plan_id}']");
+    client
+        .wait()
+        .at_most(Duration::from_secs(30))
+        .for_element(Locator::Css(&shown))
+        .await?;
+    let approve = client.find(Locator::Css("[data-testid='approve']")).await?;
+    assert_eq!(approve.attr("disabled").await?, None, "Approve is disabled");
+    approve.click().await?;
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        let record = agent.plan(&plan_id).await?;
+        let status = record["status"].as_str().unwrap_or_default().to_owned();
+        if status == "approved" || Instant::now() > deadline {
+            break status;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(status, "approved");
+    let record = agent.plan(&plan_id).await?;
+    assert_eq!(record["approvals"]["received"][0]["display_name"], "Dana");
+
+    client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("[data-testid='notice']"))
+        .await?;
+    client.close().await?;
+    Ok(())
+}

@@ -99,6 +99,16 @@ impl Agent {
         Ok(answer.body)
     }
 
+    pub async fn plan(&self, plan_id: &str) -> anyhow::Result<Value> {
+        let response = self
+            .http
+            .get(format!("{}/v1/plans/{plan_id}", self.url))
+            .bearer_auth(&self.token)
+            .send()
+            .await?;
+        Ok(response.error_for_status()?.json().await?)
+    }
+
     pub async fn invoke(&self, capability: &str, plan_id: &str) -> anyhow::Result<Answer> {
         self.post(
             &format!("/v1/capabilities/{capability}/invoke"),

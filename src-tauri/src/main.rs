@@ -1,1 +1,37 @@
-fn main() {}
+//! The Countersign desktop app: a window over `countersign-console`. Everything it does is a call
+//! into that crate; this file only wires it to Tauri.
+
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+
+mod commands;
+mod config;
+mod sync_loop;
+
+use tauri::Manager;
+use tracing_subscriber::EnvFilter;
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
+    tauri::Builder::default()
+        .manage(commands::AppModel::default())
+        .invoke_handler(tauri::generate_handler![
+            commands::status,
+            commands::queue,
+            commands::plan,
+            commands::approve
+        ])
+        .setup(|app| {
+            let config = config::from_env(app.handle())?;
+            let handle = app.handle().clone();
+            tauri::async_runtime::spawn(async move {
+                let model = handle.state::<commands::AppModel>();
+                model.start(config).await;
+                sync_loop::run(handle.clone()).await;
+            });
+            Ok(())
+        })
+        .run(tauri::generate_context!())
+        .expect("the Countersign window could not start");
+}

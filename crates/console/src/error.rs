@@ -32,7 +32,6 @@ pub enum ConsoleError {
 
 /// The form errors take across IPC and in `--json` output.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
-#[ts(export)]
 pub struct ErrorView {
     pub code: String,
     pub message: String,

@@ -5,6 +5,7 @@ pub mod client;
 pub mod console;
 pub mod error;
 pub mod review;
+pub mod session;
 pub mod signer;
 pub mod sync;
 

@@ -2,7 +2,10 @@
 //! plan's changes, effects, validation, cost, and whether it may be approved (and why not).
 
 use chrono::{DateTime, Utc};
-use countersign_proto::approvals::{PlanRecord, PlanStatus, PlanSummary, RiskFlag};
+use countersign_proto::approvals::{
+    Approvals, DecisionResponse, PlanRecord, PlanStatus, PlanSummary, RiskFlag,
+};
+use countersign_proto::decision::Decision;
 use countersign_proto::digest::plan_digest;
 use countersign_proto::plan::{Effect, EffectKind};
 use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
@@ -17,7 +20,6 @@ use crate::client::FetchedPlan;
 pub const CREDITS: &str = "credits";
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
-#[ts(export)]
 pub struct QueueItem {
     pub plan_id: String,
     pub title: String,
@@ -40,7 +42,6 @@ pub struct QueueItem {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
-#[ts(export)]
 pub struct QueueView {
     pub items: Vec<QueueItem>,
     /// Sum of `amount_max` over the pending plans priced in credits.
@@ -48,7 +49,6 @@ pub struct QueueView {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
-#[ts(export)]
 pub struct ChangeView {
     pub resource: String,
     pub path: String,
@@ -58,7 +58,6 @@ pub struct ChangeView {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
-#[ts(export)]
 pub struct EffectView {
     pub id: String,
     pub effect_type: String,
@@ -75,7 +74,6 @@ pub struct EffectView {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
-#[ts(export)]
 pub struct ValidationView {
     pub severity: String,
     pub code: String,
@@ -86,7 +84,6 @@ pub struct ValidationView {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
-#[ts(export)]
 pub struct AssumptionView {
     pub dependency: String,
     pub description: String,
@@ -94,7 +91,6 @@ pub struct AssumptionView {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
-#[ts(export)]
 pub struct CostView {
     pub min: String,
     pub max: String,
@@ -104,7 +100,6 @@ pub struct CostView {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
-#[ts(export)]
 pub struct MovedView {
     pub resource: String,
     pub planned: String,
@@ -112,7 +107,6 @@ pub struct MovedView {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
-#[ts(export)]
 pub struct PlanView {
     pub plan_id: String,
     pub title: String,
@@ -138,6 +132,32 @@ pub struct PlanView {
     pub stale: Vec<MovedView>,
     pub approvable: bool,
     pub not_approvable_reason: Option<String>,
+}
+
+/// What the gateway answered to a decision.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct DecisionView {
+    pub plan_id: String,
+    pub status: String,
+    pub approvals_received: u32,
+    pub approvals_required: u32,
+}
+
+pub fn decision_view(answer: &DecisionResponse) -> DecisionView {
+    DecisionView {
+        plan_id: answer.plan_id.clone(),
+        status: wire(&answer.status),
+        approvals_received: approvals_count(&answer.approvals),
+        approvals_required: answer.approvals.required,
+    }
+}
+
+fn approvals_count(approvals: &Approvals) -> u32 {
+    approvals
+        .received
+        .iter()
+        .filter(|a| a.decision == Decision::Approve)
+        .count() as u32
 }
 
 fn wire<T: Serialize>(value: &T) -> String {
@@ -176,11 +196,7 @@ pub fn queue_item(summary: &PlanSummary) -> QueueItem {
         subjects_total: summary.subjects_total,
         warnings: summary.validation_counts.warning,
         errors: summary.validation_counts.error,
-        approvals_received: approvals
-            .received
-            .iter()
-            .filter(|a| a.decision == countersign_proto::decision::Decision::Approve)
-            .count() as u32,
+        approvals_received: approvals_count(approvals),
         approvals_required: approvals.required,
         expires_at: time(summary.expires_at),
     }
@@ -299,7 +315,6 @@ pub fn plan_view(
     let reason = refusal(record, digest_matches, approver_id, now);
     let mut validation: Vec<_> = plan.validation.iter().collect();
     validation.sort_by_key(|v| (v.severity, !v.blocks_execution));
-    let approve = countersign_proto::decision::Decision::Approve;
     PlanView {
         plan_id: plan.plan_id.clone(),
         title: title.unwrap_or(&plan.capability_id).to_owned(),
@@ -312,18 +327,13 @@ pub fn plan_view(
         expires_at: time(plan.expires_at),
         digest,
         digest_matches,
-        approvals_received: record
-            .approvals
-            .received
-            .iter()
-            .filter(|a| a.decision == approve)
-            .count() as u32,
+        approvals_received: approvals_count(&record.approvals),
         approvals_required: record.approvals.required,
         approved_by: record
             .approvals
             .received
             .iter()
-            .filter(|a| a.decision == approve)
+            .filter(|a| a.decision == Decision::Approve)
             .map(|a| a.display_name.clone())
             .collect(),
         risk: risk_flags(plan, default_high_cost_threshold())

@@ -60,3 +60,57 @@ impl Poller {
         self.etag = None;
     }
 }
+
+/// Exponential backoff with full jitter for an unreachable gateway, capped at `max`.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    failures: u32,
+    base: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    pub fn new(base: Duration, max: Duration) -> Backoff {
+        Backoff {
+            failures: 0,
+            base,
+            max,
+        }
+    }
+
+    /// The wait before the next attempt after one more failure.
+    pub fn failed(&mut self) -> Duration {
+        self.failures = self.failures.saturating_add(1);
+        let ceiling = self
+            .base
+            .saturating_mul(1u32 << self.failures.min(16))
+            .min(self.max);
+        let millis = ceiling.as_millis().max(1) as u64;
+        Duration::from_millis(rand::Rng::gen_range(
+            &mut rand::thread_rng(),
+            millis / 2..=millis,
+        ))
+    }
+
+    pub fn succeeded(&mut self) {
+        self.failures = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_within_its_cap_and_resets() {
+        let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
+        let first = backoff.failed();
+        assert!(first >= Duration::from_millis(100) && first <= Duration::from_millis(200));
+        for _ in 0..20 {
+            assert!(backoff.failed() <= Duration::from_secs(2));
+        }
+        assert!(backoff.failed() >= Duration::from_secs(1));
+        backoff.succeeded();
+        assert!(backoff.failed() <= Duration::from_millis(200));
+    }
+}

@@ -1,0 +1,58 @@
+# The two commands of the README: `make run` and `make test`. Everything else is their parts.
+SHELL := /bin/bash
+.DEFAULT_GOAL := run
+
+APT_PACKAGES := libwebkit2gtk-4.1-dev libsoup-3.0-dev libayatana-appindicator3-dev librsvg2-dev \
+	libxdo-dev libssl-dev pkg-config xvfb webkit2gtk-driver dbus-x11 gnome-keyring \
+	libsecret-tools
+TAURI_DRIVER_VERSION := 2.1.0
+export WEBKIT_DISABLE_DMABUF_RENDERER := 1
+# Test sessions have no accessibility bus; asking for one only adds noise.
+export NO_AT_BRIDGE := 1
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+.PHONY: run test deps system-deps tauri-driver ui ui-test desktop lint rust-test
+
+## Build and start the desktop app on its embedded demo gateway.
+run: deps ui
+	cargo build -p countersign-desktop
+	./target/debug/countersign
+
+## Every test: front end, lints, Rust (with a real Secret Service), desktop end-to-end.
+test: deps ui-test lint desktop rust-test
+
+deps: system-deps tauri-driver ui/node_modules/.installed
+
+# Installs only what is missing, so a prepared machine pays nothing.
+system-deps:
+	@missing=$$(for p in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "Installing Debian packages:" $$missing; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+tauri-driver:
+	@command -v tauri-driver >/dev/null || cargo install tauri-driver --locked --version $(TAURI_DRIVER_VERSION)
+
+ui/node_modules/.installed: ui/package.json ui/package-lock.json
+	cd ui && npm ci --no-audit --no-fund
+	touch $@
+
+ui: deps
+	cd ui && npm run build
+
+ui-test: deps
+	cd ui && npm run check && npm test
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+desktop: ui
+	cargo build -p countersign-desktop
+
+rust-test: desktop
+	tests/with-display.sh tests/with-keyring.sh cargo test --workspace

@@ -1,0 +1,171 @@
+//! Where the console's gateway comes from: a configured URL, or the demo gateway in-process.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::SecondsFormat;
+use countersign_gateway::embedded::Embedded;
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::client::GatewayClient;
+use crate::console::Console;
+use crate::error::{ConsoleError, ErrorView};
+use crate::signer::Signer;
+
+pub struct SessionConfig {
+    /// A gateway to use; `None` starts the demo gateway in-process.
+    pub gateway_url: Option<String>,
+    /// Spent on first contact with a configured gateway this machine is not enrolled with.
+    pub enrollment_code: Option<String>,
+    pub display_name: String,
+    /// Where the demo gateway's database and the remembered gateway id live.
+    pub data_dir: PathBuf,
+    /// How often the demo gateway's simulated agent previews a change.
+    pub simulate_every: Option<Duration>,
+}
+
+/// What the header shows about the connection.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct StatusView {
+    pub gateway_name: String,
+    pub gateway_url: String,
+    pub demo: bool,
+    pub approver: String,
+    pub key_id: String,
+    pub online: bool,
+    pub last_sync: Option<String>,
+    pub last_error: Option<ErrorView>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RememberedGateway {
+    url: String,
+    gateway_id: String,
+}
+
+pub struct Session {
+    pub console: Console,
+    gateway_name: String,
+    online: bool,
+    last_error: Option<ErrorView>,
+    demo: Option<Embedded>,
+}
+
+const REMEMBERED: &str = "gateway.json";
+
+fn remembered(data_dir: &Path, url: &str) -> Option<String> {
+    let text = std::fs::read_to_string(data_dir.join(REMEMBERED)).ok()?;
+    let r: RememberedGateway = serde_json::from_str(&text).ok()?;
+    (r.url == url).then_some(r.gateway_id)
+}
+
+fn remember(data_dir: &Path, url: &str, gateway_id: &str) -> Result<(), ConsoleError> {
+    let text = serde_json::to_string(&RememberedGateway {
+        url: url.to_owned(),
+        gateway_id: gateway_id.to_owned(),
+    })
+    .map_err(|e| ConsoleError::Invalid(e.to_string()))?;
+    let path = data_dir.join(REMEMBERED);
+    let partial = path.with_extension("json.partial");
+    std::fs::write(&partial, text)
+        .and_then(|()| std::fs::rename(&partial, &path))
+        .map_err(|e| ConsoleError::Invalid(format!("cannot write {}: {e}", path.display())))
+}
+
+impl Session {
+    pub async fn start(config: SessionConfig) -> Result<Session, ConsoleError> {
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
+            ConsoleError::Invalid(format!("cannot create {}: {e}", config.data_dir.display()))
+        })?;
+        match &config.gateway_url {
+            Some(url) => Session::remote(&config, url).await,
+            None => Session::demo(&config).await,
+        }
+    }
+
+    async fn remote(config: &SessionConfig, url: &str) -> Result<Session, ConsoleError> {
+        let known = remembered(&config.data_dir, url)
+            .map(|id| Signer::load(&id))
+            .transpose()?
+            .flatten();
+        let console = match (known, &config.enrollment_code) {
+            (Some(signer), _) => Console::with_signer(url, signer)?,
+            (None, Some(code)) => {
+                let console = Console::enroll(url, code, &config.display_name).await?;
+                remember(&config.data_dir, url, console.signer().gateway_id())?;
+                console
+            }
+            (None, None) => return Err(ConsoleError::NotEnrolled),
+        };
+        let gateway_name = console.client().gateway().await?.name;
+        Ok(Session {
+            console,
+            gateway_name,
+            online: false,
+            last_error: None,
+            demo: None,
+        })
+    }
+
+    async fn demo(config: &SessionConfig) -> Result<Session, ConsoleError> {
+        let database = format!(
+            "sqlite://{}",
+            config.data_dir.join("demo-gateway.db").display()
+        );
+        let demo = Embedded::start(&database, config.simulate_every)
+            .await
+            .map_err(|e| ConsoleError::Invalid(format!("the demo gateway did not start: {e}")))?;
+        let console = match Signer::load(demo.gateway_id())? {
+            Some(signer) => Console::with_signer(&demo.url, signer)?,
+            None => {
+                let code = demo.invite(&config.display_name).await.map_err(|e| {
+                    ConsoleError::Invalid(format!("the demo gateway made no enrollment code: {e}"))
+                })?;
+                let client = GatewayClient::new(&demo.url, None)?;
+                Console::with_signer(
+                    &demo.url,
+                    Signer::enroll(&client, &code, &config.display_name).await?,
+                )?
+            }
+        };
+        Ok(Session {
+            console,
+            gateway_name: demo.state.name.clone(),
+            online: false,
+            last_error: None,
+            demo: Some(demo),
+        })
+    }
+
+    /// The simulated agent's token, for tools that want to act as the demo agent.
+    pub fn demo_agent_token(&self) -> Option<&str> {
+        self.demo.as_ref().map(|d| d.agent_token.as_str())
+    }
+
+    /// Polls once and records whether the gateway answered.
+    pub async fn sync(&mut self) -> Result<bool, ConsoleError> {
+        let outcome = self.console.sync().await;
+        self.online = outcome.is_ok();
+        self.last_error = outcome.as_ref().err().map(ConsoleError::view);
+        outcome
+    }
+
+    pub fn status(&self) -> StatusView {
+        let signer = self.console.signer();
+        StatusView {
+            gateway_name: self.gateway_name.clone(),
+            gateway_url: self.console.client().base().to_owned(),
+            demo: self.demo.is_some(),
+            approver: signer.display_name().to_owned(),
+            key_id: signer.key_id().to_owned(),
+            online: self.online,
+            last_sync: self
+                .console
+                .poller()
+                .last_sync()
+                .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true)),
+            last_error: self.last_error.clone(),
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! The TypeScript types of everything that crosses IPC are generated from Rust and committed;
+//! this fails when `ui/src/backend/types.ts` is out of date. `UPDATE_TS=1` rewrites it.
+
+use std::path::PathBuf;
+
+use countersign_console::error::ErrorView;
+use countersign_console::review::{
+    AssumptionView, ChangeView, CostView, DecisionView, EffectView, MovedView, PlanView, QueueItem,
+    QueueView, ValidationView,
+};
+use countersign_console::session::StatusView;
+use ts_rs::TS;
+
+fn declarations() -> String {
+    let decls = [
+        ErrorView::decl(),
+        QueueItem::decl(),
+        QueueView::decl(),
+        ChangeView::decl(),
+        EffectView::decl(),
+        ValidationView::decl(),
+        AssumptionView::decl(),
+        CostView::decl(),
+        MovedView::decl(),
+        PlanView::decl(),
+        StatusView::decl(),
+        DecisionView::decl(),
+    ];
+    let mut out = String::from(
+        "// Generated from crates/console by `UPDATE_TS=1 cargo test -p countersign-console --test ts_types`.\n// Do not edit.\n",
+    );
+    for decl in decls {
+        out.push_str("\nexport ");
+        out.push_str(&decl);
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn committed_typescript_types_are_current() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../ui/src/backend/types.ts");
+    let expected = declarations();
+    if std::env::var_os("UPDATE_TS").is_some() {
+        std::fs::write(&path, &expected).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == expected,
+        "{} is out of date: run UPDATE_TS=1 cargo test -p countersign-console --test ts_types",
+        path.display()
+    );
+}
