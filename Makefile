@@ -9,17 +9,20 @@ TAURI_DRIVER_VERSION := 2.1.0
 export WEBKIT_DISABLE_DMABUF_RENDERER := 1
 # Test sessions have no accessibility bus; asking for one only adds noise.
 export NO_AT_BRIDGE := 1
+# cargo-installed tools (tauri-driver); PATH is left as it is when it has them, since a changed
+# PATH makes cargo rebuild the crates whose build scripts watch it.
+ifeq ($(findstring $(HOME)/.cargo/bin,$(PATH)),)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
+endif
 
 .PHONY: run test deps system-deps tauri-driver ui ui-test desktop lint rust-test
 
 ## Build and start the desktop app on its embedded demo gateway.
-run: deps ui
-	cargo build -p countersign-desktop
+run: desktop
 	./target/debug/countersign
 
 ## Every test: front end, lints, Rust (with a real Secret Service), desktop end-to-end.
-test: deps ui-test lint desktop rust-test
+test: deps ui ui-test lint desktop rust-test
 
 deps: system-deps tauri-driver ui/node_modules/.installed
 
@@ -47,12 +50,13 @@ ui: deps
 ui-test: deps
 	cd ui && npm run check && npm test
 
-lint:
+lint: ui
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 
+# One build of everything the tests run, with the same features `cargo test` resolves.
 desktop: ui
-	cargo build -p countersign-desktop
+	cargo build --workspace --all-targets
 
 rust-test: desktop
 	tests/with-display.sh tests/with-keyring.sh cargo test --workspace

@@ -1,6 +1,7 @@
 import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import { describe, expect, it } from 'vitest';
 import App from './App.svelte';
+import { BackendError } from './backend';
 import { FakeBackend } from './backend/fake';
 
 async function renderApp() {
@@ -53,5 +54,28 @@ describe('the console', () => {
     const effects = screen.getAllByTestId('effect');
     expect(effects.map((e) => e.classList.contains('derived'))).toEqual([false, true]);
     expect(screen.getByText(/Irreversible: Six subjects lose/)).toBeTruthy();
+  });
+});
+
+describe('while the gateway is starting', () => {
+  it('says so, then shows the queue once it changes', async () => {
+    const backend = new FakeBackend();
+    const realQueue = backend.queue.bind(backend);
+    let ready = false;
+    backend.queue = async () => {
+      if (!ready) throw new BackendError('starting', 'Connecting to the gateway…');
+      return realQueue();
+    };
+    let notify: () => void = () => {};
+    backend.onQueueChanged = async (listener) => {
+      notify = listener;
+      return () => {};
+    };
+    render(App, { props: { backend } });
+    await waitFor(() => expect(screen.getByTestId('load-error').textContent).toContain('starting'));
+    ready = true;
+    notify();
+    await waitFor(() => expect(screen.getAllByTestId('queue-row').length).toBe(3));
+    expect(screen.queryByTestId('load-error')).toBeNull();
   });
 });

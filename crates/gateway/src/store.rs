@@ -4,7 +4,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite, SqlitePool, Transaction};
+use sqlx::{Sqlite, SqliteConnection, SqlitePool, Transaction};
 use tokio::sync::{Mutex, MutexGuard};
 
 use crate::ids;
@@ -89,10 +89,10 @@ pub async fn bump_queue_revision(tx: &mut Tx) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-pub async fn queue_revision(pool: &SqlitePool) -> Result<String, sqlx::Error> {
+pub async fn queue_revision(conn: &mut SqliteConnection) -> Result<String, sqlx::Error> {
     let value: Option<String> =
         sqlx::query_scalar("SELECT value FROM meta WHERE key = 'queue_revision'")
-            .fetch_optional(pool)
+            .fetch_optional(conn)
             .await?;
     Ok(value.unwrap_or_else(|| "0".to_owned()))
 }

@@ -75,7 +75,7 @@ pub async fn approvals(
 /// Plans awaiting a decision, soonest expiry first; stale ones stay listed so they can be refreshed.
 async fn pending(state: &AppState) -> ApiResult<ApprovalList> {
     let mut conn = state.store.pool().acquire().await?;
-    let revision = queue_revision(state.store.pool()).await?;
+    let revision = queue_revision(&mut conn).await?;
     let ids_: Vec<String> = sqlx::query_scalar(
         "SELECT id FROM plans WHERE status IN ('pending_approval', 'stale') AND expires_at > ?
          ORDER BY expires_at, id",

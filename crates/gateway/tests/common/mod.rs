@@ -1,0 +1,184 @@
+//! A gateway over in-memory SQLite with the demo world, driven through `app()` with `oneshot`.
+// Each test binary compiles this module and uses only part of it.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use countersign_gateway::{accounts, app, demo, AppState, Store};
+use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
+use countersign_proto::dsse::{encode_public_key, Envelope};
+use ed25519_dalek::SigningKey;
+use http_body_util::BodyExt as _;
+use serde_json::{json, Value};
+use tower::ServiceExt as _;
+
+pub struct Gateway {
+    pub state: Arc<AppState>,
+    pub agent: String,
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: axum::http::HeaderMap,
+    pub body: Value,
+}
+
+pub struct Approver {
+    pub id: String,
+    pub key_id: String,
+    pub token: String,
+    pub key: SigningKey,
+}
+
+impl Gateway {
+    pub async fn new() -> Gateway {
+        let store = Store::open("sqlite::memory:").await.unwrap();
+        demo::seed(&store).await.unwrap();
+        let state = AppState::new(store, "Test").await.unwrap();
+        let (_, agent) = accounts::add_agent(&state.store, "ops", Some("usr_lead"))
+            .await
+            .unwrap();
+        Gateway { state, agent }
+    }
+
+    pub async fn send(&self, request: Request<Body>) -> Reply {
+        let response = app(self.state.clone()).oneshot(request).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub async fn call(
+        &self,
+        method: &str,
+        uri: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Reply {
+        let mut builder = Request::builder().method(method).uri(uri);
+        if let Some(token) = token {
+            builder = builder.header("authorization", format!("Bearer {token}"));
+        }
+        let request = match body {
+            Some(body) => builder
+                .header("content-type", "application/json")
+                .body(Body::from(body.to_string())),
+            None => builder.body(Body::empty()),
+        };
+        self.send(request.unwrap()).await
+    }
+
+    pub async fn dry_run(&self, params: Value) -> Value {
+        let reply = self
+            .call(
+                "POST",
+                "/v1/capabilities/projects.settings.update/dry_run",
+                Some(&self.agent),
+                Some(json!({ "params": params })),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        reply.body
+    }
+
+    pub async fn invoke(&self, body: Value) -> Reply {
+        self.call(
+            "POST",
+            "/v1/capabilities/projects.settings.update/invoke",
+            Some(&self.agent),
+            Some(body),
+        )
+        .await
+    }
+
+    pub async fn enroll(&self, name: &str) -> Approver {
+        let code = accounts::invite_approver(&self.state.store, name)
+            .await
+            .unwrap();
+        let key = SigningKey::generate(&mut rand::rngs::OsRng);
+        let reply = self
+            .call(
+                "POST",
+                "/v1/approvers/enroll",
+                None,
+                Some(json!({"enrollment_code": code, "display_name": name,
+                            "public_key": encode_public_key(&key.verifying_key())})),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        Approver {
+            id: reply.body["approver_id"].as_str().unwrap().to_owned(),
+            key_id: reply.body["key_id"].as_str().unwrap().to_owned(),
+            token: reply.body["token"].as_str().unwrap().to_owned(),
+            key,
+        }
+    }
+}
+
+impl Approver {
+    /// A valid approval statement for `plan` by this approver at `gateway`.
+    pub fn statement(&self, gateway: &Gateway, plan: &Value) -> Statement {
+        let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
+        Statement {
+            kind: STATEMENT_TYPE.to_owned(),
+            plan_id: plan["plan_id"].as_str().unwrap().to_owned(),
+            plan_digest: plan["plan_digest"].as_str().unwrap().to_owned(),
+            decision: Decision::Approve,
+            reason: None,
+            approver_id: self.id.clone(),
+            key_id: self.key_id.clone(),
+            audience: gateway.state.gateway_id.clone(),
+            nonce: new_nonce(),
+            issued_at: now,
+            expires_at: now + chrono::Duration::minutes(5),
+        }
+    }
+
+    pub fn sign(&self, statement: &Statement) -> Envelope {
+        statement.sign(&self.key).unwrap()
+    }
+
+    pub async fn send(&self, gateway: &Gateway, plan_id: &str, envelope: &Envelope) -> Reply {
+        gateway
+            .call(
+                "POST",
+                &format!("/v1/plans/{plan_id}/decisions"),
+                Some(&self.token),
+                Some(serde_json::to_value(envelope).unwrap()),
+            )
+            .await
+    }
+}
+
+/// Asserts the seed 002 error envelope with `code`, its status, and the trace id in both places.
+pub fn assert_error(reply: &Reply, code: &str, status: u16) {
+    assert_eq!(reply.status.as_u16(), status, "{code}: {}", reply.body);
+    assert_eq!(reply.body["success"], false);
+    assert_eq!(reply.body["error"]["code"], code, "{}", reply.body);
+    assert!(reply.body["error"]["message"]
+        .as_str()
+        .is_some_and(|m| !m.is_empty()));
+    assert_eq!(reply.body["provider"], "system");
+    let header = reply.headers["x-trace-id"].to_str().unwrap();
+    assert!(header.starts_with("trc_"));
+    assert_eq!(reply.body["metadata"]["trace_id"], header);
+    for member in ["content", "usage", "images", "files", "videos"] {
+        assert!(
+            reply.body.get(member).is_none(),
+            "{member} in an error body"
+        );
+    }
+}

@@ -1,0 +1,248 @@
+//! The gateway's HTTP contract for the first capability: errors, previews, the queue.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use common::{assert_error, Gateway};
+use countersign_proto::digest::plan_digest;
+use serde_json::{json, Value};
+
+fn fixture(name: &str) -> Value {
+    let path = format!(
+        "{}/../../../shared/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn every_error_travels_in_the_envelope_with_its_status() {
+    let gw = Gateway::new().await;
+    let approver = gw.enroll("Dana").await;
+    let agent = gw.agent.clone();
+
+    let reply = gw.call("GET", "/v1/approvals", None, None).await;
+    assert_error(&reply, "unauthenticated", 401);
+    let reply = gw
+        .call("GET", "/v1/approvals", Some("csa_nobody"), None)
+        .await;
+    assert_error(&reply, "unauthenticated", 401);
+    let reply = gw.call("GET", "/v1/approvals", Some(&agent), None).await;
+    assert_error(&reply, "forbidden", 403);
+    let dry_run = "/v1/capabilities/projects.settings.update/dry_run";
+    let params = json!({"params": {"project": "prj_184", "retention_days": 14}});
+    let reply = gw
+        .call("POST", dry_run, Some(&approver.token), Some(params))
+        .await;
+    assert_error(&reply, "forbidden", 403);
+    let reply = gw
+        .call("GET", "/v1/capabilities/nope.nothing", Some(&agent), None)
+        .await;
+    assert_error(&reply, "not_found", 404);
+    let reply = gw
+        .call("GET", "/v1/plans/plan_missing", Some(&agent), None)
+        .await;
+    assert_error(&reply, "not_found", 404);
+    let reply = gw.call("GET", "/v2/anything", Some(&agent), None).await;
+    assert_error(&reply, "not_found", 404);
+    let unknown_member = json!({"params": {}, "dry": true});
+    let reply = gw
+        .call("POST", dry_run, Some(&agent), Some(unknown_member))
+        .await;
+    assert_error(&reply, "validation_error", 422);
+    let reply = gw
+        .send(
+            Request::post(dry_run)
+                .header("authorization", format!("Bearer {agent}"))
+                .header("content-type", "application/json")
+                .body(Body::from("{\"params\": "))
+                .unwrap(),
+        )
+        .await;
+    assert_error(&reply, "validation_error", 422);
+    let huge = format!(
+        "{{\"params\": {{\"pad\": \"{}\"}}}}",
+        "x".repeat(2 * 1024 * 1024)
+    );
+    let reply = gw
+        .send(
+            Request::post(dry_run)
+                .header("authorization", format!("Bearer {agent}"))
+                .header("content-type", "application/json")
+                .body(Body::from(huge))
+                .unwrap(),
+        )
+        .await;
+    assert_error(&reply, "payload_too_large", 413);
+    let reply = gw
+        .call(
+            "POST",
+            "/v1/approvers/enroll",
+            None,
+            Some(json!({
+            "enrollment_code": "cse_spent", "display_name": "Eve", "public_key": "AAAA"})),
+        )
+        .await;
+    assert_error(&reply, "validation_error", 422);
+}
+
+#[tokio::test]
+async fn the_demo_preview_is_the_small_fixture() {
+    let gw = Gateway::new().await;
+    let fixture = fixture("plan-small.json");
+    let reply = gw
+        .call(
+            "POST",
+            "/v1/capabilities/projects.settings.update/dry_run",
+            Some(&gw.agent),
+            Some(json!({"params": fixture["request"]["params"]})),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.headers["cache-control"], "no-store");
+    let plan = reply.body;
+    assert_eq!(plan["mode"], "preview");
+    assert_eq!(plan["request_digest"], fixture["request_digest"]);
+    assert_eq!(
+        plan["plan_digest"].as_str().unwrap(),
+        plan_digest(&plan).unwrap()
+    );
+    assert_eq!(plan["read_revisions"], fixture["read_revisions"]);
+    for member in [
+        "effects",
+        "validation",
+        "assumptions",
+        "estimated_cost",
+        "billing",
+        "caller",
+    ] {
+        assert_eq!(plan[member], fixture[member], "{member}");
+    }
+    assert_eq!(plan["would_require_approval"], true);
+    assert_eq!(plan["executable"], true);
+}
+
+#[tokio::test]
+async fn invalid_params_name_every_field_and_store_no_plan() {
+    let gw = Gateway::new().await;
+    let reply = gw
+        .call(
+            "POST",
+            "/v1/capabilities/projects.settings.update/dry_run",
+            Some(&gw.agent),
+            Some(json!({"params": {"project": 5, "retention_days": "14", "colour": "red"}})),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let body = reply.body;
+    assert_eq!(body["valid"], false);
+    assert_eq!(body["effects"], json!([]));
+    let violation = &body["violations"][0];
+    assert_eq!(violation["code"], "validation_error");
+    assert_eq!(violation["audit_id"], body["audit_id"]);
+    let pointers: Vec<&str> = violation["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["schema_pointer"].as_str().unwrap())
+        .collect();
+    assert!(pointers.contains(&"/params/project"), "{pointers:?}");
+    assert!(pointers.contains(&"/params/retention_days"), "{pointers:?}");
+    assert_eq!(pointers.len(), 3, "{pointers:?}");
+    let plans: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plans")
+        .fetch_one(gw.state.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(plans, 0);
+}
+
+async fn domain_snapshot(gw: &Gateway) -> Vec<String> {
+    let pool = gw.state.store.pool();
+    let projects: Vec<(String, i64, i64, String)> = sqlx::query_as(
+        "SELECT id, revision, retention_days, retention_note FROM projects ORDER BY id",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    let items: Vec<(String, String, bool)> =
+        sqlx::query_as("SELECT id, expires_at, legal_hold FROM project_items ORDER BY id")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    let executions: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM execution_audit")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    vec![
+        format!("{projects:?}"),
+        format!("{items:?}"),
+        executions.to_string(),
+    ]
+}
+
+#[tokio::test]
+async fn a_preview_changes_no_domain_table() {
+    let gw = Gateway::new().await;
+    let before = domain_snapshot(&gw).await;
+    gw.dry_run(json!({"project": "prj_184", "retention_days": 7}))
+        .await;
+    gw.dry_run(json!({"project": "prj_missing", "retention_days": 7}))
+        .await;
+    assert_eq!(domain_snapshot(&gw).await, before);
+    let audited: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM preview_audit")
+        .fetch_one(gw.state.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(audited, 2);
+}
+
+#[tokio::test]
+async fn the_queue_answers_304_until_it_changes() {
+    let gw = Gateway::new().await;
+    let approver = gw.enroll("Dana").await;
+    gw.dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    let first = gw
+        .call(
+            "GET",
+            "/v1/approvals?status=pending",
+            Some(&approver.token),
+            None,
+        )
+        .await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert_eq!(first.headers["x-poll-interval"], "5");
+    assert_eq!(first.body["items"].as_array().unwrap().len(), 1);
+    let summary = &first.body["items"][0];
+    assert_eq!(summary["title"], "Update project settings");
+    assert_eq!(summary["subjects_total"], 18);
+    assert_eq!(summary["validation_counts"]["warning"], 1);
+    let etag = first.headers["etag"].to_str().unwrap().to_owned();
+
+    let again = gw
+        .send(
+            Request::get("/v1/approvals?status=pending")
+                .header("authorization", format!("Bearer {}", approver.token))
+                .header("if-none-match", &etag)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+    assert_eq!(again.body, Value::Null);
+
+    gw.dry_run(json!({"project": "prj_200", "retention_days": 14}))
+        .await;
+    let changed = gw
+        .send(
+            Request::get("/v1/approvals?status=pending")
+                .header("authorization", format!("Bearer {}", approver.token))
+                .header("if-none-match", &etag)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(changed.status, StatusCode::OK);
+    assert_eq!(changed.body["items"].as_array().unwrap().len(), 2);
+}
