@@ -55,7 +55,7 @@ pub async fn add_agent(
         inserted.rows_affected() == 1,
         "an agent named {name} already exists"
     );
-    w.tx.commit().await?;
+    w.commit().await?;
     Ok((id, token))
 }
 
@@ -75,7 +75,7 @@ pub async fn invite_approver(store: &Store, display_name: &str) -> anyhow::Resul
     .bind(ids::to_text(ids::now()))
     .execute(&mut *w.tx)
     .await?;
-    w.tx.commit().await?;
+    w.commit().await?;
     Ok(code)
 }
 
@@ -132,7 +132,7 @@ pub async fn enroll(
     .bind(&now)
     .execute(&mut *w.tx)
     .await?;
-    w.tx.commit().await?;
+    w.commit().await?;
     Ok(EnrollResponse {
         approver_id,
         key_id,
@@ -193,7 +193,8 @@ pub async fn rotate_agent_token(
         .bind(&id)
         .execute(&mut *w.tx)
         .await?;
-    w.tx.commit().await?;
+    // Committing releases the writer, which add_agent takes again.
+    w.commit().await?;
     if updated.rows_affected() == 1 {
         return Ok((id, token));
     }

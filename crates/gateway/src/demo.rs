@@ -103,6 +103,6 @@ pub async fn seed(store: &Store) -> anyhow::Result<()> {
             .await?;
         }
     }
-    w.tx.commit().await?;
+    w.commit().await?;
     Ok(())
 }

@@ -23,6 +23,13 @@ pub struct WriteTx<'a> {
     _guard: MutexGuard<'a, ()>,
 }
 
+impl WriteTx<'_> {
+    /// Commits and releases the writer in one step.
+    pub async fn commit(self) -> Result<(), sqlx::Error> {
+        self.tx.commit().await
+    }
+}
+
 impl Store {
     /// Opens (creating if needed) `url`, e.g. `sqlite:///var/lib/cs.db` or `sqlite::memory:`.
     pub async fn open(url: &str) -> anyhow::Result<Store> {
@@ -73,7 +80,7 @@ impl Store {
             .bind(&id)
             .execute(&mut *w.tx)
             .await?;
-        w.tx.commit().await?;
+        w.commit().await?;
         Ok(id)
     }
 }

@@ -125,7 +125,7 @@ pub async fn dry_run(
             &request_json,
         )
         .await?;
-        w.tx.commit().await?;
+        w.commit().await?;
         return Ok(no_store(invalid_preview(capability, &audit_id, violations)));
     }
     let planned = capability.plan(&mut w.tx, &request.params).await?;
@@ -162,6 +162,6 @@ pub async fn dry_run(
     if preview.would_require_approval {
         bump_queue_revision(&mut w.tx).await?;
     }
-    w.tx.commit().await?;
+    w.commit().await?;
     Ok(no_store(preview))
 }

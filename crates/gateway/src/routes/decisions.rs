@@ -162,7 +162,7 @@ pub async fn decide(
         if plan.status != PlanStatus::Stale {
             plans::set_status(&mut w.tx, &plan_id, PlanStatus::Stale).await?;
             bump_queue_revision(&mut w.tx).await?;
-            w.tx.commit().await?;
+            w.commit().await?;
         }
         let first = &moved[0];
         return Err(err(
@@ -211,7 +211,7 @@ pub async fn decide(
     };
     plans::set_status(&mut w.tx, &plan_id, status).await?;
     bump_queue_revision(&mut w.tx).await?;
-    w.tx.commit().await?;
+    w.commit().await?;
     Ok(Json(DecisionResponse {
         plan_id,
         status,

@@ -137,7 +137,7 @@ pub async fn invoke(
         .execute(&mut *w.tx)
         .await?;
     }
-    w.tx.commit().await?;
+    w.commit().await?;
     Ok(Json(response))
 }
 
