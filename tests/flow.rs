@@ -83,10 +83,15 @@ async fn plan_travels_from_agent_to_signed_approval_to_execution() -> anyhow::Re
     assert_eq!(view.changes[0].after, "14");
 
     let answer = console
-        .approve(ids[0], Some("Fits the policy.".into()))
+        .approve(ids[0], &view.digest, Some("Fits the policy.".into()))
         .await?;
     assert_eq!(answer.status, PlanStatus::Approved);
-    console.approve(ids[1], None).await?;
+    let second_view = console.plan_view(ids[1]).await?;
+    match console.approve(ids[1], &view.digest, None).await {
+        Err(ConsoleError::DigestMismatch { .. }) => {}
+        other => panic!("signing a digest the approver did not see: {other:?}"),
+    }
+    console.approve(ids[1], &second_view.digest, None).await?;
 
     let executed = agent.invoke(CAPABILITY, ids[0]).await?;
     assert_eq!(executed.status, 200, "{}", executed.body);
@@ -110,7 +115,10 @@ async fn plan_travels_from_agent_to_signed_approval_to_execution() -> anyhow::Re
         "nothing else ran"
     );
 
-    match console.approve(ids[2], None).await {
+    let third_view = console.plan_view(ids[2]).await?;
+    assert!(!third_view.approvable);
+    assert_eq!(third_view.stale[0].current, "74");
+    match console.approve(ids[2], &third_view.digest, None).await {
         Err(ConsoleError::NotApprovable(reason)) => assert!(reason.contains("stale"), "{reason}"),
         other => panic!("approving a stale plan: {other:?}"),
     }

@@ -72,13 +72,14 @@ pub async fn plan(model: State<'_, AppModel>, plan_id: String) -> Answer<PlanVie
 pub async fn approve(
     model: State<'_, AppModel>,
     plan_id: String,
+    digest: String,
     reason: Option<String>,
 ) -> Answer<DecisionView> {
     let mut session = model.session.lock().await;
     let session = session.as_mut().ok_or_else(|| model.not_ready())?;
     let answer = session
         .console
-        .approve(&plan_id, reason)
+        .approve(&plan_id, &digest, reason)
         .await
         .map_err(|e| e.view())?;
     // The queue changed by our own hand: list again before the UI asks.

@@ -88,19 +88,23 @@ impl Console {
         ))
     }
 
-    /// Re-fetches the plan, recomputes its digest, refuses what may not be approved, and sends a
-    /// signed approval of exactly the digest computed here.
+    /// Re-fetches the plan, recomputes its digest, insists it is the digest the approver was shown
+    /// (`seen_digest`, from [`PlanView::digest`]), refuses what may not be approved, and sends a
+    /// signed approval of exactly that digest.
     pub async fn approve(
         &mut self,
         plan_id: &str,
+        seen_digest: &str,
         reason: Option<String>,
     ) -> Result<DecisionResponse, ConsoleError> {
-        self.decide(plan_id, Decision::Approve, reason).await
+        self.decide(plan_id, seen_digest, Decision::Approve, reason)
+            .await
     }
 
     pub async fn reject(
         &mut self,
         plan_id: &str,
+        seen_digest: &str,
         reason: String,
     ) -> Result<DecisionResponse, ConsoleError> {
         if reason.trim().is_empty() {
@@ -108,12 +112,14 @@ impl Console {
                 "a rejection needs a reason".to_owned(),
             ));
         }
-        self.decide(plan_id, Decision::Reject, Some(reason)).await
+        self.decide(plan_id, seen_digest, Decision::Reject, Some(reason))
+            .await
     }
 
     async fn decide(
         &mut self,
         plan_id: &str,
+        seen_digest: &str,
         decision: Decision,
         reason: Option<String>,
     ) -> Result<DecisionResponse, ConsoleError> {
@@ -124,6 +130,12 @@ impl Console {
         if computed != plan.plan_digest {
             return Err(ConsoleError::DigestMismatch {
                 claimed: plan.plan_digest.clone(),
+                computed,
+            });
+        }
+        if computed != seen_digest {
+            return Err(ConsoleError::DigestMismatch {
+                claimed: seen_digest.to_owned(),
                 computed,
             });
         }

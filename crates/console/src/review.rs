@@ -1,6 +1,8 @@
 //! What an approver reviews, computed in Rust from the plan as fetched: the queue rows and the
 //! plan's changes, effects, validation, cost, and whether it may be approved (and why not).
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use countersign_proto::approvals::{
     Approvals, DecisionResponse, PlanRecord, PlanStatus, PlanSummary, RiskFlag,
@@ -206,14 +208,15 @@ pub fn queue_item(summary: &PlanSummary) -> QueueItem {
 pub fn queue(summaries: &[PlanSummary]) -> QueueView {
     let mut sorted: Vec<&PlanSummary> = summaries.iter().collect();
     sorted.sort_by_key(|s| (s.expires_at, s.plan_id.clone()));
-    let total: Decimal = summaries
+    let total = summaries
         .iter()
         .filter(|s| s.estimated_cost.currency == CREDITS)
-        .map(|s| s.estimated_cost.amount_max.value())
-        .sum();
+        .try_fold(Decimal::ZERO, |sum, s| {
+            sum.checked_add(s.estimated_cost.amount_max.value())
+        });
     QueueView {
         items: sorted.into_iter().map(queue_item).collect(),
-        total_credits: format!("{:.2}", total),
+        total_credits: total.map_or_else(|| "out of range".to_owned(), |t| format!("{t:.2}")),
     }
 }
 
@@ -234,26 +237,35 @@ fn badges(effect: &Effect) -> Vec<String> {
     badges
 }
 
-/// Effects with direct ones first and each derived effect right after its cause.
+/// Effects with direct ones first and each derived effect right after its cause, depth first.
+/// Iterative and linear, so a hostile cause chain can neither overflow the stack nor hang.
 fn ordered_effects(effects: &[Effect]) -> Vec<&Effect> {
-    fn push<'a>(effect: &'a Effect, all: &'a [Effect], out: &mut Vec<&'a Effect>) {
-        if out.iter().any(|e| e.id == effect.id) {
-            return;
-        }
-        out.push(effect);
-        for child in all
-            .iter()
-            .filter(|e| e.cause.as_deref() == Some(&effect.id))
-        {
-            push(child, all, out);
+    let mut children: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (index, effect) in effects.iter().enumerate() {
+        if let Some(cause) = effect.cause.as_deref() {
+            children.entry(cause).or_default().push(index);
         }
     }
+    let mut seen = vec![false; effects.len()];
     let mut out = Vec::with_capacity(effects.len());
-    for root in effects.iter().filter(|e| !e.derived || e.cause.is_none()) {
-        push(root, effects, &mut out);
-    }
-    for orphan in effects {
-        push(orphan, effects, &mut out);
+    let roots = effects
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| !e.derived || e.cause.is_none())
+        .map(|(i, _)| i);
+    // Roots first, then anything whose cause is missing or cyclic.
+    for start in roots.chain(0..effects.len()) {
+        let mut stack = vec![start];
+        while let Some(index) = stack.pop() {
+            if std::mem::replace(&mut seen[index], true) {
+                continue;
+            }
+            let effect = &effects[index];
+            out.push(effect);
+            if let Some(kids) = children.get(effect.id.as_str()) {
+                stack.extend(kids.iter().rev().filter(|k| !seen[**k]));
+            }
+        }
     }
     out
 }

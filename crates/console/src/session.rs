@@ -98,7 +98,15 @@ impl Session {
             }
             (None, None) => return Err(ConsoleError::NotEnrolled),
         };
-        let gateway_name = console.client().gateway().await?.name;
+        let info = console.client().gateway().await?;
+        if info.gateway_id != console.signer().gateway_id() {
+            return Err(ConsoleError::Protocol(format!(
+                "{url} is now gateway {}, not {} this console enrolled with",
+                info.gateway_id,
+                console.signer().gateway_id()
+            )));
+        }
+        let gateway_name = info.name;
         Ok(Session {
             console,
             gateway_name,

@@ -56,8 +56,9 @@ impl Signer {
             Err(keyring::Error::NoEntry) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
+        // The parse error could quote the secret: say only that it is damaged.
         let stored: StoredCredential = serde_json::from_str(&text)
-            .map_err(|e| ConsoleError::Keyring(format!("the stored credential is damaged: {e}")))?;
+            .map_err(|_| ConsoleError::Keyring("the stored credential is damaged".to_owned()))?;
         let seed: [u8; 32] = STANDARD
             .decode(&stored.signing_key)
             .ok()
@@ -88,6 +89,14 @@ impl Signer {
                 public_key: encode_public_key(&key.verifying_key()),
             })
             .await?;
+        // The gateway names the keyring slot; make it prove the name before anything is filed.
+        let info = client.with_token(&response.token).gateway().await?;
+        if info.gateway_id != response.gateway_id {
+            return Err(ConsoleError::Protocol(format!(
+                "enrollment says gateway {}, the gateway says {}",
+                response.gateway_id, info.gateway_id
+            )));
+        }
         let signer = Signer {
             gateway_id: response.gateway_id,
             approver_id: response.approver_id,

@@ -6,6 +6,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use countersign_proto::error::ErrorEnvelope;
+use countersign_proto::plan::{Violation, ViolationDetail};
 use countersign_proto::ErrorCode;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -39,11 +40,23 @@ impl ApiError {
         ApiError::new(ErrorCode::NotFound, format!("No such {what}."))
     }
 
+    /// A `validation_error` whose `details.violations` has seed 000's violation form.
     pub fn validation(pointer: &str, message: impl Into<String>) -> Self {
         let message = message.into();
-        ApiError::new(ErrorCode::ValidationError, message.clone()).with_details(
-            serde_json::json!({"violations": [{"schema_pointer": pointer, "message": message}]}),
-        )
+        let violation = Violation {
+            code: "validation_error".to_owned(),
+            message: message.clone(),
+            hint: "Call describe(id) and resend a request that matches the protocol.".to_owned(),
+            retryable: false,
+            schema_pointer: pointer.to_owned(),
+            details: vec![ViolationDetail {
+                schema_pointer: pointer.to_owned(),
+                message: message.clone(),
+            }],
+            audit_id: None,
+        };
+        ApiError::new(ErrorCode::ValidationError, message)
+            .with_details(serde_json::json!({ "violations": [violation] }))
     }
 }
 

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use common::{assert_error, Gateway};
-use countersign_proto::decision::Decision;
+use countersign_proto::decision::{Decision, Statement};
 use ed25519_dalek::SigningKey;
 use serde_json::json;
 
@@ -21,6 +21,22 @@ async fn refusals_follow_the_check_order() {
 
     let mut envelope = dana.sign(&dana.statement(&gw, &plan));
     envelope.signatures.clear();
+    assert_error(
+        &dana.send(&gw, plan_id, &envelope).await,
+        "validation_error",
+        422,
+    );
+
+    let mut envelope = dana.sign(&dana.statement(&gw, &plan));
+    envelope.signatures[0].sig = "not base64!".into();
+    assert_error(
+        &dana.send(&gw, plan_id, &envelope).await,
+        "validation_error",
+        422,
+    );
+
+    let mut envelope = dana.sign(&dana.statement(&gw, &plan));
+    envelope.payload_type = "application/json".into();
     assert_error(
         &dana.send(&gw, plan_id, &envelope).await,
         "validation_error",
@@ -166,11 +182,11 @@ async fn approval_replay_nonce_and_eligibility() {
         .fetch_one(gw.state.store.pool())
         .await
         .unwrap();
-    assert_eq!(
-        stored,
-        serde_json::to_string(&envelope).unwrap(),
-        "stored verbatim"
-    );
+    let sent = serde_json::to_value(&envelope).unwrap().to_string();
+    assert_eq!(stored, sent, "stored as received");
+    let reopened: countersign_proto::dsse::Envelope = serde_json::from_str(&stored).unwrap();
+    let again = Statement::open(&reopened, &dana.key.verifying_key()).unwrap();
+    assert_eq!(again, statement, "the audit re-verifies offline");
 }
 
 #[tokio::test]
@@ -303,4 +319,35 @@ async fn a_plan_whose_read_moved_is_stale_for_decisions_and_execution() {
         .await;
     assert_eq!(record.body["status"], "stale");
     assert_eq!(record.body["stale"]["moved"][0]["current"], "74");
+}
+
+#[tokio::test]
+async fn a_blocked_plan_can_be_rejected_but_never_approved() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let ada = gw.enroll("Ada").await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_missing", "retention_days": 14}))
+        .await;
+    assert_eq!(plan["executable"], false);
+    assert_eq!(plan["validation"][0]["code"], "project_not_found");
+    let plan_id = plan["plan_id"].as_str().unwrap();
+
+    let approve = dana.sign(&dana.statement(&gw, &plan));
+    assert_error(
+        &dana.send(&gw, plan_id, &approve).await,
+        "plan_not_pending",
+        409,
+    );
+    let mut reject = ada.statement(&gw, &plan);
+    reject.decision = Decision::Reject;
+    reject.reason = Some("The project does not exist.".into());
+    let reply = ada.send(&gw, plan_id, &ada.sign(&reject)).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["status"], "rejected");
+    assert_error(
+        &gw.invoke(json!({"plan_id": plan_id})).await,
+        "plan_not_pending",
+        409,
+    );
 }

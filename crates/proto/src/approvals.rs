@@ -33,7 +33,7 @@ pub enum RiskFlag {
     Blocked,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EnrollRequest {
     pub enrollment_code: String,
@@ -41,12 +41,32 @@ pub struct EnrollRequest {
     pub public_key: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnrollResponse {
     pub approver_id: String,
     pub key_id: String,
     pub token: String,
     pub gateway_id: String,
+}
+
+// Enrollment carries secrets (the code, the token): their Debug forms leave them out.
+impl std::fmt::Debug for EnrollRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnrollRequest")
+            .field("display_name", &self.display_name)
+            .field("public_key", &self.public_key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for EnrollResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnrollResponse")
+            .field("approver_id", &self.approver_id)
+            .field("key_id", &self.key_id)
+            .field("gateway_id", &self.gateway_id)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

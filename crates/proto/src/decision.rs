@@ -56,6 +56,12 @@ pub enum StatementError {
     NotCanonical,
     #[error("statement type is not {STATEMENT_TYPE}")]
     StatementType,
+    #[error("{0}")]
+    BadField(&'static str),
+}
+
+fn is_lower_hex(text: &str, len: usize) -> bool {
+    text.len() == len && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 impl Statement {
@@ -83,6 +89,20 @@ impl Statement {
         }
         if statement.kind != STATEMENT_TYPE {
             return Err(StatementError::StatementType);
+        }
+        if !is_lower_hex(&statement.nonce, 32) {
+            return Err(StatementError::BadField(
+                "the nonce must be 32 lowercase hex digits",
+            ));
+        }
+        let digest_hex = statement
+            .plan_digest
+            .strip_prefix("sha256:")
+            .unwrap_or_default();
+        if !is_lower_hex(digest_hex, 64) {
+            return Err(StatementError::BadField(
+                "plan_digest must be sha256:<64 lowercase hex>",
+            ));
         }
         Ok(statement)
     }

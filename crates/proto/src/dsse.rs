@@ -81,14 +81,18 @@ impl Envelope {
             .map_err(|_| DsseError::PayloadEncoding)
     }
 
-    /// Verifies with `verify_strict` and returns the payload bytes it covers.
-    pub fn verify(&self, key: &VerifyingKey) -> Result<Vec<u8>, DsseError> {
-        let signature = self.signature()?;
-        let sig_bytes: [u8; 64] = STANDARD
-            .decode(&signature.sig)
+    /// The single signature's 64 bytes.
+    pub fn signature_bytes(&self) -> Result<[u8; 64], DsseError> {
+        STANDARD
+            .decode(&self.signature()?.sig)
             .ok()
             .and_then(|b| b.try_into().ok())
-            .ok_or(DsseError::SignatureEncoding)?;
+            .ok_or(DsseError::SignatureEncoding)
+    }
+
+    /// Verifies with `verify_strict` and returns the payload bytes it covers.
+    pub fn verify(&self, key: &VerifyingKey) -> Result<Vec<u8>, DsseError> {
+        let sig_bytes = self.signature_bytes()?;
         let payload = self.payload_bytes()?;
         key.verify_strict(
             &pae(&self.payload_type, &payload),

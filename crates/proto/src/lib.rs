@@ -9,6 +9,7 @@ pub mod digest;
 pub mod dsse;
 pub mod envelope;
 pub mod error;
+pub mod guard;
 pub mod plan;
 pub mod risk;
 

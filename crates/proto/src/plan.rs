@@ -167,7 +167,9 @@ pub struct Violation {
     pub retryable: bool,
     pub schema_pointer: String,
     pub details: Vec<ViolationDetail>,
-    pub audit_id: String,
+    /// The preview audit row, when the violation comes from a dry run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

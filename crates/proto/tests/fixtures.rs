@@ -250,3 +250,32 @@ fn risk_flags_of_the_bulk_fixture() {
     let small: Preview = serde_json::from_value(fixture("plan-small.json")).unwrap();
     assert!(risk_flags(&small, default_high_cost_threshold()).is_empty());
 }
+
+#[test]
+fn malformed_nonce_or_digest_is_refused_even_when_signed() {
+    let key = signing_key();
+    for (field, value) in [
+        ("nonce", "short"),
+        ("nonce", "00112233445566778899AABBCCDDEEFF"),
+        ("plan_digest", "sha256:abc"),
+    ] {
+        let mut changed = vector()["statement"].clone();
+        changed[field] = Value::from(value);
+        let statement: Statement = serde_json::from_value(changed).unwrap();
+        let envelope = statement.sign(&key).unwrap();
+        assert!(
+            Statement::open(&envelope, &key.verifying_key()).is_err(),
+            "{field} = {value} accepted"
+        );
+    }
+}
+
+#[test]
+fn enrollment_secrets_stay_out_of_debug_output() {
+    let request = countersign_proto::approvals::EnrollRequest {
+        enrollment_code: "cse_secret".into(),
+        display_name: "Dana".into(),
+        public_key: "pk".into(),
+    };
+    assert!(!format!("{request:?}").contains("cse_secret"));
+}

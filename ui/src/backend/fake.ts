@@ -155,8 +155,9 @@ export class FakeBackend implements Backend {
     return structuredClone(found);
   }
 
-  async approve(planId: string, _reason: string | null): Promise<DecisionView> {
+  async approve(planId: string, digest: string, _reason: string | null): Promise<DecisionView> {
     const p = await this.plan(planId);
+    if (p.digest !== digest) throw new BackendError('digest_mismatch', 'The plan changed since it was shown.');
     if (!p.approvable) throw new BackendError('not_approvable', p.not_approvable_reason ?? '');
     this.approvals.push(planId);
     const target = this.plans.find((x) => x.plan_id === planId)!;

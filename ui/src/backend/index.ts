@@ -7,7 +7,8 @@ export interface Backend {
   status(): Promise<StatusView>;
   queue(): Promise<QueueView>;
   plan(planId: string): Promise<PlanView>;
-  approve(planId: string, reason: string | null): Promise<DecisionView>;
+  /** Signs an approval of `digest`, the digest the approver was shown; refused if the plan moved. */
+  approve(planId: string, digest: string, reason: string | null): Promise<DecisionView>;
   /** Calls `listener` whenever the queue may have changed; returns an unsubscribe function. */
   onQueueChanged(listener: () => void): Promise<() => void>;
 }

@@ -21,8 +21,8 @@ export class TauriBackend implements Backend {
   plan(planId: string): Promise<PlanView> {
     return call('plan', { planId });
   }
-  approve(planId: string, reason: string | null): Promise<DecisionView> {
-    return call('approve', { planId, reason });
+  approve(planId: string, digest: string, reason: string | null): Promise<DecisionView> {
+    return call('approve', { planId, digest, reason });
   }
   async onQueueChanged(listener: () => void): Promise<() => void> {
     return listen('queue-changed', () => listener());

@@ -67,7 +67,7 @@ pub fn invalid_preview(
             retryable: false,
             schema_pointer: first,
             details,
-            audit_id: audit_id.to_owned(),
+            audit_id: Some(audit_id.to_owned()),
         }],
         effects: vec![],
     }

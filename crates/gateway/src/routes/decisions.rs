@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::Json;
 use chrono::Duration;
@@ -12,7 +13,7 @@ use countersign_proto::ErrorCode;
 use serde_json::json;
 
 use crate::accounts::{self, Approver};
-use crate::error::{ApiError, ApiResult, Body};
+use crate::error::{ApiError, ApiResult};
 use crate::store::bump_queue_revision;
 use crate::{ids, plans, AppState};
 
@@ -27,16 +28,30 @@ pub async fn decide(
     State(state): State<Arc<AppState>>,
     approver: Approver,
     Path(plan_id): Path<String>,
-    Body(envelope): Body<Envelope>,
+    body: Bytes,
 ) -> ApiResult<Json<DecisionResponse>> {
     let pool = state.store.pool();
-    // Envelope shape.
+    // Envelope shape: parsed from the bytes received, which the audit keeps verbatim.
+    let envelope_text = std::str::from_utf8(&body)
+        .map_err(|_| ApiError::validation("", "The envelope is not UTF-8 JSON."))?
+        .to_owned();
+    let envelope: Envelope = serde_json::from_str(&envelope_text)
+        .map_err(|e| ApiError::validation("", format!("The body is not a DSSE envelope: {e}")))?;
     let signature = envelope
         .signature()
         .map_err(|e| ApiError::validation("/signatures", e.to_string()))?;
     envelope
+        .signature_bytes()
+        .map_err(|e| ApiError::validation("/signatures/0/sig", e.to_string()))?;
+    envelope
         .payload_bytes()
         .map_err(|e| ApiError::validation("/payload", e.to_string()))?;
+    if envelope.payload_type != DECISION_PAYLOAD_TYPE {
+        return Err(ApiError::validation(
+            "/payloadType",
+            format!("The payload type must be {DECISION_PAYLOAD_TYPE}."),
+        ));
+    }
     // Key of this approver, active; then the signature itself.
     let key = accounts::active_key(pool, &approver.id, &signature.keyid)
         .await?
@@ -54,12 +69,6 @@ pub async fn decide(
         Err(StatementError::Dsse(e)) => return Err(err(ErrorCode::BadSignature, e.to_string())),
         Err(e) => return Err(ApiError::validation("/payload", e.to_string())),
     };
-    if envelope.payload_type != DECISION_PAYLOAD_TYPE {
-        return Err(ApiError::validation(
-            "/payloadType",
-            "Unexpected payload type.",
-        ));
-    }
     if statement.approver_id != approver.id || statement.key_id != signature.keyid {
         return Err(ApiError::validation(
             "/payload",
@@ -93,7 +102,6 @@ pub async fn decide(
         ));
     }
 
-    let envelope_text = serde_json::to_string(&envelope)?;
     let mut w = state.store.write().await?;
     let plan = plans::load(&mut w.tx, &plan_id)
         .await?
@@ -105,7 +113,11 @@ pub async fn decide(
     .bind(&approver.id)
     .fetch_optional(&mut *w.tx)
     .await?;
-    if already.as_ref().is_some_and(|(e, _)| *e == envelope_text) {
+    let identical = already
+        .as_ref()
+        .and_then(|(stored, _)| serde_json::from_str::<Envelope>(stored).ok())
+        .is_some_and(|stored| stored == envelope);
+    if identical {
         return Ok(Json(answer(&mut w.tx, &plan_id).await?));
     }
     if statement.plan_digest != plan.preview.plan_digest {
@@ -147,15 +159,18 @@ pub async fn decide(
             format!("Plan {plan_id} expired."),
         ));
     }
-    if !matches!(plan.status, PlanStatus::PendingApproval | PlanStatus::Stale)
-        || !plan.preview.executable
-    {
-        let why = if plan.preview.executable {
-            format!("Plan {plan_id} is {}.", plans::status_text(plan.status))
-        } else {
-            format!("Plan {plan_id} is blocked and can never be approved.")
-        };
-        return Err(err(ErrorCode::PlanNotPending, why));
+    if !matches!(plan.status, PlanStatus::PendingApproval | PlanStatus::Stale) {
+        return Err(err(
+            ErrorCode::PlanNotPending,
+            format!("Plan {plan_id} is {}.", plans::status_text(plan.status)),
+        ));
+    }
+    // A blocked plan can be rejected, to clear it, but never approved.
+    if !plan.preview.executable && statement.decision == Decision::Approve {
+        return Err(err(
+            ErrorCode::PlanNotPending,
+            format!("Plan {plan_id} is blocked by validation errors and can never be approved."),
+        ));
     }
     let moved = plans::moved(&mut w.tx, &plan.preview.read_revisions).await?;
     if !moved.is_empty() {

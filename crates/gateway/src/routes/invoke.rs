@@ -230,9 +230,9 @@ async fn inline_plan(
     let violations = schema_violations(&capability.describe(), &params);
     if !violations.is_empty() {
         let invalid = invalid_preview(capability, &audit_id, violations);
-        let first = invalid.violations[0].clone();
-        return Err(ApiError::new(ErrorCode::ValidationError, first.message)
-            .with_details(json!({ "violations": first.details })));
+        let message = invalid.violations[0].message.clone();
+        return Err(ApiError::new(ErrorCode::ValidationError, message)
+            .with_details(json!({ "violations": invalid.violations })));
     }
     let planned = capability.plan(tx, &params).await?;
     let plan = plans::build_preview(capability, agent, &params, None, planned, &audit_id)?;
