@@ -120,14 +120,7 @@ async fn refusals_follow_the_check_order() {
     );
 
     // Nothing above counted.
-    let record = gw
-        .call(
-            "GET",
-            &format!("/v1/plans/{plan_id}"),
-            Some(&dana.token),
-            None,
-        )
-        .await;
+    let record = gw.record(&dana.token, plan_id).await;
     assert_eq!(record.body["status"], "pending_approval");
     assert_eq!(record.body["approvals"]["received"], json!([]));
 }
@@ -309,14 +302,7 @@ async fn a_plan_whose_read_moved_is_stale_for_decisions_and_execution() {
         .send(&gw, third_id, &dana.sign(&dana.statement(&gw, &third)))
         .await;
     assert_error(&reply, "plan_stale", 409);
-    let record = gw
-        .call(
-            "GET",
-            &format!("/v1/plans/{third_id}"),
-            Some(&dana.token),
-            None,
-        )
-        .await;
+    let record = gw.record(&dana.token, third_id).await;
     assert_eq!(record.body["status"], "stale");
     assert_eq!(record.body["stale"]["moved"][0]["current"], "74");
 }

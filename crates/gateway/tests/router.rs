@@ -197,6 +197,17 @@ async fn a_preview_changes_no_domain_table() {
     assert_eq!(audited, 2);
 }
 
+async fn poll_since(gw: &Gateway, token: &str, etag: &str) -> common::Reply {
+    gw.send(
+        Request::get("/v1/approvals?status=pending")
+            .header("authorization", format!("Bearer {token}"))
+            .header("if-none-match", etag)
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn the_queue_answers_304_until_it_changes() {
     let gw = Gateway::new().await;
@@ -220,29 +231,13 @@ async fn the_queue_answers_304_until_it_changes() {
     assert_eq!(summary["validation_counts"]["warning"], 1);
     let etag = first.headers["etag"].to_str().unwrap().to_owned();
 
-    let again = gw
-        .send(
-            Request::get("/v1/approvals?status=pending")
-                .header("authorization", format!("Bearer {}", approver.token))
-                .header("if-none-match", &etag)
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await;
+    let again = poll_since(&gw, &approver.token, &etag).await;
     assert_eq!(again.status, StatusCode::NOT_MODIFIED);
     assert_eq!(again.body, Value::Null);
 
     gw.dry_run(json!({"project": "prj_200", "retention_days": 14}))
         .await;
-    let changed = gw
-        .send(
-            Request::get("/v1/approvals?status=pending")
-                .header("authorization", format!("Bearer {}", approver.token))
-                .header("if-none-match", &etag)
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await;
+    let changed = poll_since(&gw, &approver.token, &etag).await;
     assert_eq!(changed.status, StatusCode::OK);
     assert_eq!(changed.body["items"].as_array().unwrap().len(), 2);
 }

@@ -94,6 +94,12 @@ impl Gateway {
         reply.body
     }
 
+    /// `GET /v1/plans/{id}` as `token`.
+    pub async fn record(&self, token: &str, plan_id: &str) -> Reply {
+        self.call("GET", &format!("/v1/plans/{plan_id}"), Some(token), None)
+            .await
+    }
+
     pub async fn invoke(&self, body: Value) -> Reply {
         self.call(
             "POST",
