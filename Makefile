@@ -59,4 +59,4 @@ desktop: ui
 	cargo build --workspace --all-targets
 
 rust-test: desktop
-	tests/with-display.sh tests/with-keyring.sh cargo test --workspace
+	tests/with-keyring.sh tests/with-display.sh cargo test --workspace
