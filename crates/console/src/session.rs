@@ -146,11 +146,6 @@ impl Session {
         })
     }
 
-    /// The simulated agent's token, for tools that want to act as the demo agent.
-    pub fn demo_agent_token(&self) -> Option<&str> {
-        self.demo.as_ref().map(|d| d.agent_token.as_str())
-    }
-
     /// Polls once and records whether the gateway answered.
     pub async fn sync(&mut self) -> Result<bool, ConsoleError> {
         let outcome = self.console.sync().await;

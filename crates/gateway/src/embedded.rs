@@ -13,7 +13,6 @@ use crate::{accounts, app, demo, AppState, Store};
 pub struct Embedded {
     pub url: String,
     pub state: Arc<AppState>,
-    pub agent_token: String,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -39,12 +38,7 @@ impl Embedded {
         if let Some(every) = simulate_every {
             tasks.push(tokio::spawn(AgentSim::new(&url, &agent_token).run(every)));
         }
-        Ok(Embedded {
-            url,
-            state,
-            agent_token,
-            tasks,
-        })
+        Ok(Embedded { url, state, tasks })
     }
 
     pub fn gateway_id(&self) -> &str {

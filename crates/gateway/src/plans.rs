@@ -318,7 +318,7 @@ pub fn summary(record: &PlanRecord) -> PlanSummary {
         plan_digest: plan.plan_digest.clone(),
         capability_id: plan.capability_id.clone(),
         title: Capability::by_id(&plan.capability_id)
-            .map_or_else(|| plan.capability_id.clone(), |c| c.describe().title),
+            .map_or_else(|| plan.capability_id.clone(), |c| c.title().to_owned()),
         caller: plan.caller.clone(),
         created_at: plan.created_at,
         expires_at: plan.expires_at,

@@ -52,6 +52,13 @@ impl Capability {
         }
     }
 
+    /// The human title, without building the whole description (the queue asks per plan per poll).
+    pub fn title(self) -> &'static str {
+        match self {
+            Capability::ProjectsSettingsUpdate => projects_settings::TITLE,
+        }
+    }
+
     pub fn describe(self) -> Describe {
         match self {
             Capability::ProjectsSettingsUpdate => projects_settings::describe(),

@@ -15,13 +15,14 @@ use super::{Planned, PlannedEffect, Subject};
 use crate::error::{ApiError, ApiResult};
 
 pub const ID: &str = "projects.settings.update";
+pub const TITLE: &str = "Update project settings";
 
 pub fn describe() -> Describe {
     Describe {
         interface_version: INTERFACE_VERSION.to_owned(),
         capability_id: ID.to_owned(),
         version: "1.0.0".to_owned(),
-        title: "Update project settings".to_owned(),
+        title: TITLE.to_owned(),
         input_schema: json!({
             "type": "object",
             "additionalProperties": false,
