@@ -41,7 +41,7 @@ impl TestGateway {
     }
 
     pub async fn invite(&self, name: &str) -> anyhow::Result<String> {
-        accounts::invite_approver(&self.state.store, name).await
+        accounts::invite_approver(&self.state.store, name, None).await
     }
 
     /// A project's retention as the domain table holds it.

@@ -20,6 +20,8 @@ pub struct Agent {
 pub struct Approver {
     pub id: String,
     pub display_name: String,
+    /// The person behind the approver, when known: they may not decide plans made on their behalf.
+    pub user_id: Option<String>,
 }
 
 /// Registers an agent `agt_<name>` and returns its bearer token.
@@ -59,8 +61,13 @@ pub async fn add_agent(
     Ok((id, token))
 }
 
-/// Makes a single-use enrollment code for an approver called `display_name`.
-pub async fn invite_approver(store: &Store, display_name: &str) -> anyhow::Result<String> {
+/// Makes a single-use enrollment code for an approver called `display_name`, who is the demo
+/// world's user `user_id` when given.
+pub async fn invite_approver(
+    store: &Store,
+    display_name: &str,
+    user_id: Option<&str>,
+) -> anyhow::Result<String> {
     anyhow::ensure!(
         !display_name.trim().is_empty() && display_name.len() <= 80,
         "an approver name is 1-80 characters"
@@ -68,11 +75,13 @@ pub async fn invite_approver(store: &Store, display_name: &str) -> anyhow::Resul
     let code = ids::new_secret("cse_");
     let mut w = store.write().await?;
     sqlx::query(
-        "INSERT INTO enrollment_codes (code_hash, display_name, created_at) VALUES (?, ?, ?)",
+        "INSERT INTO enrollment_codes (code_hash, display_name, created_at, user_id)
+         VALUES (?, ?, ?, ?)",
     )
     .bind(ids::secret_hash(&code))
     .bind(display_name.trim())
     .bind(ids::to_text(ids::now()))
+    .bind(user_id)
     .execute(&mut *w.tx)
     .await?;
     w.commit().await?;
@@ -97,29 +106,32 @@ pub async fn enroll(
     }
     let mut w = store.write().await?;
     let now = ids::to_text(ids::now());
-    let spent = sqlx::query(
-        "UPDATE enrollment_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL",
+    let spent: Option<Option<String>> = sqlx::query_scalar(
+        "UPDATE enrollment_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL
+         RETURNING user_id",
     )
     .bind(&now)
     .bind(ids::secret_hash(&request.enrollment_code))
-    .execute(&mut *w.tx)
+    .fetch_optional(&mut *w.tx)
     .await?;
-    if spent.rows_affected() != 1 {
+    let Some(user_id) = spent else {
         return Err(ApiError::new(
             ErrorCode::Unauthenticated,
             "The enrollment code is unknown or already used.",
         ));
-    }
+    };
     let approver_id = ids::random_id("apr_", 6);
     let key_id = ids::random_id("key_", 6);
     let token = ids::new_secret("csp_");
     sqlx::query(
-        "INSERT INTO approvers (id, display_name, token_hash, created_at) VALUES (?, ?, ?, ?)",
+        "INSERT INTO approvers (id, display_name, token_hash, created_at, user_id)
+         VALUES (?, ?, ?, ?, ?)",
     )
     .bind(&approver_id)
     .bind(display_name)
     .bind(ids::secret_hash(&token))
     .bind(&now)
+    .bind(user_id)
     .execute(&mut *w.tx)
     .await?;
     sqlx::query(
@@ -154,12 +166,16 @@ pub async fn approver_by_token(
     pool: &SqlitePool,
     token: &str,
 ) -> Result<Option<Approver>, sqlx::Error> {
-    let row: Option<(String, String)> =
-        sqlx::query_as("SELECT id, display_name FROM approvers WHERE token_hash = ?")
+    let row: Option<(String, String, Option<String>)> =
+        sqlx::query_as("SELECT id, display_name, user_id FROM approvers WHERE token_hash = ?")
             .bind(ids::secret_hash(token))
             .fetch_optional(pool)
             .await?;
-    Ok(row.map(|(id, display_name)| Approver { id, display_name }))
+    Ok(row.map(|(id, display_name, user_id)| Approver {
+        id,
+        display_name,
+        user_id,
+    }))
 }
 
 /// The approver's active key `key_id`, if it is theirs.

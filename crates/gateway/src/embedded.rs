@@ -47,7 +47,7 @@ impl Embedded {
 
     /// A single-use enrollment code, as `approvers invite` prints it.
     pub async fn invite(&self, display_name: &str) -> anyhow::Result<String> {
-        accounts::invite_approver(&self.state.store, display_name).await
+        accounts::invite_approver(&self.state.store, display_name, None).await
     }
 }
 

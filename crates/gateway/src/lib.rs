@@ -7,13 +7,17 @@ pub mod capabilities;
 pub mod demo;
 pub mod embedded;
 mod error;
+pub mod events;
 pub mod ids;
 pub mod plans;
+pub mod previews;
 mod routes;
 pub mod sim;
 pub mod store;
+pub mod wallet;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
@@ -31,6 +35,8 @@ pub struct AppState {
     pub name: String,
     /// Seconds a console should wait between polls of the approval queue.
     pub poll_interval: u32,
+    /// How often an idle event stream says it is alive.
+    pub heartbeat: Duration,
 }
 
 impl AppState {
@@ -41,12 +47,13 @@ impl AppState {
             gateway_id,
             name: name.to_owned(),
             poll_interval: 5,
+            heartbeat: Duration::from_secs(15),
         }))
     }
 }
 
 pub fn app(state: Arc<AppState>) -> Router {
-    use routes::{agent, approver, decisions, invoke};
+    use routes::{agent, approver, decisions, events, invoke, plans};
     Router::new()
         .route("/v1/gateway", get(agent::gateway))
         .route("/v1/capabilities", get(agent::capabilities))
@@ -57,6 +64,13 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/approvals", get(approver::approvals))
         .route("/v1/plans/{id}", get(approver::plan))
         .route("/v1/plans/{id}/decisions", post(decisions::decide))
+        .route("/v1/plans/{id}/refresh", post(plans::refresh))
+        .route(
+            "/v1/plans/{id}/effects/{effect}/subjects",
+            get(plans::subjects),
+        )
+        .route("/v1/events", get(events::events))
+        .route("/v1/audit", get(plans::audit))
         .fallback(error::fallback)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn(error::trace))

@@ -62,6 +62,9 @@ enum ApproverCommand {
         database: String,
         #[arg(long)]
         name: String,
+        /// The demo world's user id of this person (they may not approve their own agents' plans).
+        #[arg(long)]
+        user: Option<String>,
     },
 }
 
@@ -109,10 +112,15 @@ async fn main() -> anyhow::Result<()> {
                 .await?;
         }
         Command::Approvers {
-            command: ApproverCommand::Invite { database, name },
+            command:
+                ApproverCommand::Invite {
+                    database,
+                    name,
+                    user,
+                },
         } => {
             let store = Store::open(&database).await?;
-            let code = accounts::invite_approver(&store, &name).await?;
+            let code = accounts::invite_approver(&store, &name, user.as_deref()).await?;
             println!("Enrollment code for {name} (single use):");
             println!("{code}");
         }

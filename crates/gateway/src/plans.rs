@@ -15,9 +15,10 @@ use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
 use countersign_proto::INTERFACE_VERSION;
 use serde_json::Value;
 use sqlx::SqliteConnection;
+use std::sync::Arc;
 
 use crate::accounts::Agent;
-use crate::capabilities::{self, Capability, Planned};
+use crate::capabilities::{self, world, Capability, Planned};
 use crate::error::ApiResult;
 use crate::ids;
 
@@ -32,6 +33,8 @@ pub struct StoredPlan {
     pub status: PlanStatus,
     pub required_approvals: u32,
     pub execution: Option<Value>,
+    pub supersedes: Option<String>,
+    pub superseded_by: Option<String>,
 }
 
 /// Turns an evaluation into a preview: ids, times, blocking checks, subjects, digests.
@@ -101,8 +104,7 @@ pub fn build_preview(
 }
 
 fn subjects_of(effect_id: &str, subjects: &[capabilities::Subject]) -> Subjects {
-    let mut ids: Vec<&str> = subjects.iter().map(|s| s.id.as_str()).collect();
-    ids.sort_unstable();
+    let ids = sorted_ids(subjects);
     let sample: Vec<String> = ids
         .iter()
         .take(SUBJECT_SAMPLE_LIMIT)
@@ -110,10 +112,33 @@ fn subjects_of(effect_id: &str, subjects: &[capabilities::Subject]) -> Subjects 
         .collect();
     Subjects {
         total: ids.len() as u64,
-        cursor: (ids.len() > sample.len()).then(|| format!("c_{effect_id}_{}", sample.len())),
+        cursor: (ids.len() > sample.len())
+            .then(|| cursor_after(effect_id, &sample[sample.len() - 1])),
         sample,
         digest: subjects_digest(ids),
     }
+}
+
+fn sorted_ids(subjects: &[capabilities::Subject]) -> Vec<&str> {
+    let mut ids: Vec<&str> = subjects.iter().map(|s| s.id.as_str()).collect();
+    if !ids.is_sorted() {
+        ids.sort_unstable();
+    }
+    ids
+}
+
+/// Where the subjects endpoint continues after `last_id`.
+pub fn cursor_after(effect_id: &str, last_id: &str) -> String {
+    format!("c_{effect_id}_{}", hex::encode(last_id))
+}
+
+/// The last id a cursor of `effect_id` stands after, if the cursor is one of ours.
+pub fn cursor_position(effect_id: &str, cursor: &str) -> Option<String> {
+    let encoded = cursor
+        .strip_prefix("c_")?
+        .strip_prefix(effect_id)?
+        .strip_prefix('_')?;
+    String::from_utf8(hex::decode(encoded).ok()?).ok()
 }
 
 fn version_conflicts(
@@ -137,12 +162,16 @@ fn version_conflicts(
         .collect()
 }
 
-/// Stores a preview and its full subject sets.
+/// Subject rows per INSERT: four parameters each, under SQLite's limit of 32766.
+const SUBJECT_BATCH: usize = 5000;
+
+/// Stores a preview, the resources it read and its full subject sets.
 pub async fn insert(
     conn: &mut SqliteConnection,
     preview: &Preview,
-    planned_subjects: &[(String, Vec<capabilities::Subject>)],
+    planned_subjects: &[(String, Arc<Vec<capabilities::Subject>>)],
     required_approvals: u32,
+    supersedes: Option<&str>,
 ) -> ApiResult<()> {
     let status = if preview.would_require_approval {
         PlanStatus::PendingApproval
@@ -151,7 +180,8 @@ pub async fn insert(
     };
     sqlx::query(
         "INSERT INTO plans (id, capability_id, agent_id, plan_digest, preview, status,
-         required_approvals, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         required_approvals, created_at, expires_at, supersedes)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&preview.plan_id)
     .bind(&preview.capability_id)
@@ -162,22 +192,46 @@ pub async fn insert(
     .bind(required_approvals)
     .bind(ids::to_text(preview.created_at))
     .bind(ids::to_text(preview.expires_at))
+    .bind(supersedes)
     .execute(&mut *conn)
     .await?;
-    for (effect_id, subjects) in planned_subjects {
-        for subject in subjects {
-            sqlx::query(
-                "INSERT INTO plan_subjects (plan_id, effect_id, subject_id, label) VALUES (?, ?, ?, ?)",
-            )
+    for read in &preview.read_revisions {
+        sqlx::query("INSERT OR IGNORE INTO plan_reads (resource, plan_id) VALUES (?, ?)")
+            .bind(&read.resource)
             .bind(&preview.plan_id)
-            .bind(effect_id)
-            .bind(&subject.id)
-            .bind(&subject.label)
             .execute(&mut *conn)
             .await?;
+    }
+    for (effect_id, subjects) in planned_subjects {
+        for batch in subjects.chunks(SUBJECT_BATCH) {
+            let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "INSERT INTO plan_subjects (plan_id, effect_id, subject_id, label) ",
+            );
+            insert.push_values(batch, |mut row, subject| {
+                row.push_bind(&preview.plan_id)
+                    .push_bind(effect_id)
+                    .push_bind(&subject.id)
+                    .push_bind(&subject.label);
+            });
+            insert.build().execute(&mut *conn).await?;
         }
     }
     Ok(())
+}
+
+/// Pending or approved plans that read `resource`: a write to it may have made them stale.
+pub async fn readers(
+    conn: &mut SqliteConnection,
+    resource: &str,
+) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT r.plan_id FROM plan_reads r JOIN plans p ON p.id = r.plan_id
+         WHERE r.resource = ? AND p.status IN ('pending_approval', 'approved')
+         ORDER BY r.plan_id",
+    )
+    .bind(resource)
+    .fetch_all(conn)
+    .await
 }
 
 pub fn status_text(status: PlanStatus) -> String {
@@ -192,13 +246,25 @@ fn parse_status(text: &str) -> PlanStatus {
 }
 
 pub async fn load(conn: &mut SqliteConnection, plan_id: &str) -> ApiResult<Option<StoredPlan>> {
-    let row: Option<(String, String, String, u32, Option<String>)> = sqlx::query_as(
-        "SELECT preview, agent_id, status, required_approvals, execution FROM plans WHERE id = ?",
+    type Row = (
+        String,
+        String,
+        String,
+        u32,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT preview, agent_id, status, required_approvals, execution, supersedes, superseded_by
+         FROM plans WHERE id = ?",
     )
     .bind(plan_id)
     .fetch_optional(&mut *conn)
     .await?;
-    let Some((preview, agent_id, status, required_approvals, execution)) = row else {
+    let Some((preview, agent_id, status, required_approvals, execution, supersedes, superseded_by)) =
+        row
+    else {
         return Ok(None);
     };
     Ok(Some(StoredPlan {
@@ -207,6 +273,8 @@ pub async fn load(conn: &mut SqliteConnection, plan_id: &str) -> ApiResult<Optio
         status: parse_status(&status),
         required_approvals,
         execution: execution.map(|e| serde_json::from_str(&e)).transpose()?,
+        supersedes,
+        superseded_by,
     }))
 }
 
@@ -230,7 +298,7 @@ pub async fn moved(
 ) -> Result<Vec<MovedRevision>, sqlx::Error> {
     let mut moved = Vec::new();
     for r in read {
-        let current = capabilities::current_revision(conn, &r.resource)
+        let current = world::revision(conn, &r.resource)
             .await?
             .unwrap_or_else(|| "deleted".to_owned());
         if current != r.revision {
@@ -302,8 +370,8 @@ pub async fn record(conn: &mut SqliteConnection, plan: StoredPlan) -> ApiResult<
     Ok(PlanRecord {
         status,
         approvals,
-        supersedes: None,
-        superseded_by: None,
+        supersedes: plan.supersedes,
+        superseded_by: plan.superseded_by,
         stale: (!moved.is_empty()).then_some(Staleness { moved }),
         execution: plan.execution,
         plan: plan.preview,

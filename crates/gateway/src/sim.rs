@@ -1,14 +1,24 @@
-//! A simulated agent: previews settings changes now and then, and executes its approved plans,
-//! which moves the world underneath other pending plans so that some of them go stale.
+//! A simulated agent with a realistic mixed stream: small settings changes and role grants, bulk
+//! removals, quota changes, uploads after a budget check; some blocked, and, because it executes
+//! what gets approved (and what needs no approval) the world moves under other pending plans,
+//! so some of them go stale.
 
 use std::time::Duration;
 
 use countersign_proto::approvals::{PlanRecord, PlanStatus};
 use rand::seq::SliceRandom as _;
-use serde_json::json;
+use rand::Rng as _;
+use serde_json::{json, Value};
 
-const PROJECTS: [&str; 3] = ["prj_184", "prj_200", "prj_311"];
+const PROJECTS: [&str; 5] = ["prj_184", "prj_200", "prj_311", "prj_420", "prj_421"];
 const RETENTIONS: [i64; 7] = [7, 14, 21, 30, 60, 90, 365];
+const ROLES: [&str; 3] = ["viewer", "editor", "admin"];
+const FILES: [(&str, &str); 4] = [
+    ("incident-review.pdf", "application/pdf"),
+    ("runbook.md", "text/markdown"),
+    ("dashboard.png", "image/png"),
+    ("export.txt", "text/plain"),
+];
 
 pub struct AgentSim {
     client: reqwest::Client,
@@ -38,7 +48,24 @@ impl AgentSim {
         }
     }
 
-    /// Executes whatever was approved, then previews one new change.
+    async fn post(&self, path: &str, body: Value) -> anyhow::Result<(u16, Value)> {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await?;
+        let status = response.status().as_u16();
+        Ok((status, response.json().await?))
+    }
+
+    async fn invoke(&self, capability: &str, body: Value) -> anyhow::Result<(u16, Value)> {
+        self.post(&format!("/v1/capabilities/{capability}/invoke"), body)
+            .await
+    }
+
+    /// Executes whatever was approved, then makes one new request.
     pub async fn step(&mut self) -> anyhow::Result<()> {
         let mut still_open = Vec::new();
         for plan_id in std::mem::take(&mut self.outstanding) {
@@ -53,17 +80,9 @@ impl AgentSim {
                 .await?;
             match record.status {
                 PlanStatus::Approved => {
-                    let response = self
-                        .client
-                        .post(format!(
-                            "{}/v1/capabilities/{}/invoke",
-                            self.url, record.plan.capability_id
-                        ))
-                        .bearer_auth(&self.token)
-                        .json(&json!({"plan_id": plan_id, "idempotency_key": plan_id}))
-                        .send()
-                        .await?;
-                    tracing::info!(%plan_id, status = %response.status(), "simulated agent invoked");
+                    let body = json!({"plan_id": plan_id, "idempotency_key": plan_id});
+                    let (status, _) = self.invoke(&record.plan.capability_id, body).await?;
+                    tracing::info!(%plan_id, status, "simulated agent invoked");
                 }
                 PlanStatus::PendingApproval => still_open.push(plan_id),
                 _ => {}
@@ -71,31 +90,114 @@ impl AgentSim {
         }
         self.outstanding = still_open;
 
-        let (project, days) = {
-            let mut rng = rand::thread_rng();
-            (
-                *PROJECTS.choose(&mut rng).unwrap_or(&PROJECTS[0]),
-                *RETENTIONS.choose(&mut rng).unwrap_or(&RETENTIONS[0]),
+        let (capability, params) = next_request();
+        if capability == "documents.document.upload" {
+            return self.upload(params).await;
+        }
+        let (status, preview) = self
+            .post(
+                &format!("/v1/capabilities/{capability}/dry_run"),
+                json!({ "params": params }),
             )
-        };
-        let preview: serde_json::Value = self
-            .client
-            .post(format!(
-                "{}/v1/capabilities/projects.settings.update/dry_run",
-                self.url
-            ))
-            .bearer_auth(&self.token)
-            .json(&json!({"params": {"project": project, "retention_days": days}}))
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
             .await?;
+        anyhow::ensure!(status == 200, "dry_run answered {status}: {preview}");
+        let Some(plan_id) = preview["plan_id"].as_str() else {
+            return Ok(());
+        };
         if preview["would_require_approval"] == true {
-            if let Some(id) = preview["plan_id"].as_str() {
-                self.outstanding.push(id.to_owned());
-            }
+            self.outstanding.push(plan_id.to_owned());
+        } else if preview["executable"] == true {
+            self.invoke(capability, json!({ "plan_id": plan_id }))
+                .await?;
         }
         Ok(())
+    }
+
+    /// Seed 000's agent rule: check the budget with the preview's maximum, then upload.
+    async fn upload(&self, params: Value) -> anyhow::Result<()> {
+        let capability = "documents.document.upload";
+        let (_, preview) = self
+            .post(
+                &format!("/v1/capabilities/{capability}/dry_run"),
+                json!({ "params": params }),
+            )
+            .await?;
+        if preview["executable"] != true || preview["estimated_cost"]["currency"] != "credits" {
+            return Ok(());
+        }
+        let estimate: f64 = preview["estimated_cost"]["amount_max"]
+            .as_str()
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(f64::MAX);
+        let guard = json!({"params": {"estimated_cost_credits": estimate}});
+        let (status, _) = self
+            .invoke("wallet.agent_budget.guard.check", guard)
+            .await?;
+        if status == 200 {
+            self.invoke(capability, json!({ "params": params })).await?;
+        }
+        Ok(())
+    }
+}
+
+/// One request of the mixed stream.
+fn next_request() -> (&'static str, Value) {
+    let mut rng = rand::thread_rng();
+    let project = *PROJECTS.choose(&mut rng).unwrap_or(&PROJECTS[0]);
+    match rng.gen_range(0..100) {
+        0..35 => (
+            "projects.settings.update",
+            json!({"project": project, "retention_days": RETENTIONS.choose(&mut rng).unwrap_or(&30)}),
+        ),
+        35..55 => {
+            // Now and then the agent asks for someone who already holds a role there: blocked.
+            let (project, subject) = match rng.gen_range(0..10) {
+                0..3 => ("prj_184", "usr_40".to_owned()),
+                3..6 => (project, "usr_92".to_owned()),
+                _ => (project, format!("usr_{:02}", rng.gen_range(38..=45))),
+            };
+            (
+                "memberships.grant",
+                json!({"project": project, "subject": subject,
+                       "role": ROLES.choose(&mut rng).unwrap_or(&"viewer")}),
+            )
+        }
+        55..65 => {
+            let params = if rng.gen_bool(0.5) {
+                json!({"group": "grp_support", "filter": {"employment": "contractor"}})
+            } else {
+                let users: std::collections::BTreeSet<String> = (0..30)
+                    .map(|_| format!("usr_s{:06}", rng.gen_range(1..=100_000)))
+                    .collect();
+                json!({"group": "grp_all_staff", "filter": {"employment": "employee", "users": users}})
+            };
+            ("groups.members.remove", params)
+        }
+        65..75 => {
+            let quota_bytes = [80_000_000, 125_000_000, 200_000_000][rng.gen_range(0..3)];
+            (
+                "storage.quota.update",
+                json!({"quota": "sq_product", "quota_bytes": quota_bytes}),
+            )
+        }
+        _ => {
+            let (filename, mime_type) = *FILES.choose(&mut rng).unwrap_or(&FILES[0]);
+            (
+                "documents.document.upload",
+                json!({"project": project, "filename": filename, "mime_type": mime_type,
+                       "size_bytes": rng.gen_range(10_000..5_000_000)}),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stream_mixes_every_previewable_capability() {
+        let seen: std::collections::BTreeSet<&str> = (0..2000).map(|_| next_request().0).collect();
+        assert_eq!(seen.len(), 5, "{seen:?}");
     }
 }

@@ -4,8 +4,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite, SqliteConnection, SqlitePool, Transaction};
-use tokio::sync::{Mutex, MutexGuard};
+use sqlx::{Sqlite, SqlitePool, Transaction};
+use tokio::sync::{watch, Mutex, MutexGuard};
 
 use crate::ids;
 
@@ -16,17 +16,21 @@ pub type Tx = Transaction<'static, Sqlite>;
 pub struct Store {
     pool: SqlitePool,
     writer: Mutex<()>,
+    commits: watch::Sender<u64>,
 }
 
 pub struct WriteTx<'a> {
     pub tx: Tx,
     _guard: MutexGuard<'a, ()>,
+    commits: &'a watch::Sender<u64>,
 }
 
 impl WriteTx<'_> {
-    /// Commits and releases the writer in one step.
+    /// Commits, tells the event streams, and releases the writer in one step.
     pub async fn commit(self) -> Result<(), sqlx::Error> {
-        self.tx.commit().await
+        self.tx.commit().await?;
+        self.commits.send_modify(|n| *n += 1);
+        Ok(())
     }
 }
 
@@ -52,6 +56,7 @@ impl Store {
         Ok(Store {
             pool,
             writer: Mutex::new(()),
+            commits: watch::Sender::new(0),
         })
     }
 
@@ -62,7 +67,16 @@ impl Store {
     pub async fn write(&self) -> Result<WriteTx<'_>, sqlx::Error> {
         let guard = self.writer.lock().await;
         let tx = self.pool.begin().await?;
-        Ok(WriteTx { tx, _guard: guard })
+        Ok(WriteTx {
+            tx,
+            _guard: guard,
+            commits: &self.commits,
+        })
+    }
+
+    /// Wakes after every committed write; the event streams read what changed from the store.
+    pub fn commits(&self) -> watch::Receiver<u64> {
+        self.commits.subscribe()
     }
 
     /// The gateway's id, made on first use and kept.
@@ -83,23 +97,4 @@ impl Store {
         w.commit().await?;
         Ok(id)
     }
-}
-
-/// The approval queue's revision, moved by every change a console should see.
-pub async fn bump_queue_revision(tx: &mut Tx) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO meta (key, value) VALUES ('queue_revision', '1')
-         ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
-    )
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
-
-pub async fn queue_revision(conn: &mut SqliteConnection) -> Result<String, sqlx::Error> {
-    let value: Option<String> =
-        sqlx::query_scalar("SELECT value FROM meta WHERE key = 'queue_revision'")
-            .fetch_optional(conn)
-            .await?;
-    Ok(value.unwrap_or_else(|| "0".to_owned()))
 }

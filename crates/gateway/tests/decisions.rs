@@ -104,7 +104,16 @@ async fn refusals_follow_the_check_order() {
     );
 
     let mut wrong = dana.statement(&gw, &plan);
-    wrong.expires_at += chrono::Duration::hours(1);
+    wrong.issued_at += chrono::Duration::minutes(5);
+    assert_error(
+        &dana.send(&gw, plan_id, &dana.sign(&wrong)).await,
+        "statement_expired",
+        422,
+    );
+
+    let mut wrong = dana.statement(&gw, &plan);
+    wrong.issued_at += chrono::Duration::minutes(30);
+    wrong.expires_at = wrong.issued_at + chrono::Duration::minutes(1);
     assert_error(
         &dana.send(&gw, plan_id, &dana.sign(&wrong)).await,
         "statement_expired",
@@ -336,4 +345,238 @@ async fn a_blocked_plan_can_be_rejected_but_never_approved() {
         "plan_not_pending",
         409,
     );
+}
+
+/// Re-encodes the signed payload with one member changed, keeping the original signature.
+fn tampered(
+    envelope: &countersign_proto::dsse::Envelope,
+    member: &str,
+    value: serde_json::Value,
+) -> countersign_proto::dsse::Envelope {
+    let mut statement: serde_json::Value =
+        serde_json::from_slice(&envelope.payload_bytes().unwrap()).unwrap();
+    statement[member] = value;
+    let bytes = countersign_proto::digest::jcs(&statement).unwrap();
+    let mut out = envelope.clone();
+    out.payload = STANDARD.encode(bytes);
+    out
+}
+
+#[tokio::test]
+async fn every_statement_member_is_covered_by_the_signature() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let statement = dana.statement(&gw, &plan);
+    let envelope = dana.sign(&statement);
+    let later = (statement.issued_at + chrono::Duration::seconds(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    for (member, value) in [
+        ("type", json!("countersign.decision/v2")),
+        ("plan_id", json!("plan_other")),
+        ("plan_digest", json!(format!("sha256:{}", "2".repeat(64)))),
+        ("decision", json!("reject")),
+        ("reason", json!("Added later.")),
+        ("approver_id", json!("apr_someone")),
+        ("key_id", json!("key_other")),
+        ("audience", json!("gw_other")),
+        ("nonce", json!("0".repeat(32))),
+        ("issued_at", json!(later)),
+        ("expires_at", json!(later)),
+    ] {
+        let reply = dana
+            .send(&gw, plan_id, &tampered(&envelope, member, value))
+            .await;
+        assert_error(&reply, "bad_signature", 401);
+    }
+    let record = gw.record(&dana.token, plan_id).await;
+    assert_eq!(record.body["approvals"]["received"], json!([]));
+    assert_eq!(
+        dana.send(&gw, plan_id, &envelope).await.status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn keys_tokens_and_people_must_belong_together() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let eli = gw.enroll("Eli").await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+
+    // Eli's own valid envelope, sent with Dana's token.
+    let elis = eli.sign(&eli.statement(&gw, &plan));
+    assert_error(&dana.send(&gw, plan_id, &elis).await, "bad_signature", 401);
+    // Dana's statement signed with Eli's key under Eli's key id.
+    let mut borrowed = dana.statement(&gw, &plan);
+    borrowed.key_id = eli.key_id.clone();
+    assert_error(
+        &dana.send(&gw, plan_id, &eli.sign(&borrowed)).await,
+        "bad_signature",
+        401,
+    );
+    // A statement naming Eli, signed by Dana with Dana's key.
+    let mut impersonating = dana.statement(&gw, &plan);
+    impersonating.approver_id = eli.id.clone();
+    assert_error(
+        &dana.send(&gw, plan_id, &dana.sign(&impersonating)).await,
+        "validation_error",
+        422,
+    );
+
+    // The person the agent acts for may not decide its plans.
+    let code =
+        countersign_gateway::accounts::invite_approver(&gw.state.store, "Lena", Some("usr_lead"))
+            .await
+            .unwrap();
+    let lena = gw.enroll_with_code("Lena", &code).await;
+    let own = lena.sign(&lena.statement(&gw, &plan));
+    assert_error(&lena.send(&gw, plan_id, &own).await, "not_eligible", 403);
+    let mut rejection = lena.statement(&gw, &plan);
+    rejection.decision = Decision::Reject;
+    rejection.reason = Some("Mine.".into());
+    assert_error(
+        &lena.send(&gw, plan_id, &lena.sign(&rejection)).await,
+        "not_eligible",
+        403,
+    );
+}
+
+#[tokio::test]
+async fn an_expired_plan_takes_no_decision_and_never_executes() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let eli = gw.enroll("Eli").await;
+    let plan = gw
+        .preview(
+            "groups.members.remove",
+            json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
+        )
+        .await;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    common::approve_by(&gw, &plan, &[&dana]).await;
+    let expired = gw.expire(plan_id).await;
+    // Issued while the plan was current, sent after it expired.
+    let mut statement = eli.statement(&gw, &expired);
+    statement.issued_at -= chrono::Duration::minutes(6);
+    assert_error(
+        &eli.send(&gw, plan_id, &eli.sign(&statement)).await,
+        "plan_expired",
+        409,
+    );
+    // Issued after the plan expired.
+    assert_error(
+        &eli.send(&gw, plan_id, &eli.sign(&eli.statement(&gw, &expired)))
+            .await,
+        "statement_expired",
+        422,
+    );
+    let reply = gw
+        .invoke_as(
+            &gw.agent,
+            "groups.members.remove",
+            json!({"plan_id": plan_id}),
+        )
+        .await;
+    assert_error(&reply, "plan_expired", 409);
+    let record = gw.record(&dana.token, plan_id).await;
+    assert_eq!(record.body["status"], "expired");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_decisions_and_invokes_execute_once_and_only_with_quorum() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let gw = std::sync::Arc::new(Gateway::at(&url).await);
+    let approvers = [
+        gw.enroll("Dana").await,
+        gw.enroll("Eli").await,
+        gw.enroll("Fay").await,
+    ];
+    let plan = gw
+        .preview(
+            "groups.members.remove",
+            json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
+        )
+        .await;
+    let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
+
+    let mut tasks = tokio::task::JoinSet::new();
+    for approver in approvers {
+        let (gw, plan, plan_id) = (gw.clone(), plan.clone(), plan_id.clone());
+        tasks.spawn(async move {
+            let envelope = approver.sign(&approver.statement(&gw, &plan));
+            let reply = approver.send(&gw, &plan_id, &envelope).await;
+            ("decision", reply.status.as_u16(), reply.body)
+        });
+    }
+    for n in 0..12 {
+        let (gw, plan_id) = (gw.clone(), plan_id.clone());
+        tasks.spawn(async move {
+            let body = if n % 2 == 0 {
+                json!({"plan_id": plan_id})
+            } else {
+                json!({"plan_id": plan_id, "idempotency_key": format!("k{n}")})
+            };
+            let reply = gw.invoke_as(&gw.agent, "groups.members.remove", body).await;
+            ("invoke", reply.status.as_u16(), reply.body)
+        });
+    }
+    let mut executed = 0;
+    let mut accepted = 0;
+    while let Some(result) = tasks.join_next().await {
+        let (kind, status, body) = result.unwrap();
+        match (kind, status) {
+            ("invoke", 200) => executed += 1,
+            ("decision", 200) => accepted += 1,
+            ("invoke", 409) => assert!(
+                ["approval_required", "plan_already_executed"]
+                    .contains(&body["error"]["code"].as_str().unwrap()),
+                "{body}"
+            ),
+            ("decision", 409) => assert_eq!(body["error"]["code"], "plan_not_pending"),
+            other => panic!("unexpected {other:?}: {body}"),
+        }
+    }
+    assert!(
+        accepted >= 2,
+        "two approvals reach quorum, a third may come too late"
+    );
+    let pool = gw.state.store.pool();
+    if executed == 0 {
+        let reply = gw
+            .invoke_as(
+                &gw.agent,
+                "groups.members.remove",
+                json!({"plan_id": plan_id}),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    } else {
+        assert_eq!(executed, 1);
+    }
+    let runs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM execution_audit")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(runs, 1);
+    let mails: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM email_outbox")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(mails, 37, "notifications written once");
+    let approvals: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM decisions WHERE plan_id = ? AND decision = 'approve'",
+    )
+    .bind(&plan_id)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert!(approvals >= 2);
 }

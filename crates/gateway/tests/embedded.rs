@@ -44,3 +44,41 @@ async fn restarts_on_its_own_store_and_its_agent_keeps_previewing() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulated_agent_mixes_capabilities_and_executes_what_needs_nobody() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("sim.db").display());
+    let gateway = Embedded::start(&database, None).await.unwrap();
+    let (_, token) = countersign_gateway::accounts::rotate_agent_token(
+        &gateway.state.store,
+        "ops",
+        Some("usr_lead"),
+    )
+    .await
+    .unwrap();
+    let mut agent = countersign_gateway::sim::AgentSim::new(&gateway.url, &token);
+    for _ in 0..120 {
+        agent.step().await.unwrap();
+    }
+    let pool = gateway.state.store.pool();
+    let capabilities: Vec<String> = sqlx::query_scalar("SELECT DISTINCT capability_id FROM plans")
+        .fetch_all(pool)
+        .await
+        .unwrap();
+    assert!(capabilities.len() >= 4, "{capabilities:?}");
+    let pending: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM plans WHERE status = 'pending_approval'")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert!(pending > 0);
+    let executed: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM execution_audit")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert!(
+        executed > 0,
+        "uploads and quota changes run without approval"
+    );
+}

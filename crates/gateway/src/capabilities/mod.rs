@@ -1,15 +1,28 @@
 //! The capabilities the gateway offers: what each reads, what it would do, and doing exactly that.
+//!
+//! Each capability has one evaluation (`plan`) shared by preview and execution, and one `apply`
+//! that writes what the plan names and reports, from the rows it actually touched, a journal that
+//! the paired tests hold against the preview.
 
+mod documents_upload;
+mod groups_members_remove;
+mod memberships_grant;
 mod projects_settings;
+mod storage_quota;
+mod wallet_guard;
+pub mod world;
+
+use std::sync::Arc;
 
 use countersign_proto::describe::Describe;
 use countersign_proto::plan::{
-    Assumption, Effect, EstimatedCost, ReadRevision, Validation, ViolationDetail,
+    Assumption, Change, Effect, EstimatedCost, ReadRevision, Validation, ViolationDetail,
 };
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use sqlx::SqliteConnection;
 
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 
 /// What a capability found when it evaluated a request against current state.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,11 +34,29 @@ pub struct Planned {
     pub estimated_cost: EstimatedCost,
 }
 
-/// An effect with its full subject set; the plan keeps only total, sample and digest inline.
+/// An effect with its full subject set (ids ascending); the plan keeps only total, sample and
+/// digest inline. Shared, because one set often backs several effects.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedEffect {
     pub effect: Effect,
-    pub subjects: Vec<Subject>,
+    pub subjects: Arc<Vec<Subject>>,
+}
+
+impl PlannedEffect {
+    pub fn new(effect: Effect) -> PlannedEffect {
+        PlannedEffect {
+            effect,
+            subjects: Arc::new(Vec::new()),
+        }
+    }
+
+    pub fn with_subjects(effect: Effect, subjects: Arc<Vec<Subject>>) -> PlannedEffect {
+        PlannedEffect { effect, subjects }
+    }
+
+    pub fn subject_ids(&self) -> Vec<&str> {
+        self.subjects.iter().map(|s| s.id.as_str()).collect()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,13 +65,66 @@ pub struct Subject {
     pub label: String,
 }
 
+/// What execution did to one planned effect, read back from the rows it wrote.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalEntry {
+    pub effect_id: String,
+    #[serde(rename = "type")]
+    pub effect_type: String,
+    pub resource: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subjects: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<Change>,
+}
+
+impl JournalEntry {
+    pub fn of(effect: &Effect, mut subjects: Vec<String>, changes: Vec<Change>) -> JournalEntry {
+        subjects.sort_unstable();
+        JournalEntry {
+            effect_id: effect.id.clone(),
+            effect_type: effect.effect_type.clone(),
+            resource: effect.resource.clone(),
+            subjects,
+            changes,
+        }
+    }
+}
+
+/// The outcome of an execution: the envelope's `content`, the journal, and extra metadata.
+#[derive(Debug, Clone, Default)]
+pub struct Applied {
+    pub content: String,
+    pub journal: Vec<JournalEntry>,
+    pub metadata: Map<String, Value>,
+}
+
+/// Who executes, for writes that name them (outbox rows, wallets).
+#[derive(Debug, Clone, Copy)]
+pub struct Execution<'a> {
+    pub agent_id: &'a str,
+    pub plan_id: Option<&'a str>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Capability {
+    DocumentsUpload,
     ProjectsSettingsUpdate,
+    MembershipsGrant,
+    GroupsMembersRemove,
+    StorageQuotaUpdate,
+    WalletGuard,
 }
 
 impl Capability {
-    pub const ALL: [Capability; 1] = [Capability::ProjectsSettingsUpdate];
+    pub const ALL: [Capability; 6] = [
+        Capability::DocumentsUpload,
+        Capability::ProjectsSettingsUpdate,
+        Capability::MembershipsGrant,
+        Capability::GroupsMembersRemove,
+        Capability::StorageQuotaUpdate,
+        Capability::WalletGuard,
+    ];
 
     pub fn by_id(id: &str) -> Option<Capability> {
         Capability::ALL.into_iter().find(|c| c.id() == id)
@@ -48,51 +132,98 @@ impl Capability {
 
     pub fn id(self) -> &'static str {
         match self {
+            Capability::DocumentsUpload => documents_upload::ID,
             Capability::ProjectsSettingsUpdate => projects_settings::ID,
+            Capability::MembershipsGrant => memberships_grant::ID,
+            Capability::GroupsMembersRemove => groups_members_remove::ID,
+            Capability::StorageQuotaUpdate => storage_quota::ID,
+            Capability::WalletGuard => wallet_guard::ID,
         }
     }
 
     /// The human title, without building the whole description (the queue asks per plan per poll).
     pub fn title(self) -> &'static str {
         match self {
+            Capability::DocumentsUpload => documents_upload::TITLE,
             Capability::ProjectsSettingsUpdate => projects_settings::TITLE,
+            Capability::MembershipsGrant => memberships_grant::TITLE,
+            Capability::GroupsMembersRemove => groups_members_remove::TITLE,
+            Capability::StorageQuotaUpdate => storage_quota::TITLE,
+            Capability::WalletGuard => wallet_guard::TITLE,
         }
     }
 
     pub fn describe(self) -> Describe {
         match self {
+            Capability::DocumentsUpload => documents_upload::describe(),
             Capability::ProjectsSettingsUpdate => projects_settings::describe(),
+            Capability::MembershipsGrant => memberships_grant::describe(),
+            Capability::GroupsMembersRemove => groups_members_remove::describe(),
+            Capability::StorageQuotaUpdate => storage_quota::describe(),
+            Capability::WalletGuard => wallet_guard::describe(),
         }
     }
 
-    /// Whether every plan of this capability waits for a human, whatever its risk.
+    /// Whether every plan of this capability waits for a human, whatever its risk (DESIGN.md).
     pub fn always_requires_approval(self) -> bool {
-        match self {
-            Capability::ProjectsSettingsUpdate => true,
-        }
+        matches!(
+            self,
+            Capability::ProjectsSettingsUpdate
+                | Capability::MembershipsGrant
+                | Capability::GroupsMembersRemove
+        )
     }
 
     /// Evaluates `params` (already schema-valid) against the state `conn` sees. Writes nothing.
     pub async fn plan(self, conn: &mut SqliteConnection, params: &Value) -> ApiResult<Planned> {
         match self {
-            Capability::ProjectsSettingsUpdate => projects_settings::plan(conn, params).await,
+            Capability::DocumentsUpload => documents_upload::plan(conn, &parse(params)?).await,
+            Capability::ProjectsSettingsUpdate => {
+                projects_settings::plan(conn, &parse(params)?).await
+            }
+            Capability::MembershipsGrant => memberships_grant::plan(conn, &parse(params)?).await,
+            Capability::GroupsMembersRemove => {
+                groups_members_remove::plan(conn, &parse(params)?).await
+            }
+            Capability::StorageQuotaUpdate => storage_quota::plan(conn, &parse(params)?).await,
+            Capability::WalletGuard => Ok(wallet_guard::plan(&parse(params)?)),
         }
     }
 
     /// Applies `planned`, which the caller has just re-derived inside this transaction and found
-    /// equal to the approved plan. Returns the human-readable outcome.
+    /// equal to the approved plan.
     pub async fn apply(
         self,
         conn: &mut SqliteConnection,
         params: &Value,
         planned: &Planned,
-    ) -> ApiResult<String> {
+        execution: Execution<'_>,
+    ) -> ApiResult<Applied> {
         match self {
-            Capability::ProjectsSettingsUpdate => {
-                projects_settings::apply(conn, params, planned).await
+            Capability::DocumentsUpload => {
+                documents_upload::apply(conn, &parse(params)?, planned).await
             }
+            Capability::ProjectsSettingsUpdate => {
+                projects_settings::apply(conn, &parse(params)?, planned).await
+            }
+            Capability::MembershipsGrant => {
+                memberships_grant::apply(conn, &parse(params)?, planned, execution).await
+            }
+            Capability::GroupsMembersRemove => {
+                groups_members_remove::apply(conn, &parse(params)?, planned, execution).await
+            }
+            Capability::StorageQuotaUpdate => {
+                storage_quota::apply(conn, &parse(params)?, planned).await
+            }
+            Capability::WalletGuard => wallet_guard::apply(conn, &parse(params)?, execution).await,
         }
     }
+}
+
+/// Params the schema accepted, as the capability's own type.
+fn parse<T: serde::de::DeserializeOwned>(params: &Value) -> ApiResult<T> {
+    serde_json::from_value(params.clone())
+        .map_err(|e| ApiError::validation("/params", format!("The params do not fit: {e}")))
 }
 
 /// Every field of `params` that violates the capability's input schema, all at once (seed 000).
@@ -115,20 +246,4 @@ pub fn schema_violations(describe: &Describe, params: &Value) -> Vec<ViolationDe
         .collect();
     details.sort_by(|a, b| a.schema_pointer.cmp(&b.schema_pointer));
     details
-}
-
-/// The current revision of a resource a plan read, or `None` when it no longer exists.
-pub async fn current_revision(
-    conn: &mut SqliteConnection,
-    resource: &str,
-) -> Result<Option<String>, sqlx::Error> {
-    if let Some(project) = resource.strip_prefix("projects/") {
-        let revision: Option<i64> =
-            sqlx::query_scalar("SELECT revision FROM projects WHERE id = ?")
-                .bind(project)
-                .fetch_optional(&mut *conn)
-                .await?;
-        return Ok(revision.map(|r| r.to_string()));
-    }
-    Ok(None)
 }

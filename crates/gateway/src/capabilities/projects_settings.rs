@@ -1,29 +1,25 @@
 //! `projects.settings.update`: change a project's retention; derived, recalculate item expiry,
 //! skipping items under legal hold (seed 004's settings example).
 
-use countersign_proto::describe::{
-    ApprovalPolicy, Billing, CostClass, Describe, DryRunMode, Preflight,
-};
-use countersign_proto::plan::{
-    Change, Effect, EffectKind, EstimatedCost, ReadRevision, Severity, Validation,
-};
-use countersign_proto::{Credits, INTERFACE_VERSION};
-use serde_json::{json, Value};
+use countersign_proto::describe::{CostClass, Describe, DryRunMode, Preflight};
+use countersign_proto::plan::{Change, Effect, EffectKind, ReadRevision, Severity};
+use std::sync::Arc;
+
+use countersign_proto::Credits;
+use serde_json::json;
 use sqlx::SqliteConnection;
 
-use super::{Planned, PlannedEffect, Subject};
-use crate::error::{ApiError, ApiResult};
+use super::{world, Applied, JournalEntry, Planned, PlannedEffect, Subject};
+use crate::error::ApiResult;
 
 pub const ID: &str = "projects.settings.update";
 pub const TITLE: &str = "Update project settings";
 
 pub fn describe() -> Describe {
-    Describe {
-        interface_version: INTERFACE_VERSION.to_owned(),
-        capability_id: ID.to_owned(),
-        version: "1.0.0".to_owned(),
-        title: TITLE.to_owned(),
-        input_schema: json!({
+    world::describe(
+        ID,
+        TITLE,
+        json!({
             "type": "object",
             "additionalProperties": false,
             "required": ["project", "retention_days"],
@@ -32,34 +28,16 @@ pub fn describe() -> Describe {
                 "retention_days": {"type": "integer", "minimum": 1, "maximum": 3650}
             }
         }),
-        dry_run: DryRunMode::Supported,
-        billing: Billing {
-            preflight: Preflight::Estimate,
-            cost_class: CostClass::Free,
-        },
-        approval: ApprovalPolicy {
-            required_approvals: 1,
-            self_approval: false,
-        },
-    }
+        DryRunMode::Supported,
+        (Preflight::Estimate, CostClass::Free),
+        1,
+    )
 }
 
-struct Params {
+#[derive(serde::Deserialize)]
+pub struct Params {
     project: String,
     retention_days: i64,
-}
-
-fn params(value: &Value) -> ApiResult<Params> {
-    match (value["project"].as_str(), value["retention_days"].as_i64()) {
-        (Some(project), Some(retention_days)) => Ok(Params {
-            project: project.to_owned(),
-            retention_days,
-        }),
-        _ => Err(ApiError::validation(
-            "/params",
-            "project and retention_days are required.",
-        )),
-    }
 }
 
 /// The retention note's first line says the duration in words; the rest is the owner's text.
@@ -76,13 +54,8 @@ fn retention_note(note: &str, days: i64) -> String {
     format!("Keep artifacts for {phrase}.\n{rest}")
 }
 
-pub async fn plan(conn: &mut SqliteConnection, value: &Value) -> ApiResult<Planned> {
-    let p = params(value)?;
-    let zero = EstimatedCost {
-        amount_min: Credits::cents(0),
-        amount_max: Credits::cents(0),
-        currency: "credits".to_owned(),
-    };
+pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned> {
+    let mut planned = world::nothing(Credits::cents(0));
     let project: Option<(i64, i64, String)> = sqlx::query_as(
         "SELECT revision, retention_days, retention_note FROM projects WHERE id = ?",
     )
@@ -90,41 +63,24 @@ pub async fn plan(conn: &mut SqliteConnection, value: &Value) -> ApiResult<Plann
     .fetch_optional(&mut *conn)
     .await?;
     let Some((revision, current_days, note)) = project else {
-        return Ok(Planned {
-            read_revisions: vec![],
-            effects: vec![],
-            validation: vec![Validation {
-                severity: Severity::Error,
-                code: "project_not_found".to_owned(),
-                path: Some("/project".to_owned()),
-                message: format!("Project {} does not exist.", p.project),
-                blocks_execution: true,
-                repair: Some("List the projects you may change and use one of their ids.".into()),
-            }],
-            assumptions: vec![],
-            estimated_cost: zero,
-        });
+        planned
+            .validation
+            .push(world::project_not_found(&p.project));
+        return Ok(planned);
     };
     let resource = format!("projects/{}", p.project);
-    let read_revisions = vec![ReadRevision {
+    planned.read_revisions.push(ReadRevision {
         resource: resource.clone(),
         revision: revision.to_string(),
-    }];
+    });
     if current_days == p.retention_days {
-        return Ok(Planned {
-            read_revisions,
-            effects: vec![],
-            validation: vec![Validation {
-                severity: Severity::Info,
-                code: "no_change".to_owned(),
-                path: Some("/retention_days".to_owned()),
-                message: format!("retention_days is already {current_days}."),
-                blocks_execution: false,
-                repair: None,
-            }],
-            assumptions: vec![],
-            estimated_cost: zero,
-        });
+        planned.validation.push(world::note(
+            Severity::Info,
+            "no_change",
+            "/retention_days",
+            format!("retention_days is already {current_days}."),
+        ));
+        return Ok(planned);
     }
 
     let new_note = retention_note(&note, p.retention_days);
@@ -148,114 +104,120 @@ pub async fn plan(conn: &mut SqliteConnection, value: &Value) -> ApiResult<Plann
     .await?;
     let (held, free): (Vec<_>, Vec<_>) = items.into_iter().partition(|(_, _, hold)| *hold);
 
-    let mut effects = vec![PlannedEffect {
-        effect: Effect {
-            id: "eff_1".to_owned(),
-            effect_type: "setting_changed".to_owned(),
-            kind: EffectKind::Update,
-            derived: false,
-            cause: None,
-            resource: resource.clone(),
-            description: format!(
+    planned.effects.push(PlannedEffect::new(Effect {
+        changes,
+        ..world::effect(
+            1,
+            "setting_changed",
+            EffectKind::Update,
+            resource.clone(),
+            format!(
                 "Change retention_days from {current_days} to {}.",
                 p.retention_days
             ),
-            reversible: true,
-            external: false,
-            changes,
-            subjects: None,
-            cost: None,
-        },
-        subjects: vec![],
-    }];
+        )
+    }));
     if !free.is_empty() {
-        effects.push(PlannedEffect {
-            effect: Effect {
-                id: "eff_2".to_owned(),
-                effect_type: "expiry_recalculated".to_owned(),
-                kind: EffectKind::Update,
+        let description = format!("Recalculate expiry of {} active items.", free.len());
+        planned.effects.push(PlannedEffect::with_subjects(
+            Effect {
                 derived: true,
-                cause: Some("eff_1".to_owned()),
-                resource: format!("{resource}/items"),
-                description: format!("Recalculate expiry of {} active items.", free.len()),
-                reversible: true,
-                external: false,
-                changes: vec![],
-                subjects: None,
-                cost: None,
+                cause: Some(world::effect_id(1)),
+                ..world::effect(
+                    2,
+                    "expiry_recalculated",
+                    EffectKind::Update,
+                    format!("{resource}/items"),
+                    description,
+                )
             },
-            subjects: free
-                .into_iter()
-                .map(|(id, label, _)| Subject { id, label })
-                .collect(),
-        });
+            Arc::new(
+                free.into_iter()
+                    .map(|(id, label, _)| Subject { id, label })
+                    .collect(),
+            ),
+        ));
     }
-    let validation = if held.is_empty() {
-        vec![]
-    } else {
-        let count = match held.len() {
-            1 => "One item".to_owned(),
-            2 => "Two items".to_owned(),
-            n => format!("{n} items"),
-        };
-        vec![Validation {
-            severity: Severity::Warning,
-            code: "legal_hold_items_skipped".to_owned(),
-            path: Some("/retention_days".to_owned()),
-            message: format!("{count} under legal hold keep their expiry."),
-            blocks_execution: false,
-            repair: None,
-        }]
-    };
-    Ok(Planned {
-        read_revisions,
-        effects,
-        validation,
-        assumptions: vec![],
-        estimated_cost: zero,
-    })
+    if !held.is_empty() {
+        let count = world::count(held.len(), "item", "items");
+        planned.validation.push(world::note(
+            Severity::Warning,
+            "legal_hold_items_skipped",
+            "/retention_days",
+            format!("{count} under legal hold keep their expiry."),
+        ));
+    }
+    Ok(planned)
 }
 
 pub async fn apply(
     conn: &mut SqliteConnection,
-    value: &Value,
+    p: &Params,
     planned: &Planned,
-) -> ApiResult<String> {
-    let p = params(value)?;
+) -> ApiResult<Applied> {
     let Some(setting) = planned.effects.first() else {
-        return Ok(format!("Nothing to change in {}.", p.project));
+        return Ok(Applied {
+            content: format!("Nothing to change in {}.", p.project),
+            ..Applied::default()
+        });
     };
+    let resource = format!("projects/{}", p.project);
+    let (days_before, note_before): (i64, String) =
+        sqlx::query_as("SELECT retention_days, retention_note FROM projects WHERE id = ?")
+            .bind(&p.project)
+            .fetch_one(&mut *conn)
+            .await?;
     let note = setting
         .effect
         .changes
         .iter()
         .find(|c| c.path == "/retention_note")
         .and_then(|c| c.after.as_str().map(str::to_owned));
-    sqlx::query(
-        "UPDATE projects SET retention_days = ?, retention_note = COALESCE(?, retention_note),
-         revision = revision + 1 WHERE id = ?",
+    let (days_after, note_after): (i64, String) = sqlx::query_as(
+        "UPDATE projects SET retention_days = ?, retention_note = COALESCE(?, retention_note)
+         WHERE id = ? RETURNING retention_days, retention_note",
     )
     .bind(p.retention_days)
     .bind(note)
     .bind(&p.project)
-    .execute(&mut *conn)
+    .fetch_one(&mut *conn)
     .await?;
-    let mut recalculated = 0;
-    for item in planned.effects.iter().flat_map(|e| &e.subjects) {
-        recalculated += sqlx::query(
+    world::bump(conn, &resource).await?;
+    let mut changes = vec![Change {
+        path: "/retention_days".to_owned(),
+        before: json!(days_before),
+        after: json!(days_after),
+    }];
+    if note_after != note_before {
+        changes.push(Change {
+            path: "/retention_note".to_owned(),
+            before: json!(note_before),
+            after: json!(note_after),
+        });
+    }
+    let mut journal = vec![JournalEntry::of(&setting.effect, vec![], changes)];
+    if let Some(recalc) = planned.effects.get(1) {
+        let recalculated: Vec<String> = sqlx::query_scalar(
             "UPDATE project_items
              SET expires_at = strftime('%Y-%m-%dT%H:%M:%SZ', created_at, '+' || ? || ' days')
-             WHERE id = ? AND project_id = ? AND legal_hold = 0",
+             WHERE project_id = ? AND legal_hold = 0
+               AND id IN (SELECT value FROM json_each(?))
+             RETURNING id",
         )
         .bind(p.retention_days)
-        .bind(&item.id)
         .bind(&p.project)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
+        .bind(json!(recalc.subject_ids()).to_string())
+        .fetch_all(&mut *conn)
+        .await?;
+        journal.push(JournalEntry::of(&recalc.effect, recalculated, vec![]));
     }
-    Ok(format!(
-        "Changed retention_days of {} to {}; recalculated the expiry of {recalculated} items.",
-        p.project, p.retention_days
-    ))
+    let recalculated = journal.get(1).map_or(0, |j| j.subjects.len());
+    Ok(Applied {
+        content: format!(
+            "Changed retention_days of {} to {}; recalculated the expiry of {recalculated} items.",
+            p.project, p.retention_days
+        ),
+        journal,
+        metadata: Default::default(),
+    })
 }

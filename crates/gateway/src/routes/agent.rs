@@ -7,7 +7,7 @@ use axum::response::Response;
 use axum::Json;
 use countersign_proto::describe::{CapabilityList, Describe, DryRunMode, GatewayInfo};
 use countersign_proto::plan::{DryRunRequest, InvalidPreview, Violation};
-use countersign_proto::INTERFACE_VERSION;
+use countersign_proto::{ErrorCode, INTERFACE_VERSION};
 use serde_json::Value;
 
 use super::no_store;
@@ -15,7 +15,8 @@ use crate::accounts::Agent;
 use crate::auth::Caller;
 use crate::capabilities::{schema_violations, Capability};
 use crate::error::{ApiError, ApiResult, Body};
-use crate::store::{bump_queue_revision, Tx};
+use crate::previews::{self, PreviewAudit};
+use crate::store::Tx;
 use crate::{ids, plans, AppState};
 
 pub async fn gateway(State(state): State<Arc<AppState>>, _caller: Caller) -> Json<GatewayInfo> {
@@ -46,7 +47,9 @@ pub fn invalid_preview(
     audit_id: &str,
     details: Vec<countersign_proto::plan::ViolationDetail>,
 ) -> InvalidPreview {
-    let first = details[0].schema_pointer.clone();
+    let first = details
+        .first()
+        .map_or_else(|| "/params".to_owned(), |d| d.schema_pointer.clone());
     let message = if details.len() == 1 {
         format!(
             "Field '{}' is invalid.",
@@ -73,30 +76,6 @@ pub fn invalid_preview(
     }
 }
 
-pub async fn write_preview_audit(
-    tx: &mut Tx,
-    audit_id: &str,
-    capability: Capability,
-    agent: &Agent,
-    plan_id: Option<&str>,
-    request: &Value,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO preview_audit (id, capability_id, agent_id, plan_id, valid, request, at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(audit_id)
-    .bind(capability.id())
-    .bind(&agent.id)
-    .bind(plan_id)
-    .bind(plan_id.is_some())
-    .bind(request.to_string())
-    .bind(ids::to_text(ids::now()))
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
-
 pub async fn dry_run(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -111,57 +90,76 @@ pub async fn dry_run(
             format!("{id} has no preview; invoke it directly."),
         ));
     }
-    let audit_id = ids::random_id("aud_", 8);
     let request_json = serde_json::to_value(&request)?;
-    let violations = schema_violations(&describe, &request.params);
     let mut w = state.store.write().await?;
+    if let Some(key) = &request.idempotency_key {
+        if let Some(answer) = repeated(&mut w.tx, &agent, capability, key, &request_json).await? {
+            return Ok(no_store(answer));
+        }
+    }
+    let audit_id = ids::random_id("aud_", 8);
+    let audit = PreviewAudit {
+        audit_id: &audit_id,
+        request: &request_json,
+        idempotency_key: request.idempotency_key.as_deref(),
+    };
+    let violations = schema_violations(&describe, &request.params);
     if !violations.is_empty() {
-        write_preview_audit(
-            &mut w.tx,
-            &audit_id,
-            capability,
-            &agent,
-            None,
-            &request_json,
-        )
-        .await?;
+        previews::write_audit(&mut w.tx, &audit, capability, &agent.id, None).await?;
         w.commit().await?;
         return Ok(no_store(invalid_preview(capability, &audit_id, violations)));
     }
-    let planned = capability.plan(&mut w.tx, &request.params).await?;
-    let subjects: Vec<_> = planned
-        .effects
-        .iter()
-        .map(|e| (e.effect.id.clone(), e.subjects.clone()))
-        .collect();
-    let preview = plans::build_preview(
+    let preview = previews::create(
+        &mut w.tx,
         capability,
         &agent,
         &request.params,
         request.expected_revisions.as_ref(),
-        planned,
-        &audit_id,
-    )?;
-    plans::insert(
-        &mut w.tx,
-        &preview,
-        &subjects,
-        describe.approval.required_approvals,
+        &audit,
+        None,
     )
     .await?;
-    let plan_id = Some(preview.plan_id.as_str());
-    write_preview_audit(
-        &mut w.tx,
-        &audit_id,
-        capability,
-        &agent,
-        plan_id,
-        &request_json,
-    )
-    .await?;
-    if preview.would_require_approval {
-        bump_queue_revision(&mut w.tx).await?;
-    }
     w.commit().await?;
     Ok(no_store(preview))
+}
+
+/// A dry_run repeated with its idempotency key: the first answer again, or a conflict when the
+/// key came with another request.
+async fn repeated(
+    tx: &mut Tx,
+    agent: &Agent,
+    capability: Capability,
+    key: &str,
+    request: &Value,
+) -> ApiResult<Option<Value>> {
+    let first: Option<(String, String, Option<String>, String)> = sqlx::query_as(
+        "SELECT id, request, plan_id, capability_id FROM preview_audit
+         WHERE agent_id = ? AND idempotency_key = ?",
+    )
+    .bind(&agent.id)
+    .bind(key)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some((audit_id, first_request, plan_id, first_capability)) = first else {
+        return Ok(None);
+    };
+    let same = first_capability == capability.id()
+        && serde_json::from_str::<Value>(&first_request).ok().as_ref() == Some(request);
+    if !same {
+        return Err(ApiError::new(
+            ErrorCode::IdempotencyConflict,
+            "This idempotency key was used for another preview request.",
+        ));
+    }
+    let Some(plan_id) = plan_id else {
+        // The first request was invalid, and validation depends on nothing but the request.
+        let violations = schema_violations(&capability.describe(), &request["params"]);
+        return Ok(Some(serde_json::to_value(invalid_preview(
+            capability, &audit_id, violations,
+        ))?));
+    };
+    let plan = plans::load(tx, &plan_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("plan"))?;
+    Ok(Some(serde_json::to_value(plan.preview)?))
 }

@@ -9,15 +9,13 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use countersign_proto::approvals::{ApprovalList, EnrollRequest, EnrollResponse};
 use countersign_proto::digest::sha256;
-use countersign_proto::ErrorCode;
 use serde::Deserialize;
 
 use super::no_store;
 use crate::accounts::{self, Approver};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, Body};
-use crate::store::queue_revision;
-use crate::{ids, plans, AppState};
+use crate::{events, ids, plans, AppState};
 
 pub async fn enroll(
     State(state): State<Arc<AppState>>,
@@ -75,7 +73,7 @@ pub async fn approvals(
 /// Plans awaiting a decision, soonest expiry first; stale ones stay listed so they can be refreshed.
 async fn pending(state: &AppState) -> ApiResult<ApprovalList> {
     let mut conn = state.store.pool().acquire().await?;
-    let revision = queue_revision(&mut conn).await?;
+    let revision = events::revision(&mut conn).await?.to_string();
     let ids_: Vec<String> = sqlx::query_scalar(
         "SELECT id FROM plans WHERE status IN ('pending_approval', 'stale') AND expires_at > ?
          ORDER BY expires_at, id",
@@ -101,13 +99,6 @@ pub async fn plan(
     let plan = plans::load(&mut conn, &id)
         .await?
         .ok_or_else(|| ApiError::not_found("plan"))?;
-    if let Caller::Agent(agent) = &caller {
-        if agent.id != plan.agent_id {
-            return Err(ApiError::new(
-                ErrorCode::Forbidden,
-                "Agents read only their own plans.",
-            ));
-        }
-    }
+    super::plans::ensure_may_read(&caller, &plan)?;
     Ok(no_store(plans::record(&mut conn, plan).await?))
 }

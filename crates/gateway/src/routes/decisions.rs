@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::accounts::{self, Approver};
 use crate::error::{ApiError, ApiResult};
-use crate::store::bump_queue_revision;
+use crate::events::{self, EventKind};
 use crate::{ids, plans, AppState};
 
 /// How far an approver's clock may run ahead.
@@ -132,6 +132,14 @@ pub async fn decide(
             "This approver already decided this plan.",
         ));
     }
+    let own_plan =
+        approver.user_id.is_some() && approver.user_id == plan.preview.caller.on_behalf_of;
+    if own_plan {
+        return Err(err(
+            ErrorCode::NotEligible,
+            "The plan acts on this approver's own behalf; someone else must decide it.",
+        ));
+    }
     let nonce_used: Option<i64> = sqlx::query_scalar("SELECT id FROM decisions WHERE nonce = ?")
         .bind(&statement.nonce)
         .fetch_optional(&mut *w.tx)
@@ -143,14 +151,15 @@ pub async fn decide(
         ));
     }
     let now = ids::now();
+    // A statement that outlives its plan is bounded by the plan's own expiry, checked next.
     if statement.expires_at < now
         || statement.issued_at > now + CLOCK_SKEW
-        || statement.expires_at > plan.preview.expires_at
+        || statement.issued_at > plan.preview.expires_at
         || statement.issued_at > statement.expires_at
     {
         return Err(err(
             ErrorCode::StatementExpired,
-            "The statement is expired, from the future, or outlives the plan.",
+            "The statement is expired, from the future, or was issued after the plan expired.",
         ));
     }
     if now > plan.preview.expires_at {
@@ -176,7 +185,7 @@ pub async fn decide(
     if !moved.is_empty() {
         if plan.status != PlanStatus::Stale {
             plans::set_status(&mut w.tx, &plan_id, PlanStatus::Stale).await?;
-            bump_queue_revision(&mut w.tx).await?;
+            events::record(&mut w.tx, &plan_id, EventKind::Updated).await?;
             w.commit().await?;
         }
         let first = &moved[0];
@@ -225,7 +234,7 @@ pub async fn decide(
         PlanStatus::PendingApproval
     };
     plans::set_status(&mut w.tx, &plan_id, status).await?;
-    bump_queue_revision(&mut w.tx).await?;
+    events::record(&mut w.tx, &plan_id, EventKind::Updated).await?;
     w.commit().await?;
     Ok(Json(DecisionResponse {
         plan_id,

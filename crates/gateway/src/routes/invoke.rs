@@ -14,10 +14,11 @@ use serde_json::{json, Map, Value};
 
 use super::agent::{capability, invalid_preview};
 use crate::accounts::Agent;
-use crate::capabilities::{schema_violations, Capability};
+use crate::capabilities::{schema_violations, Applied, Capability, Execution};
 use crate::error::{ApiError, ApiResult, Body, TraceId};
-use crate::store::{bump_queue_revision, Tx};
-use crate::{ids, plans, AppState};
+use crate::events::{self, EventKind};
+use crate::store::Tx;
+use crate::{ids, plans, wallet, AppState};
 
 pub async fn invoke(
     State(state): State<Arc<AppState>>,
@@ -73,7 +74,7 @@ pub async fn invoke(
         }
     }
 
-    let (plan, required) = match &request.plan_id {
+    let (plan, stored) = match &request.plan_id {
         Some(plan_id) => (
             approved_plan(&mut w.tx, capability, &agent, plan_id).await?,
             true,
@@ -83,45 +84,58 @@ pub async fn invoke(
             false,
         ),
     };
-    let content = execute(&mut w.tx, capability, &plan).await?;
+    let charged = plan.estimated_cost.amount_max;
+    wallet::ensure(&mut w.tx, &agent.id, charged).await?;
+    let execution = Execution {
+        agent_id: &agent.id,
+        plan_id: stored.then_some(plan.plan_id.as_str()),
+    };
+    let applied = execute(&mut w.tx, capability, &plan, execution).await?;
+    wallet::charge(&mut w.tx, &agent.id, charged).await?;
 
     let audit_id = ids::random_id("aud_", 8);
-    let effects_applied: Vec<&str> = plan.effects.iter().map(|e| e.id.as_str()).collect();
+    let effects_applied: Vec<&str> = applied
+        .journal
+        .iter()
+        .map(|e| e.effect_id.as_str())
+        .collect();
+    let charged = json!({"amount": charged, "currency": plan.estimated_cost.currency});
     let mut metadata = Map::new();
     metadata.insert("trace_id".into(), json!(trace_id));
     metadata.insert(
         "latency_ms".into(),
         json!(started.elapsed().as_millis() as u64),
     );
-    metadata.insert("plan_id".into(), json!(plan.plan_id));
+    if stored {
+        metadata.insert("plan_id".into(), json!(plan.plan_id));
+    }
     metadata.insert("audit_id".into(), json!(audit_id));
-    metadata.insert(
-        "charged".into(),
-        json!({"amount": plan.estimated_cost.amount_max, "currency": plan.estimated_cost.currency}),
-    );
+    metadata.insert("charged".into(), charged.clone());
     metadata.insert("effects_applied".into(), json!(effects_applied));
-    let response = SuccessEnvelope::new(content, metadata);
+    metadata.extend(applied.metadata.clone());
+    let response = SuccessEnvelope::new(applied.content.clone(), metadata);
 
     let now = ids::to_text(ids::now());
-    let execution =
-        json!({"executed_at": now, "audit_id": audit_id, "effects_applied": effects_applied});
-    if required {
+    if stored {
+        let execution = json!({"executed_at": now, "audit_id": audit_id,
+                               "effects_applied": effects_applied, "charged": charged});
         sqlx::query("UPDATE plans SET status = 'executed', execution = ? WHERE id = ?")
             .bind(execution.to_string())
             .bind(&plan.plan_id)
             .execute(&mut *w.tx)
             .await?;
-        bump_queue_revision(&mut w.tx).await?;
+        events::record(&mut w.tx, &plan.plan_id, EventKind::Updated).await?;
     }
+    announce_stale(&mut w.tx, &plan).await?;
     sqlx::query(
         "INSERT INTO execution_audit (id, plan_id, capability_id, agent_id, journal, at)
          VALUES (?, ?, ?, ?, ?, ?)",
     )
     .bind(&audit_id)
-    .bind(required.then_some(&plan.plan_id))
+    .bind(stored.then_some(&plan.plan_id))
     .bind(capability.id())
     .bind(&agent.id)
-    .bind(serde_json::to_string(&plan.effects)?)
+    .bind(serde_json::to_string(&applied.journal)?)
     .bind(&now)
     .execute(&mut *w.tx)
     .await?;
@@ -139,6 +153,19 @@ pub async fn invoke(
     }
     w.commit().await?;
     Ok(Json(response))
+}
+
+/// Tells the consoles about the other plans that read what this execution wrote: they are stale.
+async fn announce_stale(tx: &mut Tx, executed: &Preview) -> ApiResult<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for read in &executed.read_revisions {
+        for plan_id in plans::readers(tx, &read.resource).await? {
+            if plan_id != executed.plan_id && seen.insert(plan_id.clone()) {
+                events::record(tx, &plan_id, EventKind::Updated).await?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The checks of PROTOCOL section 2, in order: caller, expiry, approval, read revisions.
@@ -246,7 +273,12 @@ async fn inline_plan(
 }
 
 /// Re-derives the plan inside the write transaction, refuses if it no longer matches, applies it.
-async fn execute(tx: &mut Tx, capability: Capability, plan: &Preview) -> ApiResult<String> {
+async fn execute(
+    tx: &mut Tx,
+    capability: Capability,
+    plan: &Preview,
+    execution: Execution<'_>,
+) -> ApiResult<Applied> {
     if !plan.executable {
         return Err(ApiError::new(
             ErrorCode::ValidationError,
@@ -275,5 +307,5 @@ async fn execute(tx: &mut Tx, capability: Capability, plan: &Preview) -> ApiResu
         )
         .with_details(json!({ "moved": [] })));
     }
-    capability.apply(tx, params, &now_planned).await
+    capability.apply(tx, params, &now_planned, execution).await
 }

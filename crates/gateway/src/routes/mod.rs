@@ -3,7 +3,9 @@
 pub mod agent;
 pub mod approver;
 pub mod decisions;
+pub mod events;
 pub mod invoke;
+pub mod plans;
 
 use axum::http::header::CACHE_CONTROL;
 use axum::http::HeaderValue;

@@ -36,11 +36,57 @@ impl Gateway {
     pub async fn new() -> Gateway {
         let store = Store::open("sqlite::memory:").await.unwrap();
         demo::seed(&store).await.unwrap();
-        let state = AppState::new(store, "Test").await.unwrap();
+        Gateway::on(store).await
+    }
+
+    /// The demo gateway over the store at `url` (a file, for tests that need several connections).
+    pub async fn at(url: &str) -> Gateway {
+        let store = Store::open(url).await.unwrap();
+        demo::seed(&store).await.unwrap();
+        Gateway::on(store).await
+    }
+
+    /// A gateway over an empty world, for tests that build their own.
+    pub async fn bare() -> Gateway {
+        Gateway::on(Store::open("sqlite::memory:").await.unwrap()).await
+    }
+
+    async fn on(store: Store) -> Gateway {
+        Gateway::from_state(AppState::new(store, "Test").await.unwrap()).await
+    }
+
+    pub async fn from_state(state: Arc<AppState>) -> Gateway {
         let (_, agent) = accounts::add_agent(&state.store, "ops", Some("usr_lead"))
             .await
             .unwrap();
         Gateway { state, agent }
+    }
+
+    /// Moves a stored plan's lifetime into the past (as if previewed 20 minutes ago), keeping its
+    /// digest true to its content; the plan as approvers now see it.
+    pub async fn expire(&self, plan_id: &str) -> Value {
+        let pool = self.state.store.pool();
+        let text: String = sqlx::query_scalar("SELECT preview FROM plans WHERE id = ?")
+            .bind(plan_id)
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        let mut preview: Value = serde_json::from_str(&text).unwrap();
+        let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
+        let at =
+            |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        preview["created_at"] = json!(at(now - chrono::Duration::minutes(20)));
+        preview["expires_at"] = json!(at(now - chrono::Duration::minutes(5)));
+        preview["plan_digest"] = json!(countersign_proto::digest::plan_digest(&preview).unwrap());
+        sqlx::query("UPDATE plans SET preview = ?, plan_digest = ?, expires_at = ? WHERE id = ?")
+            .bind(preview.to_string())
+            .bind(preview["plan_digest"].as_str())
+            .bind(preview["expires_at"].as_str())
+            .bind(plan_id)
+            .execute(pool)
+            .await
+            .unwrap();
+        preview
     }
 
     pub async fn send(&self, request: Request<Body>) -> Reply {
@@ -81,6 +127,101 @@ impl Gateway {
         self.send(request.unwrap()).await
     }
 
+    /// `dry_run` of `capability` as the test agent; the preview, which must be 200.
+    pub async fn preview(&self, capability: &str, params: Value) -> Value {
+        let reply = self
+            .call(
+                "POST",
+                &format!("/v1/capabilities/{capability}/dry_run"),
+                Some(&self.agent),
+                Some(json!({ "params": params })),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        reply.body
+    }
+
+    /// `invoke` of `capability` with `body` as the test agent.
+    pub async fn invoke_as(&self, token: &str, capability: &str, body: Value) -> Reply {
+        self.call(
+            "POST",
+            &format!("/v1/capabilities/{capability}/invoke"),
+            Some(token),
+            Some(body),
+        )
+        .await
+    }
+
+    /// Every subject id of an effect, paged from the gateway in `limit`-sized pages.
+    pub async fn all_subjects(
+        &self,
+        token: &str,
+        plan_id: &str,
+        effect_id: &str,
+        limit: u32,
+    ) -> Vec<String> {
+        let mut ids = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut uri = format!("/v1/plans/{plan_id}/effects/{effect_id}/subjects?limit={limit}");
+            if let Some(c) = &cursor {
+                uri.push_str(&format!("&cursor={c}"));
+            }
+            let reply = self.call("GET", &uri, Some(token), None).await;
+            assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+            let page: countersign_proto::guard::SubjectPage =
+                serde_json::from_value(reply.body).unwrap();
+            ids.extend(page.items.into_iter().map(|i| i.id));
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return ids,
+            }
+        }
+    }
+
+    /// Every table a preview must leave alone, each as canonical text: all but the plan
+    /// bookkeeping (plans, their subjects, reads and events, and the preview audit).
+    pub async fn snapshot(&self) -> std::collections::BTreeMap<String, String> {
+        const BOOKKEEPING: [&str; 6] = [
+            "plans",
+            "plan_subjects",
+            "plan_reads",
+            "plan_events",
+            "preview_audit",
+            "_sqlx_migrations",
+        ];
+        let pool = self.state.store.pool();
+        let tables: Vec<String> =
+            sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+                .fetch_all(pool)
+                .await
+                .unwrap();
+        let mut out = std::collections::BTreeMap::new();
+        for table in tables
+            .into_iter()
+            .filter(|t| !BOOKKEEPING.contains(&t.as_str()))
+        {
+            let columns: Vec<String> =
+                sqlx::query_scalar("SELECT name FROM pragma_table_info(?) ORDER BY cid")
+                    .bind(&table)
+                    .fetch_all(pool)
+                    .await
+                    .unwrap();
+            let sql = format!(
+                "SELECT COALESCE(group_concat(j, char(10)), '') FROM
+                 (SELECT json_array({}) AS j FROM \"{table}\" ORDER BY j)",
+                columns
+                    .iter()
+                    .map(|c| format!("\"{c}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let rows: String = sqlx::query_scalar(&sql).fetch_one(pool).await.unwrap();
+            out.insert(table, rows);
+        }
+        out
+    }
+
     pub async fn dry_run(&self, params: Value) -> Value {
         let reply = self
             .call(
@@ -111,9 +252,13 @@ impl Gateway {
     }
 
     pub async fn enroll(&self, name: &str) -> Approver {
-        let code = accounts::invite_approver(&self.state.store, name)
+        let code = accounts::invite_approver(&self.state.store, name, None)
             .await
             .unwrap();
+        self.enroll_with_code(name, &code).await
+    }
+
+    pub async fn enroll_with_code(&self, name: &str, code: &str) -> Approver {
         let key = SigningKey::generate(&mut rand::rngs::OsRng);
         let reply = self
             .call(
@@ -132,6 +277,19 @@ impl Gateway {
             key,
         }
     }
+}
+
+/// Signs and sends an approval of `plan` by each of `approvers`; the last answer.
+pub async fn approve_by(gateway: &Gateway, plan: &Value, approvers: &[&Approver]) -> Reply {
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let mut last = None;
+    for approver in approvers {
+        let envelope = approver.sign(&approver.statement(gateway, plan));
+        let reply = approver.send(gateway, plan_id, &envelope).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        last = Some(reply);
+    }
+    last.expect("at least one approver")
 }
 
 impl Approver {

@@ -1,9 +1,14 @@
-//! The demo world: the seeds' examples with the ids of `shared/fixtures`.
+//! The demo world: the seeds' examples with the ids of `shared/fixtures`: projects and their items
+//! here; people, groups, seats and storage in [`org`].
 
 use chrono::Duration;
 
+mod org;
+
 use crate::ids;
 use crate::store::Store;
+
+pub use org::ALL_STAFF;
 
 struct DemoProject {
     id: &'static str,
@@ -14,7 +19,7 @@ struct DemoProject {
     held: usize,
 }
 
-const PROJECTS: [DemoProject; 3] = [
+const PROJECTS: [DemoProject; 5] = [
     DemoProject {
         id: "prj_184",
         name: "Support tooling",
@@ -39,6 +44,22 @@ const PROJECTS: [DemoProject; 3] = [
         items: 30,
         held: 0,
     },
+    DemoProject {
+        id: "prj_420",
+        name: "Design assets",
+        revision: 18,
+        retention_days: 365,
+        items: 6,
+        held: 0,
+    },
+    DemoProject {
+        id: "prj_421",
+        name: "Marketing site",
+        revision: 9,
+        retention_days: 90,
+        items: 4,
+        held: 1,
+    },
 ];
 
 const ITEM_TITLES: [&str; 6] = [
@@ -50,17 +71,23 @@ const ITEM_TITLES: [&str; 6] = [
     "Release notes draft",
 ];
 
-/// Seeds the demo world once; a store that already has projects is left as it is.
+/// Seeds the demo world once; the parts a store already has are left as they are.
 pub async fn seed(store: &Store) -> anyhow::Result<()> {
+    seed_projects(store).await?;
+    org::seed(store, ALL_STAFF).await
+}
+
+async fn seed_projects(store: &Store) -> anyhow::Result<()> {
     let mut w = store.write().await?;
-    let existing: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM projects")
-        .fetch_one(&mut *w.tx)
-        .await?;
-    if existing > 0 {
-        return Ok(());
-    }
     let now = ids::now();
     for project in PROJECTS {
+        let exists: Option<String> = sqlx::query_scalar("SELECT id FROM projects WHERE id = ?")
+            .bind(project.id)
+            .fetch_optional(&mut *w.tx)
+            .await?;
+        if exists.is_some() {
+            continue;
+        }
         let note = format!(
             "Keep artifacts for {}.\nReviewed quarterly.\n",
             match project.retention_days {

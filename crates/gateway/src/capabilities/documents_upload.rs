@@ -1,0 +1,213 @@
+//! `documents.document.upload`: seed 000's example, flat 0.09 credits. The upload counts against
+//! the project's storage quota; a project over it or blocked takes none.
+
+use countersign_proto::describe::{CostClass, Describe, DryRunMode, Preflight};
+use countersign_proto::plan::{Change, Effect, EffectKind, ReadRevision};
+use countersign_proto::Credits;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sqlx::SqliteConnection;
+
+use super::world::{self, blocker, effect, effect_cost, effect_id};
+use super::{Applied, JournalEntry, Planned, PlannedEffect};
+use crate::error::ApiResult;
+use crate::ids;
+
+pub const ID: &str = "documents.document.upload";
+pub const TITLE: &str = "Upload a document";
+
+const PRICE_CENTS: i64 = 9;
+
+pub fn describe() -> Describe {
+    world::describe(
+        ID,
+        TITLE,
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["project", "filename", "mime_type", "size_bytes"],
+            "properties": {
+                "project": {"type": "string", "pattern": "^prj_[a-z0-9_]{1,40}$"},
+                "filename": {"type": "string", "minLength": 1, "maxLength": 200},
+                "mime_type": {"enum": ["application/pdf", "text/plain", "text/markdown",
+                                       "image/png", "image/jpeg"]},
+                "size_bytes": {"type": "integer", "minimum": 1, "maximum": 104_857_600}
+            }
+        }),
+        DryRunMode::Supported,
+        (Preflight::Estimate, CostClass::Flat),
+        1,
+    )
+}
+
+#[derive(Deserialize)]
+pub struct Params {
+    project: String,
+    filename: String,
+    mime_type: String,
+    size_bytes: i64,
+}
+
+pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned> {
+    let price = Credits::cents(PRICE_CENTS);
+    let mut planned = world::nothing(price);
+    let project: Option<(Option<String>, bool)> =
+        sqlx::query_as("SELECT quota_id, uploads_blocked FROM projects WHERE id = ?")
+            .bind(&p.project)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let Some((quota, blocked)) = project else {
+        planned
+            .validation
+            .push(world::project_not_found(&p.project));
+        return Ok(planned);
+    };
+    planned.effects.push(PlannedEffect::new(Effect {
+        changes: vec![
+            Change {
+                path: "/filename".to_owned(),
+                before: Value::Null,
+                after: json!(p.filename),
+            },
+            Change {
+                path: "/size_bytes".to_owned(),
+                before: Value::Null,
+                after: json!(p.size_bytes),
+            },
+        ],
+        cost: effect_cost(price),
+        ..effect(
+            1,
+            "document_created",
+            EffectKind::Create,
+            format!("projects/{}/documents", p.project),
+            "Would upload and process one document.",
+        )
+    }));
+    if blocked {
+        planned.validation.push(blocker(
+            "uploads_blocked",
+            "/project",
+            format!(
+                "Project {} is over its storage quota and takes no uploads.",
+                p.project
+            ),
+            "Raise the quota (storage.quota.update) or remove documents first.",
+        ));
+    }
+    let Some(quota) = quota else {
+        return Ok(planned);
+    };
+    let resource = format!("storage/{quota}");
+    let (limit, revision): (i64, i64) =
+        sqlx::query_as("SELECT quota_bytes, revision FROM storage_quotas WHERE id = ?")
+            .bind(&quota)
+            .fetch_one(&mut *conn)
+            .await?;
+    planned.read_revisions.push(ReadRevision {
+        resource: resource.clone(),
+        revision: revision.to_string(),
+    });
+    let used: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(SUM(size_bytes), 0) FROM documents WHERE project_id = ?",
+    )
+    .bind(&p.project)
+    .fetch_one(&mut *conn)
+    .await?;
+    let after = used + p.size_bytes;
+    if after > limit && !blocked {
+        planned.validation.push(blocker(
+            "quota_exceeded",
+            "/size_bytes",
+            format!(
+                "Project {} would hold {after} bytes; its quota is {limit}.",
+                p.project
+            ),
+            "Upload a smaller file, remove documents, or raise the quota.",
+        ));
+    }
+    planned.effects.push(PlannedEffect::new(Effect {
+        derived: true,
+        cause: Some(effect_id(1)),
+        changes: vec![Change {
+            path: format!("/projects/{}/used_bytes", p.project),
+            before: json!(used),
+            after: json!(after),
+        }],
+        ..effect(
+            2,
+            "storage_used",
+            EffectKind::Update,
+            resource,
+            format!("Use {} more bytes of {quota}.", p.size_bytes),
+        )
+    }));
+    Ok(planned)
+}
+
+pub async fn apply(
+    conn: &mut SqliteConnection,
+    p: &Params,
+    planned: &Planned,
+) -> ApiResult<Applied> {
+    let used_before: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(SUM(size_bytes), 0) FROM documents WHERE project_id = ?",
+    )
+    .bind(&p.project)
+    .fetch_one(&mut *conn)
+    .await?;
+    // The id is allocated here, at execution: a preview consumes no identifier.
+    let (id, filename, size): (String, String, i64) = sqlx::query_as(
+        "INSERT INTO documents (id, project_id, filename, mime_type, size_bytes, created_at)
+         VALUES (?, ?, ?, ?, ?, ?) RETURNING id, filename, size_bytes",
+    )
+    .bind(ids::random_id("doc_", 8))
+    .bind(&p.project)
+    .bind(&p.filename)
+    .bind(&p.mime_type)
+    .bind(p.size_bytes)
+    .bind(ids::to_text(ids::now()))
+    .fetch_one(&mut *conn)
+    .await?;
+    let mut journal = vec![JournalEntry::of(
+        &planned.effects[0].effect,
+        vec![],
+        vec![
+            Change {
+                path: "/filename".to_owned(),
+                before: Value::Null,
+                after: json!(filename),
+            },
+            Change {
+                path: "/size_bytes".to_owned(),
+                before: Value::Null,
+                after: json!(size),
+            },
+        ],
+    )];
+    if let Some(storage) = planned.effects.get(1) {
+        world::bump(conn, &storage.effect.resource).await?;
+        let used_after: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(SUM(size_bytes), 0) FROM documents WHERE project_id = ?",
+        )
+        .bind(&p.project)
+        .fetch_one(&mut *conn)
+        .await?;
+        journal.push(JournalEntry::of(
+            &storage.effect,
+            vec![],
+            vec![Change {
+                path: format!("/projects/{}/used_bytes", p.project),
+                before: json!(used_before),
+                after: json!(used_after),
+            }],
+        ));
+    }
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("document_id".to_owned(), json!(id));
+    Ok(Applied {
+        content: format!("Uploaded {filename} to {} as {id}.", p.project),
+        journal,
+        metadata,
+    })
+}

@@ -1,0 +1,337 @@
+//! `groups.members.remove`: remove a group's members by filter (seed 004's bulk example). The
+//! preview groups the outcome by consequence: direct removals, access kept through nested groups,
+//! linked entitlements lost, notifications queued.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use countersign_proto::describe::{CostClass, Describe, DryRunMode, Preflight};
+use countersign_proto::plan::{Assumption, Effect, EffectKind, ReadRevision, Severity};
+use countersign_proto::Credits;
+use serde::Deserialize;
+use serde_json::json;
+use sqlx::SqliteConnection;
+
+use super::world::{self, blocker, count, effect, effect_cost, effect_id, note};
+use super::{Applied, Execution, JournalEntry, Planned, PlannedEffect, Subject};
+use crate::error::ApiResult;
+use crate::ids;
+
+pub const ID: &str = "groups.members.remove";
+pub const TITLE: &str = "Remove members from a group";
+
+/// Each queued notification costs this many hundredths of a credit.
+const NOTIFICATION_CENTS: i64 = 1;
+
+pub fn describe() -> Describe {
+    world::describe(
+        ID,
+        TITLE,
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["group", "filter"],
+            "properties": {
+                "group": {"type": "string", "pattern": "^grp_[a-z0-9_]{1,40}$"},
+                "filter": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "minProperties": 1,
+                    "properties": {
+                        "employment": {"enum": ["contractor", "employee", "intern"]},
+                        "users": {
+                            "type": "array", "maxItems": 1000, "uniqueItems": true,
+                            "items": {"type": "string", "pattern": "^usr_[a-z0-9_]{1,40}$"}
+                        }
+                    }
+                }
+            }
+        }),
+        DryRunMode::Required,
+        (Preflight::Estimate, CostClass::Flat),
+        2,
+    )
+}
+
+#[derive(Deserialize)]
+pub struct Params {
+    group: String,
+    filter: Filter,
+}
+
+#[derive(Deserialize)]
+struct Filter {
+    employment: Option<String>,
+    users: Option<Vec<String>>,
+}
+
+/// The groups nested (at any depth) under `group`, whose members keep `group`'s access.
+const NESTED_MEMBERS: &str = "
+    WITH RECURSIVE nested(id) AS (
+        SELECT child_id FROM group_nesting WHERE parent_id = ?1
+        UNION SELECT n.child_id FROM group_nesting n JOIN nested ON n.parent_id = nested.id
+    )
+    SELECT DISTINCT m.user_id FROM group_members m JOIN nested ON m.group_id = nested.id";
+
+async fn nested_members(
+    conn: &mut SqliteConnection,
+    group: &str,
+) -> Result<HashSet<String>, sqlx::Error> {
+    let ids: Vec<String> = sqlx::query_scalar(NESTED_MEMBERS)
+        .bind(group)
+        .fetch_all(conn)
+        .await?;
+    Ok(ids.into_iter().collect())
+}
+
+/// The groups `group` is nested in, at any depth: their effective membership moves with it.
+async fn ancestors(conn: &mut SqliteConnection, group: &str) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "WITH RECURSIVE up(id) AS (
+             SELECT parent_id FROM group_nesting WHERE child_id = ?1
+             UNION SELECT n.parent_id FROM group_nesting n JOIN up ON n.child_id = up.id
+         ) SELECT id FROM up ORDER BY id",
+    )
+    .bind(group)
+    .fetch_all(conn)
+    .await
+}
+
+fn subjects_where(ids: &HashSet<String>, of: &[Subject]) -> Arc<Vec<Subject>> {
+    Arc::new(of.iter().filter(|s| ids.contains(&s.id)).cloned().collect())
+}
+
+pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned> {
+    let mut planned = world::nothing(Credits::cents(0));
+    let group = format!("groups/{}", p.group);
+    let Some(revision) = world::revision(conn, &group).await? else {
+        planned.validation.push(blocker(
+            "group_not_found",
+            "/group",
+            format!("Group {} does not exist.", p.group),
+            "List the groups and use one of their ids.",
+        ));
+        return Ok(planned);
+    };
+    planned.read_revisions.push(ReadRevision {
+        resource: group.clone(),
+        revision,
+    });
+    let entitlements: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT id, name, revision FROM entitlements WHERE group_id = ? ORDER BY id",
+    )
+    .bind(&p.group)
+    .fetch_all(&mut *conn)
+    .await?;
+    for (id, _, revision) in &entitlements {
+        planned.read_revisions.push(ReadRevision {
+            resource: format!("entitlements/{id}"),
+            revision: revision.to_string(),
+        });
+    }
+
+    let users = p.filter.users.as_ref().map(|u| json!(u).to_string());
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT u.id, u.name FROM group_members m JOIN users u ON u.id = m.user_id
+         WHERE m.group_id = ?1
+           AND (?2 IS NULL OR u.employment = ?2)
+           AND (?3 IS NULL OR u.id IN (SELECT value FROM json_each(?3)))
+         ORDER BY u.id",
+    )
+    .bind(&p.group)
+    .bind(&p.filter.employment)
+    .bind(&users)
+    .fetch_all(&mut *conn)
+    .await?;
+    let selected: Vec<Subject> = rows
+        .into_iter()
+        .map(|(id, label)| Subject { id, label })
+        .collect();
+    if selected.is_empty() {
+        planned.validation.push(note(
+            Severity::Info,
+            "no_match",
+            "/filter",
+            format!("No direct member of {} matches the filter.", p.group),
+        ));
+        return Ok(planned);
+    }
+    let selected = Arc::new(selected);
+    let n = selected.len();
+    planned.effects.push(PlannedEffect::with_subjects(
+        effect(
+            1,
+            "direct_membership_removed",
+            EffectKind::Revoke,
+            group.clone(),
+            format!(
+                "Remove {}.",
+                count(n, "direct membership", "direct memberships").to_lowercase()
+            ),
+        ),
+        selected.clone(),
+    ));
+    let derived = |id: usize, effect_type: &str, kind, resource: String, description| Effect {
+        derived: true,
+        cause: Some(effect_id(1)),
+        ..effect(id, effect_type, kind, resource, description)
+    };
+
+    let nested = nested_members(conn, &p.group).await?;
+    let retained = subjects_where(&nested, &selected);
+    if !retained.is_empty() {
+        let who = count(retained.len(), "subject keeps", "subjects keep");
+        planned.effects.push(PlannedEffect::with_subjects(
+            derived(
+                planned.effects.len() + 1,
+                "access_retained_via_nested_group",
+                EffectKind::Grant,
+                group.clone(),
+                format!("{who} access through nested groups."),
+            ),
+            retained.clone(),
+        ));
+        let who = count(
+            retained.len(),
+            "selected subject retains",
+            "selected subjects retain",
+        );
+        planned.validation.push(note(
+            Severity::Warning,
+            "access_outcome_varies",
+            "/filter",
+            format!("{who} group-derived access."),
+        ));
+    }
+    for (id, name, _) in &entitlements {
+        let holders: HashSet<String> =
+            sqlx::query_scalar("SELECT user_id FROM entitlement_holders WHERE entitlement_id = ?")
+                .bind(id)
+                .fetch_all(&mut *conn)
+                .await?
+                .into_iter()
+                .filter(|u| !nested.contains(u))
+                .collect();
+        let losing = subjects_where(&holders, &selected);
+        if losing.is_empty() {
+            continue;
+        }
+        let who = count(losing.len(), "subject loses", "subjects lose");
+        planned.effects.push(PlannedEffect::with_subjects(
+            Effect {
+                reversible: false,
+                ..derived(
+                    planned.effects.len() + 1,
+                    &format!("{id}_entitlement_removed"),
+                    EffectKind::Revoke,
+                    format!("entitlements/{id}"),
+                    format!("{who} the linked {name} entitlement."),
+                )
+            },
+            losing,
+        ));
+    }
+    let cost = Credits::cents(NOTIFICATION_CENTS * n as i64);
+    planned.effects.push(PlannedEffect::with_subjects(
+        Effect {
+            reversible: false,
+            external: true,
+            cost: effect_cost(cost),
+            ..derived(
+                planned.effects.len() + 1,
+                "notification_queued",
+                EffectKind::Notify,
+                "notifications/email".to_owned(),
+                format!("Email {n} people that their access changed."),
+            )
+        },
+        selected,
+    ));
+    planned.assumptions.push(Assumption {
+        dependency: "mail_relay".to_owned(),
+        description: "Delivery is attempted after commit; bounces are not known now.".to_owned(),
+        execution_can_proceed_without: true,
+    });
+    planned.estimated_cost = world::credits(cost);
+    Ok(planned)
+}
+
+pub async fn apply(
+    conn: &mut SqliteConnection,
+    p: &Params,
+    planned: &Planned,
+    execution: Execution<'_>,
+) -> ApiResult<Applied> {
+    let mut journal = Vec::new();
+    let Some(direct) = planned.effects.first() else {
+        return Ok(Applied {
+            content: format!("No member of {} matched; nothing removed.", p.group),
+            ..Applied::default()
+        });
+    };
+    let selected = json!(direct.subject_ids()).to_string();
+    let removed: Vec<String> = sqlx::query_scalar(
+        "DELETE FROM group_members WHERE group_id = ? AND user_id IN (SELECT value FROM json_each(?))
+         RETURNING user_id",
+    )
+    .bind(&p.group)
+    .bind(&selected)
+    .fetch_all(&mut *conn)
+    .await?;
+    let removed_count = removed.len();
+    journal.push(JournalEntry::of(&direct.effect, removed, vec![]));
+    world::bump(conn, &format!("groups/{}", p.group)).await?;
+    for ancestor in ancestors(conn, &p.group).await? {
+        world::bump(conn, &format!("groups/{ancestor}")).await?;
+    }
+
+    for planned_effect in &planned.effects[1..] {
+        let e = &planned_effect.effect;
+        let ids = json!(planned_effect.subject_ids()).to_string();
+        let touched: Vec<String> = if e.effect_type == "access_retained_via_nested_group" {
+            // Nothing to write: read back who still has access after the removal.
+            let still = nested_members(conn, &p.group).await?;
+            planned_effect
+                .subject_ids()
+                .into_iter()
+                .filter(|id| still.contains(*id))
+                .map(str::to_owned)
+                .collect()
+        } else if let Some(entitlement) = e.resource.strip_prefix("entitlements/") {
+            let revoked = sqlx::query_scalar(
+                "DELETE FROM entitlement_holders
+                 WHERE entitlement_id = ? AND user_id IN (SELECT value FROM json_each(?))
+                 RETURNING user_id",
+            )
+            .bind(entitlement)
+            .bind(&ids)
+            .fetch_all(&mut *conn)
+            .await?;
+            world::bump(conn, &e.resource).await?;
+            revoked
+        } else {
+            sqlx::query_scalar(
+                "INSERT INTO email_outbox (user_id, recipient, subject, body, plan_id, created_at)
+                 SELECT id, email, 'Your access changed',
+                        'You are no longer a direct member of ' || ?, ?, ?
+                 FROM users WHERE id IN (SELECT value FROM json_each(?))
+                 RETURNING user_id",
+            )
+            .bind(&p.group)
+            .bind(execution.plan_id)
+            .bind(ids::to_text(ids::now()))
+            .bind(&ids)
+            .fetch_all(&mut *conn)
+            .await?
+        };
+        journal.push(JournalEntry::of(e, touched, vec![]));
+    }
+    Ok(Applied {
+        content: format!(
+            "Removed {removed_count} direct memberships from {}.",
+            p.group
+        ),
+        journal,
+        metadata: Default::default(),
+    })
+}

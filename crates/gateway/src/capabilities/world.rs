@@ -1,0 +1,202 @@
+//! What every capability shares: revisions of the world's resources, and the plan vocabulary.
+
+use countersign_proto::describe::{
+    ApprovalPolicy, Billing, CostClass, Describe, DryRunMode, Preflight,
+};
+use countersign_proto::plan::{
+    Effect, EffectCost, EffectKind, EstimatedCost, Severity, Validation,
+};
+use countersign_proto::{Credits, INTERFACE_VERSION};
+use serde_json::Value;
+use sqlx::SqliteConnection;
+
+use super::Planned;
+
+/// A capability's description at version 1.0.0; no capability allows self-approval.
+pub fn describe(
+    id: &str,
+    title: &str,
+    input_schema: Value,
+    dry_run: DryRunMode,
+    billing: (Preflight, CostClass),
+    required_approvals: u32,
+) -> Describe {
+    Describe {
+        interface_version: INTERFACE_VERSION.to_owned(),
+        capability_id: id.to_owned(),
+        version: "1.0.0".to_owned(),
+        title: title.to_owned(),
+        input_schema,
+        dry_run,
+        billing: Billing {
+            preflight: billing.0,
+            cost_class: billing.1,
+        },
+        approval: ApprovalPolicy {
+            required_approvals,
+            self_approval: false,
+        },
+    }
+}
+
+/// A plan with nothing in it yet, at `cost`.
+pub fn nothing(cost: Credits) -> Planned {
+    Planned {
+        read_revisions: vec![],
+        effects: vec![],
+        validation: vec![],
+        assumptions: vec![],
+        estimated_cost: credits(cost),
+    }
+}
+
+pub fn project_not_found(project: &str) -> Validation {
+    blocker(
+        "project_not_found",
+        "/project",
+        format!("Project {project} does not exist."),
+        "List the projects and use one of their ids.",
+    )
+}
+
+/// The table behind each kind of resource that carries a revision.
+fn table_of(resource: &str) -> Option<(&'static str, &str)> {
+    let (kind, id) = resource.split_once('/')?;
+    let table = match kind {
+        "projects" => "projects",
+        "groups" => "groups",
+        "entitlements" => "entitlements",
+        "seats" => "seat_pools",
+        "storage" => "storage_quotas",
+        _ => return None,
+    };
+    (!id.contains('/')).then_some((table, id))
+}
+
+/// The current revision of `resource`, or `None` when it does not exist (or has none).
+pub async fn revision(
+    conn: &mut SqliteConnection,
+    resource: &str,
+) -> Result<Option<String>, sqlx::Error> {
+    let Some((table, id)) = table_of(resource) else {
+        return Ok(None);
+    };
+    let revision: Option<i64> =
+        sqlx::query_scalar(&format!("SELECT revision FROM {table} WHERE id = ?"))
+            .bind(id)
+            .fetch_optional(conn)
+            .await?;
+    Ok(revision.map(|r| r.to_string()))
+}
+
+/// Moves `resource` to its next revision: every write to it goes through here.
+pub async fn bump(conn: &mut SqliteConnection, resource: &str) -> Result<(), sqlx::Error> {
+    if let Some((table, id)) = table_of(resource) {
+        sqlx::query(&format!(
+            "UPDATE {table} SET revision = revision + 1 WHERE id = ?"
+        ))
+        .bind(id)
+        .execute(conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// A direct, reversible, internal effect; derived ones override with struct update syntax.
+pub fn effect(
+    id: usize,
+    effect_type: &str,
+    kind: EffectKind,
+    resource: impl Into<String>,
+    description: impl Into<String>,
+) -> Effect {
+    Effect {
+        id: effect_id(id),
+        effect_type: effect_type.to_owned(),
+        kind,
+        derived: false,
+        cause: None,
+        resource: resource.into(),
+        description: description.into(),
+        reversible: true,
+        external: false,
+        changes: vec![],
+        subjects: None,
+        cost: None,
+    }
+}
+
+pub fn effect_id(n: usize) -> String {
+    format!("eff_{n}")
+}
+
+pub fn credits(amount: Credits) -> EstimatedCost {
+    EstimatedCost {
+        amount_min: amount,
+        amount_max: amount,
+        currency: "credits".to_owned(),
+    }
+}
+
+pub fn effect_cost(amount: Credits) -> Option<EffectCost> {
+    Some(EffectCost {
+        amount,
+        currency: "credits".to_owned(),
+    })
+}
+
+pub fn blocker(code: &str, path: &str, message: String, repair: &str) -> Validation {
+    Validation {
+        severity: Severity::Error,
+        code: code.to_owned(),
+        path: Some(path.to_owned()),
+        message,
+        blocks_execution: true,
+        repair: Some(repair.to_owned()),
+    }
+}
+
+pub fn note(severity: Severity, code: &str, path: &str, message: String) -> Validation {
+    Validation {
+        severity,
+        code: code.to_owned(),
+        path: Some(path.to_owned()),
+        message,
+        blocks_execution: false,
+        repair: None,
+    }
+}
+
+/// "Six subjects", "One item", "1234 projects": how a description counts.
+pub fn count(n: usize, singular: &str, plural: &str) -> String {
+    const WORDS: [&str; 13] = [
+        "No", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten",
+        "Eleven", "Twelve",
+    ];
+    let noun = if n == 1 { singular } else { plural };
+    match WORDS.get(n) {
+        Some(word) => format!("{word} {noun}"),
+        None => format!("{n} {noun}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_known_resources_have_tables() {
+        assert_eq!(table_of("groups/grp_1"), Some(("groups", "grp_1")));
+        assert_eq!(table_of("seats/org"), Some(("seat_pools", "org")));
+        assert_eq!(table_of("projects/prj_1/items"), None);
+        assert_eq!(table_of("users/usr_1"), None);
+        assert_eq!(table_of("groups"), None);
+    }
+
+    #[test]
+    fn counts_read_as_words_when_small() {
+        assert_eq!(count(6, "subject", "subjects"), "Six subjects");
+        assert_eq!(count(1, "item", "items"), "One item");
+        assert_eq!(count(37, "member", "members"), "37 members");
+    }
+}

@@ -1,0 +1,93 @@
+//! The queue's change log. Every change a console should see is a row; its revision is the SSE
+//! event id and the highest one is the queue revision.
+
+use sqlx::SqliteConnection;
+
+use crate::ids;
+
+/// Events kept for `Last-Event-ID` resumes; a client further behind is told to resync.
+pub const RETAINED: i64 = 10_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    Created,
+    Updated,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Created => "plan.created",
+            EventKind::Updated => "plan.updated",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanEvent {
+    pub revision: i64,
+    pub plan_id: String,
+    pub kind: String,
+}
+
+pub async fn record(
+    conn: &mut SqliteConnection,
+    plan_id: &str,
+    kind: EventKind,
+) -> Result<i64, sqlx::Error> {
+    let revision: i64 = sqlx::query_scalar(
+        "INSERT INTO plan_events (plan_id, kind, at) VALUES (?, ?, ?) RETURNING revision",
+    )
+    .bind(plan_id)
+    .bind(kind.as_str())
+    .bind(ids::to_text(ids::now()))
+    .fetch_one(&mut *conn)
+    .await?;
+    sqlx::query("DELETE FROM plan_events WHERE revision <= ?")
+        .bind(revision - RETAINED)
+        .execute(&mut *conn)
+        .await?;
+    Ok(revision)
+}
+
+/// The queue revision: 0 before anything happened.
+pub async fn revision(conn: &mut SqliteConnection) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("SELECT COALESCE(MAX(revision), 0) FROM plan_events")
+        .fetch_one(conn)
+        .await
+}
+
+/// Whether a client that saw `revision` can resume from the log.
+pub async fn can_resume(conn: &mut SqliteConnection, seen: i64) -> Result<bool, sqlx::Error> {
+    let (oldest, newest): (Option<i64>, Option<i64>) =
+        sqlx::query_as("SELECT MIN(revision), MAX(revision) FROM plan_events")
+            .fetch_one(conn)
+            .await?;
+    Ok(match (oldest, newest) {
+        (Some(oldest), Some(newest)) => seen + 1 >= oldest && seen <= newest,
+        _ => seen == 0,
+    })
+}
+
+/// Events after `seen`, oldest first, at most `limit`.
+pub async fn since(
+    conn: &mut SqliteConnection,
+    seen: i64,
+    limit: i64,
+) -> Result<Vec<PlanEvent>, sqlx::Error> {
+    let rows: Vec<(i64, String, String)> = sqlx::query_as(
+        "SELECT revision, plan_id, kind FROM plan_events WHERE revision > ? ORDER BY revision LIMIT ?",
+    )
+    .bind(seen)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(revision, plan_id, kind)| PlanEvent {
+            revision,
+            plan_id,
+            kind,
+        })
+        .collect())
+}

@@ -1,0 +1,74 @@
+//! Making a plan: evaluate, build the preview, store it with its subjects and its preview-audit
+//! row, and tell the queue. Shared by `dry_run` and refresh; it writes nothing else.
+
+use std::collections::BTreeMap;
+
+use countersign_proto::plan::Preview;
+use serde_json::Value;
+
+use crate::accounts::Agent;
+use crate::capabilities::Capability;
+use crate::error::ApiResult;
+use crate::events::{self, EventKind};
+use crate::store::Tx;
+use crate::{ids, plans};
+
+pub struct PreviewAudit<'a> {
+    pub audit_id: &'a str,
+    /// The request as received, kept in the preview audit.
+    pub request: &'a Value,
+    pub idempotency_key: Option<&'a str>,
+}
+
+pub async fn write_audit(
+    tx: &mut Tx,
+    audit: &PreviewAudit<'_>,
+    capability: Capability,
+    agent_id: &str,
+    plan_id: Option<&str>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO preview_audit
+         (id, capability_id, agent_id, plan_id, valid, request, at, idempotency_key)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(audit.audit_id)
+    .bind(capability.id())
+    .bind(agent_id)
+    .bind(plan_id)
+    .bind(plan_id.is_some())
+    .bind(audit.request.to_string())
+    .bind(ids::to_text(ids::now()))
+    .bind(audit.idempotency_key)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Evaluates `params` for `agent` now and stores the plan; `supersedes` links a refresh.
+pub async fn create(
+    tx: &mut Tx,
+    capability: Capability,
+    agent: &Agent,
+    params: &Value,
+    expected: Option<&BTreeMap<String, String>>,
+    audit: &PreviewAudit<'_>,
+    supersedes: Option<&str>,
+) -> ApiResult<Preview> {
+    let planned = capability.plan(tx, params).await?;
+    let subjects: Vec<_> = planned
+        .effects
+        .iter()
+        .filter(|e| !e.subjects.is_empty())
+        .map(|e| (e.effect.id.clone(), e.subjects.clone()))
+        .collect();
+    let preview =
+        plans::build_preview(capability, agent, params, expected, planned, audit.audit_id)?;
+    let required = capability.describe().approval.required_approvals;
+    plans::insert(tx, &preview, &subjects, required, supersedes).await?;
+    write_audit(tx, audit, capability, &agent.id, Some(&preview.plan_id)).await?;
+    if preview.would_require_approval {
+        events::record(tx, &preview.plan_id, EventKind::Created).await?;
+    }
+    Ok(preview)
+}

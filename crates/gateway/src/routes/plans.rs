@@ -1,0 +1,242 @@
+//! Reading a plan's parts and history, and asking for a fresh preview of it.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use axum::Json;
+use countersign_proto::approvals::PlanStatus;
+use countersign_proto::guard::{SubjectItem, SubjectPage};
+use countersign_proto::ErrorCode;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::no_store;
+use crate::accounts::Agent;
+use crate::auth::Caller;
+use crate::capabilities::Capability;
+use crate::error::{ApiError, ApiResult};
+use crate::events::{self, EventKind};
+use crate::plans::{self, StoredPlan};
+use crate::previews::{self, PreviewAudit};
+use crate::{ids, AppState};
+
+pub const DEFAULT_PAGE: u32 = 1000;
+pub const MAX_PAGE: u32 = 5000;
+
+/// Approvers read every plan; an agent reads only its own.
+pub fn ensure_may_read(caller: &Caller, plan: &StoredPlan) -> ApiResult<()> {
+    match caller {
+        Caller::Agent(agent) if agent.id != plan.agent_id => Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "Agents read only their own plans.",
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn query<T>(query: Result<Query<T>, axum::extract::rejection::QueryRejection>) -> ApiResult<T> {
+    query
+        .map(|Query(q)| q)
+        .map_err(|e| ApiError::validation("", e.body_text()))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    cursor: Option<String>,
+    limit: Option<u32>,
+}
+
+pub async fn subjects(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((plan_id, effect_id)): Path<(String, String)>,
+    page: Result<Query<PageQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<SubjectPage>> {
+    let page = query(page)?;
+    let limit = page.limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::validation(
+            "/limit",
+            format!("limit is 1 to {MAX_PAGE}."),
+        ));
+    }
+    let after = match &page.cursor {
+        Some(cursor) => plans::cursor_position(&effect_id, cursor).ok_or_else(|| {
+            ApiError::validation("/cursor", "The cursor is not one of this effect's.")
+        })?,
+        None => String::new(),
+    };
+    let mut conn = state.store.pool().acquire().await?;
+    let plan = plans::load(&mut conn, &plan_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("plan"))?;
+    ensure_may_read(&caller, &plan)?;
+    let effect = plan
+        .preview
+        .effects
+        .iter()
+        .find(|e| e.id == effect_id)
+        .ok_or_else(|| ApiError::not_found("effect"))?;
+    let total = effect.subjects.as_ref().map_or(0, |s| s.total);
+    let mut rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT subject_id, label FROM plan_subjects
+         WHERE plan_id = ? AND effect_id = ? AND subject_id > ?
+         ORDER BY subject_id LIMIT ?",
+    )
+    .bind(&plan_id)
+    .bind(&effect_id)
+    .bind(&after)
+    .bind(i64::from(limit) + 1)
+    .fetch_all(&mut *conn)
+    .await?;
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    let next_cursor = more
+        .then(|| {
+            rows.last()
+                .map(|(id, _)| plans::cursor_after(&effect_id, id))
+        })
+        .flatten();
+    Ok(Json(SubjectPage {
+        items: rows
+            .into_iter()
+            .map(|(id, label)| SubjectItem {
+                id,
+                label,
+                detail: Value::Null,
+            })
+            .collect(),
+        next_cursor,
+        total,
+    }))
+}
+
+pub async fn refresh(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(plan_id): Path<String>,
+) -> ApiResult<Response> {
+    let mut w = state.store.write().await?;
+    let old = plans::load(&mut w.tx, &plan_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("plan"))?;
+    ensure_may_read(&caller, &old)?;
+    if matches!(
+        old.status,
+        PlanStatus::Executed | PlanStatus::Rejected | PlanStatus::Superseded | PlanStatus::Failed
+    ) {
+        return Err(ApiError::new(
+            ErrorCode::PlanNotPending,
+            format!(
+                "Plan {plan_id} is {} and cannot be refreshed.",
+                plans::status_text(old.status)
+            ),
+        ));
+    }
+    let capability = Capability::by_id(&old.preview.capability_id)
+        .ok_or_else(|| anyhow::anyhow!("plan {plan_id} names an unknown capability"))?;
+    let agent = Agent {
+        id: old.agent_id.clone(),
+        on_behalf_of: old.preview.caller.on_behalf_of.clone(),
+    };
+    let audit_id = ids::random_id("aud_", 8);
+    let request = json!({"params": old.preview.request.params, "refresh_of": plan_id});
+    let audit = PreviewAudit {
+        audit_id: &audit_id,
+        request: &request,
+        idempotency_key: None,
+    };
+    let params = &old.preview.request.params;
+    let fresh = previews::create(
+        &mut w.tx,
+        capability,
+        &agent,
+        params,
+        None,
+        &audit,
+        Some(&plan_id),
+    )
+    .await?;
+    sqlx::query("UPDATE plans SET status = 'superseded', superseded_by = ? WHERE id = ?")
+        .bind(&fresh.plan_id)
+        .bind(&plan_id)
+        .execute(&mut *w.tx)
+        .await?;
+    events::record(&mut w.tx, &plan_id, EventKind::Updated).await?;
+    let stored = plans::load(&mut w.tx, &fresh.plan_id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("the refreshed plan vanished"))?;
+    let record = plans::record(&mut w.tx, stored).await?;
+    w.commit().await?;
+    Ok(no_store(record))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    plan_id: String,
+}
+
+/// A plan's three audit trails: its previews, the decisions as received, its executions.
+pub async fn audit(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    audit_query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let AuditQuery { plan_id } = query(audit_query)?;
+    let mut conn = state.store.pool().acquire().await?;
+    let plan = plans::load(&mut conn, &plan_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("plan"))?;
+    ensure_may_read(&caller, &plan)?;
+    let previews: Vec<(String, String, String, String, String)> = sqlx::query_as(
+        "SELECT id, capability_id, agent_id, request, at FROM preview_audit
+         WHERE plan_id = ? ORDER BY at, id",
+    )
+    .bind(&plan_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let decisions: Vec<(String, String, String, Option<String>, String, String)> = sqlx::query_as(
+        "SELECT approver_id, key_id, decision, reason, envelope, decided_at FROM decisions
+             WHERE plan_id = ? ORDER BY id",
+    )
+    .bind(&plan_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let executions: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT id, journal, at FROM execution_audit WHERE plan_id = ? ORDER BY at, id",
+    )
+    .bind(&plan_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let previews: Vec<Value> = previews
+        .into_iter()
+        .map(|(audit_id, capability_id, agent_id, request, at)| {
+            let request: Value = serde_json::from_str(&request)?;
+            Ok(json!({"audit_id": audit_id, "capability_id": capability_id,
+                      "agent_id": agent_id, "request": request, "at": at}))
+        })
+        .collect::<serde_json::Result<_>>()?;
+    let decisions: Vec<Value> = decisions
+        .into_iter()
+        .map(|(approver_id, key_id, decision, reason, envelope, at)| {
+            json!({"approver_id": approver_id, "key_id": key_id, "decision": decision,
+                   "reason": reason, "at": at, "envelope": envelope})
+        })
+        .collect();
+    let executions: Vec<Value> = executions
+        .into_iter()
+        .map(|(audit_id, journal, at)| {
+            let journal: Value = serde_json::from_str(&journal)?;
+            Ok(json!({"audit_id": audit_id, "at": at, "journal": journal}))
+        })
+        .collect::<serde_json::Result<_>>()?;
+    Ok(Json(json!({
+        "plan_id": plan_id,
+        "previews": previews,
+        "decisions": decisions,
+        "executions": executions,
+    })))
+}

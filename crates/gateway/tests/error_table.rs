@@ -1,0 +1,212 @@
+//! Every code of PROTOCOL section 1, provoked through the router: each answer carries its status,
+//! `error.code`, `provider: "system"` and the trace id in the body and the `X-Trace-Id` header.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use axum::body::Body;
+use axum::http::Request;
+use common::{approve_by, assert_error, Gateway, Reply};
+use countersign_proto::ErrorCode;
+use ed25519_dalek::SigningKey;
+use serde_json::json;
+
+struct Seen(BTreeSet<&'static str>);
+
+impl Seen {
+    fn check(&mut self, reply: &Reply, code: ErrorCode) {
+        assert_error(reply, code.as_str(), code.http_status());
+        self.0.insert(code.as_str());
+    }
+}
+
+#[tokio::test]
+async fn every_code_of_the_table_travels_in_the_envelope() {
+    use ErrorCode::*;
+    let gw = Gateway::new().await;
+    let mut seen = Seen(BTreeSet::new());
+    let dana = gw.enroll("Dana").await;
+    let retention = "projects.settings.update";
+    let dry_run = format!("/v1/capabilities/{retention}/dry_run");
+
+    seen.check(
+        &gw.call("GET", "/v1/approvals", None, None).await,
+        Unauthenticated,
+    );
+    seen.check(
+        &gw.call("GET", "/v1/approvals", Some(&gw.agent), None).await,
+        Forbidden,
+    );
+    seen.check(
+        &gw.call("GET", "/v1/capabilities/no.such", Some(&gw.agent), None)
+            .await,
+        NotFound,
+    );
+    let bad = json!({"params": {"project": 1}, "extra": true});
+    seen.check(
+        &gw.call("POST", &dry_run, Some(&gw.agent), Some(bad)).await,
+        ValidationError,
+    );
+    let huge = format!(
+        "{{\"params\": {{\"pad\": \"{}\"}}}}",
+        "x".repeat(1024 * 1024 + 1)
+    );
+    let request = Request::post(&dry_run)
+        .header("authorization", format!("Bearer {}", gw.agent))
+        .header("content-type", "application/json")
+        .body(Body::from(huge))
+        .unwrap();
+    seen.check(&gw.send(request).await, PayloadTooLarge);
+    let bulk = json!({"params": {"group": "grp_support", "filter": {"employment": "contractor"}}});
+    seen.check(
+        &gw.invoke_as(&gw.agent, "groups.members.remove", bulk).await,
+        DryRunRequired,
+    );
+    let guard = json!({"params": {"estimated_cost_credits": 1000}});
+    seen.check(
+        &gw.invoke_as(&gw.agent, "wallet.agent_budget.guard.check", guard)
+            .await,
+        BudgetExceeded,
+    );
+
+    let plan = gw
+        .preview(
+            retention,
+            json!({"project": "prj_184", "retention_days": 14}),
+        )
+        .await;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let by_id = json!({"plan_id": plan_id});
+    seen.check(
+        &gw.invoke_as(&gw.agent, retention, by_id.clone()).await,
+        ApprovalRequired,
+    );
+
+    let stranger = SigningKey::from_bytes(&[9u8; 32]);
+    let forged = dana.statement(&gw, &plan).sign(&stranger).unwrap();
+    seen.check(&dana.send(&gw, plan_id, &forged).await, BadSignature);
+    let mut elsewhere = dana.statement(&gw, &plan);
+    elsewhere.audience = "gw_other".into();
+    seen.check(
+        &dana.send(&gw, plan_id, &dana.sign(&elsewhere)).await,
+        AudienceMismatch,
+    );
+    let mut altered = dana.statement(&gw, &plan);
+    altered.plan_digest = format!("sha256:{}", "1".repeat(64));
+    seen.check(
+        &dana.send(&gw, plan_id, &dana.sign(&altered)).await,
+        DigestMismatch,
+    );
+    let mut old = dana.statement(&gw, &plan);
+    old.issued_at -= chrono::Duration::minutes(10);
+    old.expires_at = old.issued_at + chrono::Duration::minutes(1);
+    seen.check(
+        &dana.send(&gw, plan_id, &dana.sign(&old)).await,
+        StatementExpired,
+    );
+
+    approve_by(&gw, &plan, &[&dana]).await;
+    seen.check(
+        &dana
+            .send(&gw, plan_id, &dana.sign(&dana.statement(&gw, &plan)))
+            .await,
+        NotEligible,
+    );
+    let eli = gw.enroll("Eli").await;
+    seen.check(
+        &eli.send(&gw, plan_id, &eli.sign(&eli.statement(&gw, &plan)))
+            .await,
+        PlanNotPending,
+    );
+    let other = gw
+        .preview(
+            retention,
+            json!({"project": "prj_200", "retention_days": 14}),
+        )
+        .await;
+    let mut reused = eli.statement(&gw, &other);
+    let envelope = eli.sign(&eli.statement(&gw, &other));
+    let other_id = other["plan_id"].as_str().unwrap();
+    eli.send(&gw, other_id, &envelope).await;
+    let third = gw
+        .preview(
+            retention,
+            json!({"project": "prj_311", "retention_days": 30}),
+        )
+        .await;
+    reused.plan_id = third["plan_id"].as_str().unwrap().into();
+    reused.plan_digest = third["plan_digest"].as_str().unwrap().into();
+    reused.nonce = serde_json::from_slice::<serde_json::Value>(&envelope.payload_bytes().unwrap())
+        .unwrap()["nonce"]
+        .as_str()
+        .unwrap()
+        .into();
+    let third_id = third["plan_id"].as_str().unwrap();
+    seen.check(
+        &eli.send(&gw, third_id, &eli.sign(&reused)).await,
+        NonceReused,
+    );
+
+    let with_key = json!({"plan_id": plan_id, "idempotency_key": "k"});
+    gw.invoke_as(&gw.agent, retention, with_key).await;
+    seen.check(
+        &gw.invoke_as(&gw.agent, retention, by_id).await,
+        PlanAlreadyExecuted,
+    );
+    let conflicting = json!({"plan_id": other_id, "idempotency_key": "k"});
+    seen.check(
+        &gw.invoke_as(&gw.agent, retention, conflicting).await,
+        IdempotencyConflict,
+    );
+
+    // The executed plan moved prj_184; a plan that read the old revision is stale.
+    let stale = gw
+        .preview(
+            retention,
+            json!({"project": "prj_184", "retention_days": 60}),
+        )
+        .await;
+    sqlx::query("UPDATE projects SET revision = revision + 1 WHERE id = 'prj_184'")
+        .execute(gw.state.store.pool())
+        .await
+        .unwrap();
+    let stale_id = stale["plan_id"].as_str().unwrap();
+    seen.check(
+        &eli.send(&gw, stale_id, &eli.sign(&eli.statement(&gw, &stale)))
+            .await,
+        PlanStale,
+    );
+
+    let expiring = gw
+        .preview(
+            retention,
+            json!({"project": "prj_311", "retention_days": 90}),
+        )
+        .await;
+    let expiring_id = expiring["plan_id"].as_str().unwrap();
+    gw.expire(expiring_id).await;
+    seen.check(
+        &gw.invoke_as(&gw.agent, retention, json!({"plan_id": expiring_id}))
+            .await,
+        PlanExpired,
+    );
+
+    sqlx::query("UPDATE plans SET preview = '{' WHERE id = ?")
+        .bind(expiring_id)
+        .execute(gw.state.store.pool())
+        .await
+        .unwrap();
+    let broken = gw.record(&dana.token, expiring_id).await;
+    seen.check(&broken, Internal);
+    assert!(
+        !broken.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("EOF"),
+        "no internals"
+    );
+
+    let all: BTreeSet<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+    assert_eq!(seen.0, all);
+}

@@ -1,0 +1,281 @@
+//! Property tests over generated worlds (seed 004): for any world and filter, the preview selects
+//! exactly what a model of the world says, and execution leaves exactly the previewed state.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use axum::http::StatusCode;
+use common::{approve_by, Gateway};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+const EMPLOYMENT: [&str; 3] = ["contractor", "employee", "intern"];
+
+#[derive(Debug, Clone)]
+struct Person {
+    employment: usize,
+    direct: bool,
+    nested: bool,
+    on_call: bool,
+}
+
+fn people() -> impl Strategy<Value = Vec<Person>> {
+    prop::collection::vec(
+        (0..3usize, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
+            |(employment, direct, nested, on_call)| Person {
+                employment,
+                direct,
+                nested,
+                on_call,
+            },
+        ),
+        0..40,
+    )
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+async fn exec(gw: &Gateway, sql: &str) {
+    sqlx::query(sql)
+        .execute(gw.state.store.pool())
+        .await
+        .unwrap();
+}
+
+async fn ids(gw: &Gateway, sql: &str) -> BTreeSet<String> {
+    let rows: Vec<String> = sqlx::query_scalar(sql)
+        .fetch_all(gw.state.store.pool())
+        .await
+        .unwrap();
+    rows.into_iter().collect()
+}
+
+fn subjects_of(plan: &Value, effect_type: &str) -> Option<u64> {
+    plan["effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == effect_type)
+        .map(|e| e["subjects"]["total"].as_u64().unwrap())
+}
+
+async fn removal(world: Vec<Person>, employment: usize, only: Option<Vec<usize>>) {
+    let gw = Gateway::bare().await;
+    exec(
+        &gw,
+        "INSERT INTO groups (id, name, revision) VALUES ('grp_t', 'T', 1), ('grp_n', 'N', 1)",
+    )
+    .await;
+    exec(&gw, "INSERT INTO group_nesting VALUES ('grp_t', 'grp_n')").await;
+    exec(
+        &gw,
+        "INSERT INTO entitlements VALUES ('pager', 'pager', 'grp_t', 1)",
+    )
+    .await;
+    for (n, p) in world.iter().enumerate() {
+        let id = format!("usr_{n:03}");
+        exec(&gw, &format!("INSERT INTO users (id, name, email, employment) VALUES ('{id}', 'P{n}', '{id}@x', '{}')", EMPLOYMENT[p.employment])).await;
+        if p.direct {
+            exec(
+                &gw,
+                &format!("INSERT INTO group_members VALUES ('grp_t', '{id}')"),
+            )
+            .await;
+        }
+        if p.nested {
+            exec(
+                &gw,
+                &format!("INSERT INTO group_members VALUES ('grp_n', '{id}')"),
+            )
+            .await;
+        }
+        if p.on_call {
+            exec(
+                &gw,
+                &format!("INSERT INTO entitlement_holders VALUES ('pager', '{id}')"),
+            )
+            .await;
+        }
+    }
+    let listed: Option<BTreeSet<String>> = only.map(|o| {
+        o.into_iter()
+            .filter(|n| *n < world.len())
+            .map(|n| format!("usr_{n:03}"))
+            .collect()
+    });
+    // The model: who the filter selects, who keeps access, who loses the pager.
+    let selected: BTreeSet<String> = world
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.direct && p.employment == employment)
+        .map(|(n, _)| format!("usr_{n:03}"))
+        .filter(|id| listed.as_ref().is_none_or(|l| l.contains(id)))
+        .collect();
+    let is = |id: &String, f: fn(&Person) -> bool| f(&world[id[4..].parse::<usize>().unwrap()]);
+    let retained: BTreeSet<String> = selected
+        .iter()
+        .filter(|id| is(id, |p| p.nested))
+        .cloned()
+        .collect();
+    let losing: BTreeSet<String> = selected
+        .iter()
+        .filter(|id| is(id, |p| p.on_call && !p.nested))
+        .cloned()
+        .collect();
+
+    let mut filter = json!({"employment": EMPLOYMENT[employment]});
+    if let Some(l) = &listed {
+        filter["users"] = json!(l);
+    }
+    let plan = gw
+        .preview(
+            "groups.members.remove",
+            json!({"group": "grp_t", "filter": filter}),
+        )
+        .await;
+    assert_eq!(
+        subjects_of(&plan, "direct_membership_removed"),
+        (!selected.is_empty()).then_some(selected.len() as u64)
+    );
+    assert_eq!(
+        subjects_of(&plan, "access_retained_via_nested_group"),
+        (!retained.is_empty()).then_some(retained.len() as u64)
+    );
+    assert_eq!(
+        subjects_of(&plan, "pager_entitlement_removed"),
+        (!losing.is_empty()).then_some(losing.len() as u64)
+    );
+    assert_eq!(
+        plan["estimated_cost"]["amount_max"],
+        format!("{}.{:02}", selected.len() / 100, selected.len() % 100)
+    );
+
+    let holders_before = ids(&gw, "SELECT user_id FROM entitlement_holders").await;
+    let direct_before = ids(
+        &gw,
+        "SELECT user_id FROM group_members WHERE group_id = 'grp_t'",
+    )
+    .await;
+    let (a, b) = (gw.enroll("A").await, gw.enroll("B").await);
+    approve_by(&gw, &plan, &[&a, &b]).await;
+    let reply = gw
+        .invoke_as(
+            &gw.agent,
+            "groups.members.remove",
+            json!({"plan_id": plan["plan_id"]}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+
+    let direct_after = ids(
+        &gw,
+        "SELECT user_id FROM group_members WHERE group_id = 'grp_t'",
+    )
+    .await;
+    assert_eq!(
+        direct_after,
+        direct_before.difference(&selected).cloned().collect()
+    );
+    let holders_after = ids(&gw, "SELECT user_id FROM entitlement_holders").await;
+    assert_eq!(
+        holders_after,
+        holders_before.difference(&losing).cloned().collect()
+    );
+    let mailed = ids(&gw, "SELECT user_id FROM email_outbox").await;
+    assert_eq!(mailed, selected);
+}
+
+async fn retention(items: Vec<bool>, current: i64, wanted: i64) {
+    let gw = Gateway::bare().await;
+    exec(&gw, &format!("INSERT INTO projects (id, name, revision, retention_days, retention_note) VALUES ('prj_t', 'T', 1, {current}, 'Keep.\nx')")).await;
+    for (n, held) in items.iter().enumerate() {
+        exec(&gw, &format!(
+            "INSERT INTO project_items VALUES ('itm_{n:02}', 'prj_t', 'Item', '2026-01-{:02}T00:00:00Z', '2026-01-01T00:00:00Z', {})",
+            n % 28 + 1, *held as i32
+        )).await;
+    }
+    let plan = gw
+        .preview(
+            "projects.settings.update",
+            json!({"project": "prj_t", "retention_days": wanted}),
+        )
+        .await;
+    let free = items.iter().filter(|h| !**h).count();
+    let held = items.len() - free;
+    if current == wanted {
+        assert!(plan["effects"].as_array().unwrap().is_empty());
+        assert_eq!(plan["validation"][0]["code"], "no_change");
+        return;
+    }
+    assert_eq!(
+        subjects_of(&plan, "expiry_recalculated"),
+        (free > 0).then_some(free as u64)
+    );
+    let warned = plan["validation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v["code"] == "legal_hold_items_skipped");
+    assert_eq!(warned, held > 0);
+
+    let before = ids(
+        &gw,
+        "SELECT id || expires_at FROM project_items WHERE legal_hold = 1",
+    )
+    .await;
+    let a = gw.enroll("A").await;
+    approve_by(&gw, &plan, &[&a]).await;
+    let reply = gw
+        .invoke_as(
+            &gw.agent,
+            "projects.settings.update",
+            json!({"plan_id": plan["plan_id"]}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(
+        ids(
+            &gw,
+            "SELECT id || expires_at FROM project_items WHERE legal_hold = 1"
+        )
+        .await,
+        before
+    );
+    let wrong: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM project_items WHERE legal_hold = 0
+         AND expires_at != strftime('%Y-%m-%dT%H:%M:%SZ', created_at, '+' || ? || ' days')",
+    )
+    .bind(wanted)
+    .fetch_one(gw.state.store.pool())
+    .await
+    .unwrap();
+    assert_eq!(wrong, 0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn bulk_removal_selects_and_leaves_what_the_model_says(
+        world in people(),
+        employment in 0..3usize,
+        only in prop::option::of(prop::collection::vec(0..40usize, 1..10)),
+    ) {
+        runtime().block_on(removal(world, employment, only));
+    }
+
+    #[test]
+    fn retention_recalculates_exactly_the_free_items(
+        items in prop::collection::vec(any::<bool>(), 0..30),
+        current in prop::sample::select(vec![7i64, 14, 30, 90]),
+        wanted in prop::sample::select(vec![7i64, 14, 30, 90, 365]),
+    ) {
+        runtime().block_on(retention(items, current, wanted));
+    }
+}
