@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use countersign_proto::describe::{CostClass, Describe, DryRunMode, Preflight};
-use countersign_proto::plan::{Change, Effect, EffectKind, ReadRevision, Severity};
+use countersign_proto::plan::{Assumption, Change, Effect, EffectKind, ReadRevision, Severity};
 use countersign_proto::Credits;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -188,6 +188,13 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
         },
         subject,
     ));
+    planned.assumptions.push(Assumption {
+        dependency: "mail_relay".to_owned(),
+        description:
+            "The invitation is sent after commit; whether it is delivered is not known now."
+                .to_owned(),
+        execution_can_proceed_without: true,
+    });
     planned.estimated_cost = world::credits(price);
     Ok(planned)
 }
