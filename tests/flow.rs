@@ -127,3 +127,54 @@ async fn plan_travels_from_agent_to_signed_approval_to_execution() -> anyhow::Re
     assert!(Signer::load(&gateway_id)?.is_none());
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_key_signs_from_then_on_and_history_still_verifies() -> anyhow::Result<()> {
+    require_secret_service();
+    let gateway = TestGateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let code = gateway.invite("Eli").await?;
+    let dir = tempfile::tempdir()?;
+    let journal = countersign_console::journal::Journal::open(&dir.path().join("j.db")).await?;
+    let enrolled = Console::enroll(&gateway.url, &code, "Eli").await?;
+    let gateway_id = enrolled.signer().gateway_id().to_owned();
+    let old_key = enrolled.signer().key_id().to_owned();
+    drop(enrolled);
+    let mut console = Console::open(&gateway.url, &gateway_id)?.with_journal(journal.clone());
+
+    let params = |days: i64| json!({"project": "prj_200", "retention_days": days});
+    let first = agent.dry_run(CAPABILITY, params(7)).await?;
+    let first_id = first["plan_id"].as_str().unwrap();
+    let view = console.plan_view(first_id).await?;
+    console.approve(first_id, &view.digest, None).await?;
+
+    console.rotate_key().await?;
+    let new_key = console.signer().key_id().to_owned();
+    assert_ne!(new_key, old_key);
+    assert_eq!(console.signer().retired()[0].key_id, old_key);
+    // The keyring holds the new key, and the retired public half.
+    let reloaded = Signer::load(&gateway_id)?.expect("still enrolled");
+    assert_eq!(reloaded.key_id(), new_key);
+    assert_eq!(reloaded.retired().len(), 1);
+
+    let second = agent.dry_run(CAPABILITY, params(14)).await?;
+    let second_id = second["plan_id"].as_str().unwrap();
+    let view = console.plan_view(second_id).await?;
+    console.approve(second_id, &view.digest, None).await?;
+
+    let entries = journal.entries(Some(&gateway_id)).await?;
+    assert_eq!(entries.len(), 2);
+    let keys: Vec<String> = entries
+        .iter()
+        .map(|e| e.verify().map(|s| s.key_id))
+        .collect::<Result<_, _>>()?;
+    assert_eq!(keys, [old_key.clone(), new_key]);
+    let active: Vec<(String, bool)> =
+        sqlx::query_as("SELECT id, active FROM approver_keys ORDER BY created_at, id")
+            .fetch_all(gateway.state.store.pool())
+            .await?;
+    assert!(active.contains(&(old_key, false)), "{active:?}");
+
+    Signer::forget(&gateway_id)?;
+    Ok(())
+}

@@ -1,5 +1,7 @@
 //! Helpers shared by the end-to-end tests: a real gateway on a loopback port and an agent for it.
 
+pub mod proxy;
+
 use std::sync::Arc;
 
 use countersign_gateway::{accounts, app, demo, AppState, Store};

@@ -8,6 +8,9 @@ use countersign_proto::approvals::{
 use countersign_proto::describe::GatewayInfo;
 use countersign_proto::dsse::Envelope;
 use countersign_proto::error::ErrorEnvelope;
+use countersign_proto::guard::SubjectPage;
+use countersign_proto::keys::RotatedKey;
+use countersign_proto::Credits;
 use reqwest::header::{ETAG, IF_NONE_MATCH};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde::de::DeserializeOwned;
@@ -22,8 +25,22 @@ const MAX_PLAN_BYTES: usize = 64 * 1024 * 1024;
 #[derive(Clone)]
 pub struct GatewayClient {
     http: reqwest::Client,
+    /// For the event stream: no overall timeout, but silence longer than a few heartbeats ends it.
+    stream_http: reqwest::Client,
     base: String,
     token: Option<String>,
+}
+
+/// An event stream that has gone quiet for this long (three missed heartbeats) is dead.
+pub const STREAM_SILENCE: Duration = Duration::from_secs(45);
+
+/// An agent's budget as the gateway reports it to approvers.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct Wallet {
+    pub agent_id: String,
+    pub limit_credits: Credits,
+    pub spent_credits: Credits,
+    pub remaining_credits: Credits,
 }
 
 /// A plan as fetched: the raw JSON it was digested from, and its typed reading.
@@ -53,8 +70,14 @@ impl GatewayClient {
             .timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| ConsoleError::Protocol(e.to_string()))?;
+        let stream_http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .read_timeout(STREAM_SILENCE)
+            .build()
+            .map_err(|e| ConsoleError::Protocol(e.to_string()))?;
         Ok(GatewayClient {
             http,
+            stream_http,
             base: base.trim_end_matches('/').to_owned(),
             token,
         })
@@ -166,24 +189,100 @@ impl GatewayClient {
     }
 
     pub async fn plan(&self, plan_id: &str) -> Result<FetchedPlan, ConsoleError> {
-        if plan_id.is_empty()
-            || !plan_id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_')
-        {
-            return Err(ConsoleError::Invalid(format!(
-                "{plan_id:?} is not a plan id"
-            )));
-        }
+        id_checked(plan_id, "plan")?;
         let raw: Value = self
             .call::<(), _>(Method::GET, &format!("/v1/plans/{plan_id}"), None)
             .await?;
-        let record = serde_json::from_value(raw.clone())
-            .map_err(|e| ConsoleError::Protocol(format!("plan {plan_id}: {e}")))?;
-        Ok(FetchedPlan {
-            raw: raw["plan"].clone(),
-            record,
-        })
+        fetched(plan_id, raw)
+    }
+
+    /// Enrolls a new key for the calling approver; `proof` is signed with the current one.
+    pub async fn rotate_key(&self, proof: &Envelope) -> Result<RotatedKey, ConsoleError> {
+        self.call(Method::POST, "/v1/approvers/keys", Some(proof))
+            .await
+    }
+
+    /// An agent's budget: `limit_credits`, `spent_credits`, `remaining_credits`.
+    pub async fn wallet(&self, agent_id: &str) -> Result<Wallet, ConsoleError> {
+        id_checked(agent_id, "agent")?;
+        self.call::<(), _>(Method::GET, &format!("/v1/agents/{agent_id}/wallet"), None)
+            .await
+    }
+
+    /// Asks the gateway for a fresh preview of the same request; the new plan supersedes the old.
+    pub async fn refresh(&self, plan_id: &str) -> Result<FetchedPlan, ConsoleError> {
+        id_checked(plan_id, "plan")?;
+        let raw: Value = self
+            .call::<(), _>(Method::POST, &format!("/v1/plans/{plan_id}/refresh"), None)
+            .await?;
+        fetched(plan_id, raw)
+    }
+
+    /// One page of an effect's subjects, ids ascending.
+    pub async fn subjects(
+        &self,
+        plan_id: &str,
+        effect_id: &str,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<SubjectPage, ConsoleError> {
+        id_checked(plan_id, "plan")?;
+        id_checked(effect_id, "effect")?;
+        let mut path = format!("/v1/plans/{plan_id}/effects/{effect_id}/subjects?limit={limit}");
+        if let Some(cursor) = cursor {
+            id_checked(cursor, "cursor")?;
+            path.push_str(&format!("&cursor={cursor}"));
+        }
+        self.call::<(), _>(Method::GET, &path, None).await
+    }
+
+    /// Every subject id of an effect, paged in the largest pages the protocol allows.
+    pub async fn all_subjects(
+        &self,
+        plan_id: &str,
+        effect_id: &str,
+    ) -> Result<Vec<String>, ConsoleError> {
+        let mut ids = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self
+                .subjects(plan_id, effect_id, cursor.as_deref(), 5000)
+                .await?;
+            if page.items.is_empty() && page.next_cursor.is_some() {
+                return Err(ConsoleError::Protocol(
+                    "an empty subject page that claims more".to_owned(),
+                ));
+            }
+            ids.extend(page.items.into_iter().map(|i| i.id));
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(ids),
+            }
+        }
+    }
+
+    /// Opens `GET /v1/events`, resuming after `last_event_id` when given.
+    pub async fn events(
+        &self,
+        last_event_id: Option<&str>,
+    ) -> Result<crate::events::EventStream, ConsoleError> {
+        let mut builder = self
+            .stream_http
+            .get(format!("{}/v1/events", self.base))
+            .header(reqwest::header::ACCEPT, "text/event-stream");
+        if let Some(token) = &self.token {
+            builder = builder.bearer_auth(token);
+        }
+        if let Some(id) = last_event_id {
+            builder = builder.header("last-event-id", id);
+        }
+        let response = self.send(builder).await?;
+        if !response.status().is_success() {
+            let status = response.status();
+            let bytes = self.body(response).await?;
+            return Err(gateway_error(status, &bytes));
+        }
+        Ok(crate::events::EventStream::new(response, self.base.clone()))
     }
 
     pub async fn decide(
@@ -198,6 +297,29 @@ impl GatewayClient {
         )
         .await
     }
+}
+
+/// Ids go into URL paths: only the characters the gateway's ids are made of.
+fn id_checked(id: &str, what: &str) -> Result<(), ConsoleError> {
+    let fine = !id.is_empty()
+        && id.len() <= 200
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if fine {
+        Ok(())
+    } else {
+        Err(ConsoleError::Invalid(format!("{id:?} is not a {what} id")))
+    }
+}
+
+fn fetched(plan_id: &str, raw: Value) -> Result<FetchedPlan, ConsoleError> {
+    let record = serde_json::from_value(raw.clone())
+        .map_err(|e| ConsoleError::Protocol(format!("plan {plan_id}: {e}")))?;
+    Ok(FetchedPlan {
+        raw: raw["plan"].clone(),
+        record,
+    })
 }
 
 fn gateway_error(status: StatusCode, body: &[u8]) -> ConsoleError {

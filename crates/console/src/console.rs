@@ -5,8 +5,16 @@ use countersign_proto::approvals::DecisionResponse;
 use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
 use countersign_proto::digest::plan_digest;
 
+use std::collections::BTreeMap;
+
+use countersign_proto::digest::SubjectsHasher;
+use serde::Serialize;
+use ts_rs::TS;
+
+use crate::changed::{subject_sets_to_fetch, what_changed, WhatChanged};
 use crate::client::GatewayClient;
 use crate::error::ConsoleError;
+use crate::journal::{Delivery, Journal};
 use crate::review::{self, PlanView, QueueView};
 use crate::signer::Signer;
 use crate::sync::Poller;
@@ -18,6 +26,22 @@ pub struct Console {
     client: GatewayClient,
     signer: Signer,
     poller: Poller,
+    journal: Option<Journal>,
+}
+
+/// The full-set check of one effect's subjects against `subjects.digest`.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct SubjectCheck {
+    pub plan_id: String,
+    pub effect_id: String,
+    #[ts(type = "number")]
+    pub total: u64,
+    #[ts(type = "number")]
+    pub received: u64,
+    pub expected_digest: String,
+    pub computed_digest: String,
+    pub ascending: bool,
+    pub matches: bool,
 }
 
 impl Console {
@@ -33,7 +57,95 @@ impl Console {
             client,
             signer,
             poller: Poller::default(),
+            journal: None,
         })
+    }
+
+    /// Sends decisions through `journal`: written before sending, resent until answered.
+    pub fn with_journal(mut self, journal: Journal) -> Console {
+        self.journal = Some(journal);
+        self
+    }
+
+    pub fn journal(&self) -> Option<&Journal> {
+        self.journal.as_ref()
+    }
+
+    /// Sends the decisions still waiting in the outbox once more; how many still wait.
+    pub async fn flush(&self) -> Result<usize, ConsoleError> {
+        match &self.journal {
+            Some(journal) => journal.flush(&self.client, self.signer.gateway_id()).await,
+            None => Ok(0),
+        }
+    }
+
+    /// Asks for a fresh preview of `plan_id` and says what changed since the plan it supersedes.
+    pub async fn refresh(
+        &mut self,
+        plan_id: &str,
+    ) -> Result<(PlanView, WhatChanged), ConsoleError> {
+        let old = self.client.plan(plan_id).await?;
+        let new = self.client.refresh(plan_id).await?;
+        let (old_plan, new_plan) = (&old.record.plan, &new.record.plan);
+        let mut subjects = BTreeMap::new();
+        for (old_effect, new_effect) in subject_sets_to_fetch(old_plan, new_plan) {
+            let was = self
+                .client
+                .all_subjects(&old_plan.plan_id, &old_effect)
+                .await?;
+            let is = self
+                .client
+                .all_subjects(&new_plan.plan_id, &new_effect)
+                .await?;
+            subjects.insert((old_effect, new_effect), (was, is));
+        }
+        let changed = what_changed(old_plan, new_plan, &subjects);
+        self.poller.invalidate();
+        let view = review::plan_view(&new, None, Some(self.signer.approver_id()), Utc::now());
+        Ok((view, changed))
+    }
+
+    /// Pages through every subject of an effect and checks the set against its digest.
+    pub async fn verify_subjects(
+        &self,
+        plan_id: &str,
+        effect_id: &str,
+    ) -> Result<SubjectCheck, ConsoleError> {
+        let fetched = self.client.plan(plan_id).await?;
+        let effect = fetched
+            .record
+            .plan
+            .effects
+            .iter()
+            .find(|e| e.id == effect_id)
+            .ok_or_else(|| {
+                ConsoleError::Invalid(format!("plan {plan_id} has no effect {effect_id}"))
+            })?;
+        let subjects = effect.subjects.as_ref().ok_or_else(|| {
+            ConsoleError::Invalid(format!("effect {effect_id} names no subjects"))
+        })?;
+        let ids = self.client.all_subjects(plan_id, effect_id).await?;
+        let ascending = ids.windows(2).all(|w| w[0] < w[1]);
+        let mut hasher = SubjectsHasher::default();
+        for id in &ids {
+            hasher.push(id);
+        }
+        let computed = hasher.finish();
+        Ok(SubjectCheck {
+            plan_id: plan_id.to_owned(),
+            effect_id: effect_id.to_owned(),
+            total: subjects.total,
+            received: ids.len() as u64,
+            matches: ascending && computed == subjects.digest && ids.len() as u64 == subjects.total,
+            expected_digest: subjects.digest.clone(),
+            computed_digest: computed,
+            ascending,
+        })
+    }
+
+    /// Replaces the signing key (see [`Signer::rotate`]).
+    pub async fn rotate_key(&mut self) -> Result<(), ConsoleError> {
+        self.signer.rotate(&self.client).await
     }
 
     /// Enrolls with the gateway at `url` and opens a console on it.
@@ -162,8 +274,23 @@ impl Console {
             expires_at: (issued_at + STATEMENT_LIFETIME).min(plan.expires_at),
         };
         let envelope = self.signer.sign(&statement)?;
-        let answer = self.client.decide(plan_id, &envelope).await?;
         self.poller.invalidate();
-        Ok(answer)
+        let Some(journal) = &self.journal else {
+            return self.client.decide(plan_id, &envelope).await;
+        };
+        let id = journal
+            .record(
+                self.signer.gateway_id(),
+                plan_id,
+                decision,
+                &envelope,
+                &self.signer.public_key(),
+            )
+            .await?;
+        match journal.deliver(&self.client, id).await? {
+            Delivery::Answered(answer) => Ok(answer),
+            Delivery::Refused(e) => Err(e),
+            Delivery::Queued(e) => Err(ConsoleError::Queued(e.to_string())),
+        }
     }
 }

@@ -26,6 +26,11 @@ pub enum ConsoleError {
     NotEnrolled,
     #[error("the OS keyring failed: {0}")]
     Keyring(String),
+    #[error("the local journal failed: {0}")]
+    Storage(String),
+    /// Signed and written to the outbox, but not yet answered: it will be sent again.
+    #[error("the decision is queued and will be sent again: {0}")]
+    Queued(String),
     #[error("{0}")]
     Invalid(String),
 }
@@ -48,6 +53,8 @@ impl ConsoleError {
             ConsoleError::NotApprovable(_) => "not_approvable".to_owned(),
             ConsoleError::NotEnrolled => "not_enrolled".to_owned(),
             ConsoleError::Keyring(_) => "keyring_error".to_owned(),
+            ConsoleError::Storage(_) => "storage_error".to_owned(),
+            ConsoleError::Queued(_) => "queued".to_owned(),
             ConsoleError::Invalid(_) => "invalid_input".to_owned(),
         }
     }

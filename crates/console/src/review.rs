@@ -17,6 +17,7 @@ use serde_json::Value;
 use ts_rs::TS;
 
 use crate::client::FetchedPlan;
+use crate::diff::{value_diff, ValueDiff};
 
 /// The only unit the console signs for; anything else means the contract must be re-read (seed 000).
 pub const CREDITS: &str = "credits";
@@ -57,6 +58,19 @@ pub struct ChangeView {
     /// JSON text of the value, or the string itself for strings.
     pub before: String,
     pub after: String,
+    pub diff: ValueDiff,
+}
+
+/// Effects of one consequence type, for the grouped view and its counts.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct EffectGroup {
+    pub effect_type: String,
+    pub kind: String,
+    pub derived: bool,
+    pub effects: u32,
+    #[ts(type = "number")]
+    pub subjects: u64,
+    pub badges: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
@@ -128,6 +142,7 @@ pub struct PlanView {
     pub risk: Vec<String>,
     pub changes: Vec<ChangeView>,
     pub effects: Vec<EffectView>,
+    pub groups: Vec<EffectGroup>,
     pub validation: Vec<ValidationView>,
     pub assumptions: Vec<AssumptionView>,
     pub cost: CostView,
@@ -270,6 +285,35 @@ fn ordered_effects(effects: &[Effect]) -> Vec<&Effect> {
     out
 }
 
+/// Effects grouped by consequence type, direct groups first, in order of first appearance.
+pub fn groups(effects: &[Effect]) -> Vec<EffectGroup> {
+    let mut out: Vec<EffectGroup> = Vec::new();
+    for effect in ordered_effects(effects) {
+        let subjects = effect.subjects.as_ref().map_or(0, |s| s.total);
+        match out.iter_mut().find(|g| g.effect_type == effect.effect_type) {
+            Some(group) => {
+                group.effects += 1;
+                group.subjects = group.subjects.saturating_add(subjects);
+                for badge in badges(effect) {
+                    if !group.badges.contains(&badge) {
+                        group.badges.push(badge);
+                    }
+                }
+            }
+            None => out.push(EffectGroup {
+                effect_type: effect.effect_type.clone(),
+                kind: wire(&effect.kind),
+                derived: effect.derived,
+                effects: 1,
+                subjects,
+                badges: badges(effect),
+            }),
+        }
+    }
+    out.sort_by_key(|g| g.derived);
+    out
+}
+
 /// Why a plan may not be approved by `approver_id`, if it may not.
 pub fn refusal(
     record: &PlanRecord,
@@ -362,6 +406,7 @@ pub fn plan_view(
                     path: c.path.clone(),
                     before: value_text(&c.before),
                     after: value_text(&c.after),
+                    diff: value_diff(&c.before, &c.after),
                 })
             })
             .collect(),
@@ -388,6 +433,7 @@ pub fn plan_view(
                     .map(|c| format!("{} {}", c.amount, c.currency)),
             })
             .collect(),
+        groups: groups(&plan.effects),
         validation: validation
             .into_iter()
             .map(|v| ValidationView {

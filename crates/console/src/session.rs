@@ -11,6 +11,7 @@ use ts_rs::TS;
 use crate::client::GatewayClient;
 use crate::console::Console;
 use crate::error::{ConsoleError, ErrorView};
+use crate::journal::Journal;
 use crate::signer::Signer;
 
 pub struct SessionConfig {
@@ -54,6 +55,47 @@ pub struct Session {
 
 const REMEMBERED: &str = "gateway.json";
 
+/// The decision outbox and journal, in the data directory.
+pub const JOURNAL: &str = "journal.db";
+
+/// The platform's data directory for Countersign, the one the desktop app uses too.
+pub fn default_data_dir() -> Option<PathBuf> {
+    directories::BaseDirs::new().map(|d| d.data_dir().join("dev.countersign.console"))
+}
+
+/// A console on the gateway at `url` with its journal: this machine's credential for it, or a new
+/// enrollment with `code`. Checks that the gateway still is the one enrolled with; its name.
+pub async fn connect(
+    data_dir: &Path,
+    url: &str,
+    code: Option<&str>,
+    display_name: &str,
+) -> Result<(Console, String), ConsoleError> {
+    let known = remembered(data_dir, url)
+        .map(|id| Signer::load(&id))
+        .transpose()?
+        .flatten();
+    let console = match (known, code) {
+        (Some(signer), _) => Console::with_signer(url, signer)?,
+        (None, Some(code)) => {
+            let console = Console::enroll(url, code, display_name).await?;
+            remember(data_dir, url, console.signer().gateway_id())?;
+            console
+        }
+        (None, None) => return Err(ConsoleError::NotEnrolled),
+    };
+    let info = console.client().gateway().await?;
+    if info.gateway_id != console.signer().gateway_id() {
+        return Err(ConsoleError::Protocol(format!(
+            "{url} is now gateway {}, not {} this console enrolled with",
+            info.gateway_id,
+            console.signer().gateway_id()
+        )));
+    }
+    let journal = Journal::open(&data_dir.join(JOURNAL)).await?;
+    Ok((console.with_journal(journal), info.name))
+}
+
 fn remembered(data_dir: &Path, url: &str) -> Option<String> {
     let text = std::fs::read_to_string(data_dir.join(REMEMBERED)).ok()?;
     let r: RememberedGateway = serde_json::from_str(&text).ok()?;
@@ -85,28 +127,13 @@ impl Session {
     }
 
     async fn remote(config: &SessionConfig, url: &str) -> Result<Session, ConsoleError> {
-        let known = remembered(&config.data_dir, url)
-            .map(|id| Signer::load(&id))
-            .transpose()?
-            .flatten();
-        let console = match (known, &config.enrollment_code) {
-            (Some(signer), _) => Console::with_signer(url, signer)?,
-            (None, Some(code)) => {
-                let console = Console::enroll(url, code, &config.display_name).await?;
-                remember(&config.data_dir, url, console.signer().gateway_id())?;
-                console
-            }
-            (None, None) => return Err(ConsoleError::NotEnrolled),
-        };
-        let info = console.client().gateway().await?;
-        if info.gateway_id != console.signer().gateway_id() {
-            return Err(ConsoleError::Protocol(format!(
-                "{url} is now gateway {}, not {} this console enrolled with",
-                info.gateway_id,
-                console.signer().gateway_id()
-            )));
-        }
-        let gateway_name = info.name;
+        let (console, gateway_name) = connect(
+            &config.data_dir,
+            url,
+            config.enrollment_code.as_deref(),
+            &config.display_name,
+        )
+        .await?;
         Ok(Session {
             console,
             gateway_name,
@@ -124,6 +151,7 @@ impl Session {
         let demo = Embedded::start(&database, config.simulate_every)
             .await
             .map_err(|e| ConsoleError::Invalid(format!("the demo gateway did not start: {e}")))?;
+        let journal = Journal::open(&config.data_dir.join(JOURNAL)).await?;
         let console = match Signer::load(demo.gateway_id())? {
             Some(signer) => Console::with_signer(&demo.url, signer)?,
             None => {
@@ -136,7 +164,8 @@ impl Session {
                     Signer::enroll(&client, &code, &config.display_name).await?,
                 )?
             }
-        };
+        }
+        .with_journal(journal);
         Ok(Session {
             console,
             gateway_name: demo.state.name.clone(),

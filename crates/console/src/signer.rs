@@ -5,6 +5,7 @@ use base64::Engine as _;
 use countersign_proto::approvals::EnrollRequest;
 use countersign_proto::decision::Statement;
 use countersign_proto::dsse::{encode_public_key, Envelope};
+use countersign_proto::keys::KeyRotation;
 use ed25519_dalek::SigningKey;
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +23,15 @@ struct StoredCredential {
     token: String,
     /// Standard base64 of the 32-byte Ed25519 seed.
     signing_key: String,
+    /// Keys this approver signed with before a rotation: public halves only, for verifying history.
+    #[serde(default)]
+    retired: Vec<RetiredKey>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetiredKey {
+    pub key_id: String,
+    pub public_key: String,
 }
 
 /// An enrolled approver of one gateway.
@@ -32,6 +42,7 @@ pub struct Signer {
     display_name: String,
     token: String,
     key: SigningKey,
+    retired: Vec<RetiredKey>,
 }
 
 impl std::fmt::Debug for Signer {
@@ -71,6 +82,7 @@ impl Signer {
             display_name: stored.display_name,
             token: stored.token,
             key: SigningKey::from_bytes(&seed),
+            retired: stored.retired,
         }))
     }
 
@@ -104,6 +116,7 @@ impl Signer {
             display_name: display_name.to_owned(),
             token: response.token,
             key,
+            retired: Vec::new(),
         };
         signer.save()?;
         Ok(signer)
@@ -116,6 +129,7 @@ impl Signer {
             display_name: self.display_name.clone(),
             token: self.token.clone(),
             signing_key: STANDARD.encode(self.key.to_bytes()),
+            retired: self.retired.clone(),
         };
         let text =
             serde_json::to_string(&stored).map_err(|e| ConsoleError::Keyring(e.to_string()))?;
@@ -149,6 +163,37 @@ impl Signer {
 
     pub(crate) fn token(&self) -> &str {
         &self.token
+    }
+
+    /// The public half of the current key, as the protocol writes it.
+    pub fn public_key(&self) -> String {
+        encode_public_key(&self.key.verifying_key())
+    }
+
+    pub fn retired(&self) -> &[RetiredKey] {
+        &self.retired
+    }
+
+    /// Makes a new key, has the gateway accept it on the current key's word, and files it; the
+    /// old key's public half is kept for verifying what it signed.
+    pub async fn rotate(&mut self, client: &GatewayClient) -> Result<(), ConsoleError> {
+        let next = SigningKey::generate(&mut rand::rngs::OsRng);
+        let issued_at = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
+        let proof = KeyRotation::new(
+            &self.approver_id,
+            &next.verifying_key(),
+            &self.gateway_id,
+            issued_at,
+        )
+        .sign(&self.key, &self.key_id)
+        .map_err(|e| ConsoleError::Invalid(e.to_string()))?;
+        let rotated = client.rotate_key(&proof).await?;
+        self.retired.push(RetiredKey {
+            key_id: std::mem::replace(&mut self.key_id, rotated.key_id),
+            public_key: self.public_key(),
+        });
+        self.key = next;
+        self.save()
     }
 
     pub fn sign(&self, statement: &Statement) -> Result<Envelope, ConsoleError> {

@@ -168,3 +168,151 @@ fn queue_totals_do_not_overflow() {
         "0.46"
     );
 }
+
+#[test]
+fn effects_group_by_consequence_with_counts_and_badges() {
+    let view = plan_view(
+        &fetched(fixture("plan-bulk.json"), PlanStatus::PendingApproval),
+        None,
+        None,
+        before_expiry(),
+    );
+    let groups: Vec<(&str, bool, u32, u64)> = view
+        .groups
+        .iter()
+        .map(|g| (g.effect_type.as_str(), g.derived, g.effects, g.subjects))
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            ("direct_membership_removed", false, 1, 37),
+            ("access_retained_via_nested_group", true, 1, 4),
+            ("on_call_entitlement_removed", true, 1, 6),
+            ("notification_queued", true, 1, 37),
+        ]
+    );
+    let on_call = &view.groups[2];
+    assert!(on_call.badges.contains(&"irreversible".to_owned()));
+    assert!(on_call.badges.contains(&"access_change".to_owned()));
+    let notify = &view.groups[3];
+    assert!(notify.badges.contains(&"external".to_owned()));
+    assert!(notify.badges.contains(&"money".to_owned()));
+    for flag in [
+        "irreversible",
+        "access_change",
+        "external",
+        "bulk",
+        "uncertain",
+    ] {
+        assert!(
+            view.risk.contains(&flag.to_owned()),
+            "{flag} in {:?}",
+            view.risk
+        );
+    }
+    assert_eq!(
+        (view.cost.min.as_str(), view.cost.max.as_str()),
+        ("0.37", "0.37")
+    );
+}
+
+#[test]
+fn the_small_fixture_diffs_its_retention_note_by_word() {
+    let view = plan_view(
+        &fetched(fixture("plan-small.json"), PlanStatus::PendingApproval),
+        None,
+        None,
+        before_expiry(),
+    );
+    let days = view
+        .changes
+        .iter()
+        .find(|c| c.path == "/retention_days")
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&days.diff).unwrap(),
+        json!({"kind": "scalar", "before": "30", "after": "14"})
+    );
+    if let Some(note) = view.changes.iter().find(|c| c.path == "/retention_note") {
+        let diff = serde_json::to_value(&note.diff).unwrap();
+        assert_eq!(diff["kind"], "text");
+        let emphasized: Vec<&Value> = diff["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|l| l["segments"].as_array().unwrap())
+            .filter(|s| s["emphasized"] == true)
+            .collect();
+        assert!(!emphasized.is_empty(), "{diff}");
+    }
+}
+
+mod what_changed {
+    use std::collections::BTreeMap;
+
+    use countersign_console::changed::{subject_sets_to_fetch, what_changed};
+    use countersign_proto::plan::Preview;
+    use serde_json::json;
+
+    use super::fixture;
+
+    fn plan(id: &str, f: impl FnOnce(&mut serde_json::Value)) -> Preview {
+        let mut raw = fixture("plan-bulk.json");
+        raw["plan_id"] = json!(id);
+        f(&mut raw);
+        serde_json::from_value(raw).unwrap()
+    }
+
+    #[test]
+    fn a_refresh_shows_effects_subjects_cost_and_revisions_that_moved() {
+        let old = plan("plan_old", |_| {});
+        let new = plan("plan_new", |p| {
+            p["read_revisions"][0]["revision"] = json!("42");
+            // One contractor left the group meanwhile; the on-call effect is gone.
+            p["effects"][0]["subjects"]["total"] = json!(36);
+            p["effects"][0]["subjects"]["digest"] = json!("sha256:changed");
+            p["effects"][0]["description"] = json!("Remove 36 direct memberships.");
+            let effects = p["effects"].as_array_mut().unwrap();
+            effects.remove(2);
+            p["estimated_cost"]["amount_max"] = json!("0.36");
+            p["estimated_cost"]["amount_min"] = json!("0.36");
+        });
+        let pairs = subject_sets_to_fetch(&old, &new);
+        assert_eq!(pairs, [("eff_1".to_owned(), "eff_1".to_owned())]);
+        let was: Vec<String> = (1..=37).map(|n| format!("usr_{n:02}")).collect();
+        let is: Vec<String> = was.iter().filter(|u| *u != "usr_05").cloned().collect();
+        let sets = BTreeMap::from([(pairs[0].clone(), (was, is))]);
+        let changed = what_changed(&old, &new, &sets);
+
+        assert!(changed.effects_added.is_empty());
+        assert_eq!(changed.effects_removed.len(), 1);
+        assert_eq!(
+            changed.effects_removed[0].effect_type,
+            "on_call_entitlement_removed"
+        );
+        assert_eq!(changed.effects_changed.len(), 1);
+        let direct = &changed.effects_changed[0];
+        assert_eq!(direct.subjects_removed, ["usr_05"]);
+        assert!(direct.subjects_added.is_empty());
+        assert_eq!(
+            (direct.subjects_before, direct.subjects_after),
+            (Some(37), Some(36))
+        );
+        assert_eq!(changed.cost_delta, "-0.01");
+        assert_eq!(changed.moved.len(), 1);
+        assert_eq!(changed.moved[0].before.as_deref(), Some("41"));
+        assert_eq!(changed.moved[0].after.as_deref(), Some("42"));
+    }
+
+    #[test]
+    fn an_identical_refresh_changes_nothing_but_revisions() {
+        let old = plan("plan_old", |_| {});
+        let new = plan("plan_new", |p| {
+            p["read_revisions"][1]["revision"] = json!("10")
+        });
+        assert!(subject_sets_to_fetch(&old, &new).is_empty());
+        let changed = what_changed(&old, &new, &BTreeMap::new());
+        assert!(changed.is_empty());
+        assert_eq!(changed.moved.len(), 1);
+    }
+}

@@ -3,10 +3,18 @@
 
 use std::path::PathBuf;
 
+use countersign_console::changed::{
+    EffectChange, EffectRef, RevisionMove, ValueChange, WhatChanged,
+};
+use countersign_console::console::SubjectCheck;
+use countersign_console::diff::{DiffLine, JsonChange, Segment, ValueDiff};
 use countersign_console::error::ErrorView;
+use countersign_console::journal::JournalEntry;
+use countersign_console::live::Link;
+use countersign_console::notify::NotifyRules;
 use countersign_console::review::{
-    AssumptionView, ChangeView, CostView, DecisionView, EffectView, MovedView, PlanView, QueueItem,
-    QueueView, ValidationView,
+    AssumptionView, ChangeView, CostView, DecisionView, EffectGroup, EffectView, MovedView,
+    PlanView, QueueItem, QueueView, ValidationView,
 };
 use countersign_console::session::StatusView;
 use ts_rs::TS;
@@ -16,8 +24,13 @@ fn declarations() -> String {
         ErrorView::decl(),
         QueueItem::decl(),
         QueueView::decl(),
+        Segment::decl(),
+        DiffLine::decl(),
+        JsonChange::decl(),
+        ValueDiff::decl(),
         ChangeView::decl(),
         EffectView::decl(),
+        EffectGroup::decl(),
         ValidationView::decl(),
         AssumptionView::decl(),
         CostView::decl(),
@@ -25,6 +38,15 @@ fn declarations() -> String {
         PlanView::decl(),
         StatusView::decl(),
         DecisionView::decl(),
+        EffectRef::decl(),
+        ValueChange::decl(),
+        EffectChange::decl(),
+        RevisionMove::decl(),
+        WhatChanged::decl(),
+        SubjectCheck::decl(),
+        JournalEntry::decl(),
+        NotifyRules::decl(),
+        Link::decl(),
     ];
     let mut out = String::from(
         "// Generated from crates/console by `UPDATE_TS=1 cargo test -p countersign-console --test ts_types`.\n// Do not edit.\n",

@@ -216,3 +216,82 @@ pub async fn rotate_agent_token(
     }
     add_agent(store, name, on_behalf_of).await
 }
+
+/// Replaces the approver's active key with the one `proof` names, if `proof` is signed by the
+/// current active key. Retired keys stay on file, inactive, so old decisions still verify.
+pub async fn rotate_key(
+    store: &Store,
+    gateway_id: &str,
+    approver: &Approver,
+    proof: &countersign_proto::dsse::Envelope,
+) -> ApiResult<countersign_proto::keys::RotatedKey> {
+    use countersign_proto::keys::{KeyRotation, KEY_PAYLOAD_TYPE, KEY_ROTATION_TYPE};
+    let signature = proof
+        .signature()
+        .map_err(|e| ApiError::validation("/signatures", e.to_string()))?;
+    if proof.payload_type != KEY_PAYLOAD_TYPE {
+        return Err(ApiError::validation(
+            "/payloadType",
+            format!("The payload type must be {KEY_PAYLOAD_TYPE}."),
+        ));
+    }
+    let current = active_key(store.pool(), &approver.id, &signature.keyid)
+        .await?
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::BadSignature,
+                "The proof is not signed with this approver's active key.",
+            )
+        })?;
+    let payload = proof
+        .verify(&current)
+        .map_err(|e| ApiError::new(ErrorCode::BadSignature, e.to_string()))?;
+    let rotation: KeyRotation = serde_json::from_slice(&payload)
+        .map_err(|e| ApiError::validation("/payload", format!("Not a key rotation: {e}")))?;
+    let canonical = countersign_proto::digest::jcs(&rotation).map_err(anyhow::Error::from)?;
+    if canonical != payload || rotation.kind != KEY_ROTATION_TYPE {
+        return Err(ApiError::validation(
+            "/payload",
+            format!("The payload must be the canonical JSON of a {KEY_ROTATION_TYPE}."),
+        ));
+    }
+    if rotation.approver_id != approver.id {
+        return Err(ApiError::validation(
+            "/payload",
+            "The rotation names another approver.",
+        ));
+    }
+    if rotation.audience != gateway_id {
+        return Err(ApiError::new(
+            ErrorCode::AudienceMismatch,
+            format!("The rotation is addressed to {}.", rotation.audience),
+        ));
+    }
+    let age = ids::now() - rotation.issued_at;
+    if age > chrono::Duration::minutes(5) || age < chrono::Duration::seconds(-60) {
+        return Err(ApiError::new(
+            ErrorCode::StatementExpired,
+            "The rotation was issued more than five minutes ago, or in the future.",
+        ));
+    }
+    decode_public_key(&rotation.public_key)
+        .map_err(|e| ApiError::validation("/payload", format!("The new key is invalid: {e}.")))?;
+    let key_id = ids::random_id("key_", 6);
+    let mut w = store.write().await?;
+    sqlx::query("UPDATE approver_keys SET active = 0 WHERE approver_id = ?")
+        .bind(&approver.id)
+        .execute(&mut *w.tx)
+        .await?;
+    sqlx::query(
+        "INSERT INTO approver_keys (id, approver_id, public_key, active, created_at)
+         VALUES (?, ?, ?, 1, ?)",
+    )
+    .bind(&key_id)
+    .bind(&approver.id)
+    .bind(&rotation.public_key)
+    .bind(ids::to_text(ids::now()))
+    .execute(&mut *w.tx)
+    .await?;
+    w.commit().await?;
+    Ok(countersign_proto::keys::RotatedKey { key_id })
+}

@@ -64,7 +64,7 @@ pub async fn can_resume(conn: &mut SqliteConnection, seen: i64) -> Result<bool, 
             .fetch_one(conn)
             .await?;
     Ok(match (oldest, newest) {
-        (Some(oldest), Some(newest)) => seen + 1 >= oldest && seen <= newest,
+        (Some(oldest), Some(newest)) => seen.saturating_add(1) >= oldest && seen <= newest,
         _ => seen == 0,
     })
 }

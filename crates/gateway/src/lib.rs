@@ -61,6 +61,8 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/capabilities/{id}/dry_run", post(agent::dry_run))
         .route("/v1/capabilities/{id}/invoke", post(invoke::invoke))
         .route("/v1/approvers/enroll", post(approver::enroll))
+        .route("/v1/approvers/keys", post(approver::rotate_key))
+        .route("/v1/agents/{id}/wallet", get(approver::wallet))
         .route("/v1/approvals", get(approver::approvals))
         .route("/v1/plans/{id}", get(approver::plan))
         .route("/v1/plans/{id}/decisions", post(decisions::decide))

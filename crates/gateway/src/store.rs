@@ -66,7 +66,9 @@ impl Store {
 
     pub async fn write(&self) -> Result<WriteTx<'_>, sqlx::Error> {
         let guard = self.writer.lock().await;
-        let tx = self.pool.begin().await?;
+        // IMMEDIATE: take SQLite's write lock now, so that a writer in another process (the admin
+        // commands) makes this wait at BEGIN instead of failing it half-way.
+        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         Ok(WriteTx {
             tx,
             _guard: guard,

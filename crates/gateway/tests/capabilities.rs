@@ -368,3 +368,63 @@ async fn the_all_staff_group_is_real_bulk() {
     assert_eq!(plan["estimated_cost"]["amount_max"], "100.00");
     assert!(plan["validation"].as_array().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_plan_that_became_blocked_does_not_execute() {
+    let gw = Gateway::new().await;
+    let plan = gw
+        .preview(
+            "memberships.grant",
+            json!({"project": "prj_421", "subject": "usr_92", "role": "viewer"}),
+        )
+        .await;
+    let dana = gw.enroll("Dana").await;
+    approve_by(&gw, &plan, &[&dana]).await;
+    // Users carry no revision: the suspension moves nothing the plan read, but now blocks it.
+    sqlx::query("UPDATE users SET suspended = 1 WHERE id = 'usr_92'")
+        .execute(gw.state.store.pool())
+        .await
+        .unwrap();
+    let before = gw.snapshot().await;
+    let reply = gw
+        .invoke_as(
+            &gw.agent,
+            "memberships.grant",
+            json!({"plan_id": plan["plan_id"]}),
+        )
+        .await;
+    assert_error(&reply, "plan_stale", 409);
+    assert_eq!(
+        reply.body["error"]["details"]["validation"][0]["code"],
+        "subject_suspended"
+    );
+    assert_eq!(gw.snapshot().await, before);
+}
+
+#[tokio::test]
+async fn a_blocked_plan_answers_with_its_first_blocker() {
+    let gw = Gateway::new().await;
+    let plan = gw
+        .preview(
+            "documents.document.upload",
+            json!({"project": "prj_420", "filename": "huge.pdf", "mime_type": "application/pdf", "size_bytes": 104_857_600}),
+        )
+        .await;
+    assert_eq!(plan["executable"], false);
+    let reply = gw
+        .invoke_as(
+            &gw.agent,
+            "documents.document.upload",
+            json!({"plan_id": plan["plan_id"]}),
+        )
+        .await;
+    assert_error(&reply, "validation_error", 422);
+    assert_eq!(
+        reply.body["error"]["details"]["violations"][0]["schema_pointer"],
+        "/size_bytes"
+    );
+    assert_eq!(
+        reply.body["error"]["details"]["validation"][0]["code"],
+        "quota_exceeded"
+    );
+}

@@ -120,6 +120,22 @@ async fn refusals_follow_the_check_order() {
         422,
     );
 
+    let mut wrong = dana.statement(&gw, &plan);
+    wrong.kind = "countersign.decision/v2".into();
+    assert_error(
+        &dana.send(&gw, plan_id, &dana.sign(&wrong)).await,
+        "validation_error",
+        422,
+    );
+
+    let mut wrong = dana.statement(&gw, &plan);
+    wrong.nonce = "not-hex".into();
+    assert_error(
+        &dana.send(&gw, plan_id, &dana.sign(&wrong)).await,
+        "validation_error",
+        422,
+    );
+
     let mut reject = dana.statement(&gw, &plan);
     reject.decision = Decision::Reject;
     assert_error(

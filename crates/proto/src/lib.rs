@@ -10,6 +10,7 @@ pub mod dsse;
 pub mod envelope;
 pub mod error;
 pub mod guard;
+pub mod keys;
 pub mod plan;
 pub mod risk;
 

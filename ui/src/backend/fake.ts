@@ -22,6 +22,7 @@ function plan(overrides: Partial<PlanView> & Pick<PlanView, 'plan_id' | 'title'>
     risk: [],
     changes: [],
     effects: [],
+    groups: [],
     validation: [],
     assumptions: [],
     cost: { min: '0.00', max: '0.00', currency: 'credits', cost_class: 'free', preflight: 'estimate' },
@@ -77,7 +78,10 @@ export function samplePlans(): PlanView[] {
       title: 'Update project settings',
       expires_at: minutesFromNow(8),
       changes: [
-        { resource: 'projects/prj_184', path: '/retention_days', before: '30', after: '14' },
+        {
+          resource: 'projects/prj_184', path: '/retention_days', before: '30', after: '14',
+          diff: { kind: 'scalar', before: '30', after: '14' },
+        },
       ],
       effects: [
         {

@@ -11,13 +11,43 @@ export type QueueView = { items: Array<QueueItem>,
  */
 total_credits: string, };
 
+export type Segment = { text: string, 
+/**
+ * The words that changed within a changed line.
+ */
+emphasized: boolean, };
+
+export type DiffLine = { 
+/**
+ * `equal`, `delete` or `insert`.
+ */
+tag: string, old_line: number | null, new_line: number | null, segments: Array<Segment>, };
+
+export type JsonChange = { pointer: string, 
+/**
+ * `added`, `removed` or `changed`.
+ */
+change: string, before: string | null, after: string | null, };
+
+export type ValueDiff = { "kind": "scalar", before: string, after: string, } | { "kind": "text", lines: Array<DiffLine>, 
+/**
+ * True when the deadline cut the diff short: whole lines only, no word highlights.
+ */
+coarse: boolean, } | { "kind": "json", entries: Array<JsonChange>, 
+/**
+ * Pointers that differ beyond the ones listed.
+ */
+omitted: number, };
+
 export type ChangeView = { resource: string, path: string, 
 /**
  * JSON text of the value, or the string itself for strings.
  */
-before: string, after: string, };
+before: string, after: string, diff: ValueDiff, };
 
 export type EffectView = { id: string, effect_type: string, kind: string, description: string, resource: string, derived: boolean, cause: string | null, badges: Array<string>, subjects_total: number | null, sample: Array<string>, cost: string | null, };
+
+export type EffectGroup = { effect_type: string, kind: string, derived: boolean, effects: number, subjects: number, badges: Array<string>, };
 
 export type ValidationView = { severity: string, code: string, path: string | null, message: string, repair: string | null, blocks_execution: boolean, };
 
@@ -31,8 +61,46 @@ export type PlanView = { plan_id: string, title: string, capability_id: string, 
 /**
  * The digest the console computed and would sign.
  */
-digest: string, digest_matches: boolean, approvals_received: number, approvals_required: number, approved_by: Array<string>, risk: Array<string>, changes: Array<ChangeView>, effects: Array<EffectView>, validation: Array<ValidationView>, assumptions: Array<AssumptionView>, cost: CostView, stale: Array<MovedView>, approvable: boolean, not_approvable_reason: string | null, };
+digest: string, digest_matches: boolean, approvals_received: number, approvals_required: number, approved_by: Array<string>, risk: Array<string>, changes: Array<ChangeView>, effects: Array<EffectView>, groups: Array<EffectGroup>, validation: Array<ValidationView>, assumptions: Array<AssumptionView>, cost: CostView, stale: Array<MovedView>, approvable: boolean, not_approvable_reason: string | null, };
 
 export type StatusView = { gateway_name: string, gateway_url: string, demo: boolean, approver: string, key_id: string, online: boolean, last_sync: string | null, last_error: ErrorView | null, };
 
 export type DecisionView = { plan_id: string, status: string, approvals_received: number, approvals_required: number, };
+
+export type EffectRef = { effect_type: string, resource: string, description: string, subjects_total: number | null, };
+
+export type ValueChange = { path: string, diff: ValueDiff, };
+
+export type EffectChange = { effect_type: string, resource: string, description_before: string, description_after: string, values: Array<ValueChange>, subjects_before: number | null, subjects_after: number | null, subjects_added: Array<string>, subjects_removed: Array<string>, };
+
+export type RevisionMove = { resource: string, before: string | null, after: string | null, };
+
+export type WhatChanged = { from_plan: string, to_plan: string, effects_added: Array<EffectRef>, effects_removed: Array<EffectRef>, effects_changed: Array<EffectChange>, 
+/**
+ * New `amount_max` minus old, signed, e.g. `+0.05`.
+ */
+cost_delta: string, moved: Array<RevisionMove>, };
+
+export type SubjectCheck = { plan_id: string, effect_id: string, total: number, received: number, expected_digest: string, computed_digest: string, ascending: boolean, matches: boolean, };
+
+export type JournalEntry = { id: number, gateway_id: string, plan_id: string, decision: string, 
+/**
+ * The DSSE envelope exactly as sent.
+ */
+envelope: unknown, public_key: string, recorded_at: string, attempts: number, 
+/**
+ * `pending` (not yet answered), `answered` (accepted) or `refused` (with the gateway's code).
+ */
+state: string, answer: unknown, answered_at: string | null, };
+
+export type NotifyRules = { 
+/**
+ * Risk flags (PROTOCOL section 3) that make a plan worth a notification.
+ */
+risk: Array<string>, 
+/**
+ * Capabilities whose every plan is worth one.
+ */
+capabilities: Array<string>, };
+
+export type Link = "online" | "degraded" | "offline";

@@ -209,5 +209,6 @@ pub async fn apply(
         content: format!("Uploaded {filename} to {} as {id}.", p.project),
         journal,
         metadata,
+        touched: vec![],
     })
 }

@@ -281,8 +281,11 @@ pub async fn apply(
     let removed_count = removed.len();
     journal.push(JournalEntry::of(&direct.effect, removed, vec![]));
     world::bump(conn, &format!("groups/{}", p.group)).await?;
+    let mut touched = Vec::new();
     for ancestor in ancestors(conn, &p.group).await? {
-        world::bump(conn, &format!("groups/{ancestor}")).await?;
+        let resource = format!("groups/{ancestor}");
+        world::bump(conn, &resource).await?;
+        touched.push(resource);
     }
 
     for planned_effect in &planned.effects[1..] {
@@ -333,5 +336,6 @@ pub async fn apply(
         ),
         journal,
         metadata: Default::default(),
+        touched,
     })
 }

@@ -260,5 +260,6 @@ pub async fn apply(
             JournalEntry::of(&invite.effect, invited, vec![]),
         ],
         metadata: Default::default(),
+        touched: vec![],
     })
 }

@@ -219,5 +219,6 @@ pub async fn apply(
         ),
         journal,
         metadata: Default::default(),
+        touched: vec![],
     })
 }

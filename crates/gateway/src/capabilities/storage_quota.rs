@@ -202,27 +202,35 @@ pub async fn apply(
     )];
     for derived in &planned.effects[1..] {
         let block = derived.effect.effect_type == BLOCKED;
-        let changed: Vec<String> = sqlx::query_scalar(
+        let rows: Vec<(String, bool)> = sqlx::query_as(
             "UPDATE projects SET uploads_blocked = ?1
              WHERE quota_id = ?2 AND uploads_blocked = NOT ?1
                AND id IN (SELECT value FROM json_each(?3))
-             RETURNING id",
+             RETURNING id, uploads_blocked",
         )
         .bind(block)
         .bind(&p.quota)
         .bind(json!(derived.subject_ids()).to_string())
         .fetch_all(&mut *conn)
         .await?;
-        let change = Change {
-            path: "/uploads_blocked".to_owned(),
-            before: json!(!block),
-            after: json!(block),
-        };
-        journal.push(JournalEntry::of(&derived.effect, changed, vec![change]));
+        // One change per distinct outcome the rows report; one when all agree, as planned.
+        let mut outcomes: Vec<bool> = rows.iter().map(|(_, now)| *now).collect();
+        outcomes.dedup();
+        let changes = outcomes
+            .into_iter()
+            .map(|now| Change {
+                path: "/uploads_blocked".to_owned(),
+                before: json!(!now),
+                after: json!(now),
+            })
+            .collect();
+        let changed = rows.into_iter().map(|(id, _)| id).collect();
+        journal.push(JournalEntry::of(&derived.effect, changed, changes));
     }
     Ok(Applied {
         content: format!("Set {} to {after} bytes per project.", p.quota),
         journal,
         metadata: Default::default(),
+        touched: vec![],
     })
 }

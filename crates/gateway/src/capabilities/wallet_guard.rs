@@ -67,5 +67,6 @@ pub async fn apply(
         ),
         journal: vec![],
         metadata,
+        touched: vec![],
     })
 }

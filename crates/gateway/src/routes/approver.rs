@@ -26,6 +26,39 @@ pub async fn enroll(
     ))
 }
 
+/// An agent's budget, so approvers see what a plan's cost leaves of it.
+pub async fn wallet(
+    State(state): State<Arc<AppState>>,
+    _approver: Approver,
+    Path(agent_id): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let mut conn = state.store.pool().acquire().await?;
+    let known: Option<String> = sqlx::query_scalar("SELECT id FROM agents WHERE id = ?")
+        .bind(&agent_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if known.is_none() {
+        return Err(ApiError::not_found("agent"));
+    }
+    let wallet = crate::wallet::load(&mut conn, &agent_id).await?;
+    Ok(Json(serde_json::json!({
+        "agent_id": agent_id,
+        "limit_credits": wallet.limit,
+        "spent_credits": wallet.spent,
+        "remaining_credits": countersign_proto::Credits::new(wallet.remaining()),
+    })))
+}
+
+pub async fn rotate_key(
+    State(state): State<Arc<AppState>>,
+    approver: Approver,
+    Body(proof): Body<countersign_proto::dsse::Envelope>,
+) -> ApiResult<Json<countersign_proto::keys::RotatedKey>> {
+    Ok(Json(
+        accounts::rotate_key(&state.store, &state.gateway_id, &approver, &proof).await?,
+    ))
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalsQuery {

@@ -41,12 +41,7 @@ pub async fn events(
         None => current,
         Some(Some(seen)) if events::can_resume(&mut conn, seen).await? => seen,
         Some(_) => {
-            ready.push_back(
-                Event::default()
-                    .id(current.to_string())
-                    .event("resync")
-                    .data(json!({ "revision": current.to_string() }).to_string()),
-            );
+            ready.push_back(resync(current));
             current
         }
     };
@@ -83,9 +78,22 @@ pub async fn events(
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(heartbeat).text("heartbeat")))
 }
 
+/// Tells a client to list the queue again: the log cannot bring it up to date.
+fn resync(current: i64) -> Event {
+    Event::default()
+        .id(current.to_string())
+        .event("resync")
+        .data(json!({ "revision": current.to_string() }).to_string())
+}
+
 /// The events after `seen`, each with its plan's current summary, and the last revision read.
 async fn next_events(state: &AppState, seen: i64) -> ApiResult<(i64, Vec<Event>)> {
     let mut conn = state.store.pool().acquire().await?;
+    // Fell behind what the log keeps (a slow reader, or a burst): start over from the present.
+    if !events::can_resume(&mut conn, seen).await? {
+        let current = events::revision(&mut conn).await?;
+        return Ok((current.max(seen.saturating_add(1)), vec![resync(current)]));
+    }
     let mut last = seen;
     let mut out = Vec::new();
     for event in events::since(&mut conn, seen, BATCH).await? {

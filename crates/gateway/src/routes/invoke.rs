@@ -84,6 +84,9 @@ pub async fn invoke(
             false,
         ),
     };
+    if !plan.executable {
+        return Err(blocked(&plan));
+    }
     let charged = plan.estimated_cost.amount_max;
     wallet::ensure(&mut w.tx, &agent.id, charged).await?;
     let execution = Execution {
@@ -126,7 +129,7 @@ pub async fn invoke(
             .await?;
         events::record(&mut w.tx, &plan.plan_id, EventKind::Updated).await?;
     }
-    announce_stale(&mut w.tx, &plan).await?;
+    announce_stale(&mut w.tx, &plan, &applied.touched).await?;
     sqlx::query(
         "INSERT INTO execution_audit (id, plan_id, capability_id, agent_id, journal, at)
          VALUES (?, ?, ?, ?, ?, ?)",
@@ -156,10 +159,15 @@ pub async fn invoke(
 }
 
 /// Tells the consoles about the other plans that read what this execution wrote: they are stale.
-async fn announce_stale(tx: &mut Tx, executed: &Preview) -> ApiResult<()> {
+async fn announce_stale(tx: &mut Tx, executed: &Preview, touched: &[String]) -> ApiResult<()> {
     let mut seen = std::collections::BTreeSet::new();
-    for read in &executed.read_revisions {
-        for plan_id in plans::readers(tx, &read.resource).await? {
+    let resources = executed
+        .read_revisions
+        .iter()
+        .map(|r| &r.resource)
+        .chain(touched);
+    for resource in resources {
+        for plan_id in plans::readers(tx, resource).await? {
             if plan_id != executed.plan_id && seen.insert(plan_id.clone()) {
                 events::record(tx, &plan_id, EventKind::Updated).await?;
             }
@@ -245,6 +253,19 @@ async fn approved_plan(
     Ok(plan.preview)
 }
 
+/// A blocked plan never runs; the first blocker says why, in the violation form.
+fn blocked(plan: &Preview) -> ApiError {
+    let first = plan.validation.iter().find(|v| v.blocks_execution);
+    let pointer = first.and_then(|v| v.path.clone()).unwrap_or_default();
+    let message = first.map_or_else(
+        || "The plan has blocking validation errors.".to_owned(),
+        |v| v.message.clone(),
+    );
+    let mut error = ApiError::validation(&pointer, message);
+    error.details["validation"] = json!(plan.validation);
+    error
+}
+
 /// A capability invoked with params and no plan: evaluated now, and run only if it needs nobody.
 async fn inline_plan(
     tx: &mut Tx,
@@ -279,13 +300,6 @@ async fn execute(
     plan: &Preview,
     execution: Execution<'_>,
 ) -> ApiResult<Applied> {
-    if !plan.executable {
-        return Err(ApiError::new(
-            ErrorCode::ValidationError,
-            "The plan has blocking validation errors.",
-        )
-        .with_details(json!({ "validation": plan.validation })));
-    }
     let params = &plan.request.params;
     let now_planned = capability.plan(tx, params).await?;
     let agent = Agent {
@@ -306,6 +320,15 @@ async fn execute(
             "The current state gives other effects than the plan: preview again.",
         )
         .with_details(json!({ "moved": [] })));
+    }
+    // Same effects, but something now blocks them (a suspended account, say): not the plan
+    // that was approved either.
+    if !again.executable {
+        return Err(ApiError::new(
+            ErrorCode::PlanStale,
+            "The current state blocks this plan: preview again to see why.",
+        )
+        .with_details(json!({ "moved": [], "validation": again.validation })));
     }
     capability.apply(tx, params, &now_planned, execution).await
 }

@@ -1,0 +1,405 @@
+//! `countersign-cli`: the console's functions in a terminal, for approvers on servers and for
+//! scripts. Exit codes: 0 done, 1 refused (the code is printed), 2 usage, 3 gateway unreachable.
+
+mod render;
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use countersign_console::live::{Live, Timing};
+use countersign_console::review;
+use countersign_console::session::{self, JOURNAL};
+use countersign_console::{Console, ConsoleError};
+use serde::Serialize;
+
+#[derive(Parser)]
+#[command(
+    name = "countersign-cli",
+    version,
+    about = "Review and countersign AI-agent plans from a terminal"
+)]
+struct Cli {
+    /// The gateway; remembered after `enroll`.
+    #[arg(long, global = true, env = "COUNTERSIGN_GATEWAY_URL")]
+    url: Option<String>,
+    /// Where the journal and the gateway list live (default: the desktop app's data directory).
+    #[arg(long, global = true, env = "COUNTERSIGN_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Machine-readable output: one JSON document (or one per line for `watch`).
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Make a key in the OS keyring and enroll it with a single-use code.
+    Enroll {
+        #[arg(long)]
+        code: String,
+        #[arg(long, env = "COUNTERSIGN_APPROVER_NAME", default_value = "Approver")]
+        name: String,
+    },
+    /// The plans waiting for a decision.
+    Pending,
+    /// A plan as an approver reviews it.
+    Show { plan: String },
+    /// Sign and send an approval of the plan as shown.
+    Approve {
+        plan: String,
+        #[arg(long)]
+        reason: Option<String>,
+        /// Do not ask before approving a risky plan.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Sign and send a rejection.
+    Reject {
+        plan: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Ask for a fresh preview and print what changed.
+    Refresh { plan: String },
+    /// An effect's subjects, all of them; `--verify` checks the full set against its digest.
+    Subjects {
+        plan: String,
+        effect: String,
+        #[arg(long)]
+        verify: bool,
+    },
+    /// Follow the queue live until interrupted.
+    Watch,
+    /// Every decision this machine sent, verified offline.
+    History {
+        /// Write the journal as JSON Lines to this file (`-` for standard output).
+        #[arg(long)]
+        export: Option<PathBuf>,
+    },
+    /// Replace the signing key; the old one's public half is kept for history.
+    RotateKey,
+}
+
+/// An outcome for the exit code: usage problems are the caller's to fix.
+enum Failure {
+    Usage(String),
+    Console(ConsoleError),
+}
+
+impl From<ConsoleError> for Failure {
+    fn from(e: ConsoleError) -> Self {
+        Failure::Console(e)
+    }
+}
+
+type Outcome = Result<(), Failure>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let json = cli.json;
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            let (code, message, exit) = match failure {
+                Failure::Usage(message) => ("usage".to_owned(), message, 2),
+                Failure::Console(e) => {
+                    let exit = match &e {
+                        ConsoleError::Unreachable { .. } | ConsoleError::Queued(_) => 3,
+                        ConsoleError::NotEnrolled | ConsoleError::Invalid(_) => 2,
+                        _ => 1,
+                    };
+                    (e.code(), e.to_string(), exit)
+                }
+            };
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"error": {"code": code, "message": message}})
+                );
+            } else {
+                eprintln!("error [{code}]: {message}");
+            }
+            ExitCode::from(exit)
+        }
+    }
+}
+
+fn data_dir(cli: &Cli) -> Result<PathBuf, Failure> {
+    cli.data_dir
+        .clone()
+        .or_else(session::default_data_dir)
+        .ok_or_else(|| Failure::Usage("no data directory: pass --data-dir".to_owned()))
+}
+
+/// The last gateway `enroll` talked to, so later commands need no `--url`.
+const CURRENT: &str = "cli-gateway";
+
+fn gateway_url(cli: &Cli, dir: &Path) -> Result<String, Failure> {
+    cli.url
+        .clone()
+        .or_else(|| {
+            std::fs::read_to_string(dir.join(CURRENT))
+                .ok()
+                .map(|s| s.trim().to_owned())
+        })
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| Failure::Usage("no gateway: pass --url or run `enroll` first".to_owned()))
+}
+
+fn print<T: Serialize>(json: bool, value: &T, text: impl FnOnce() -> String) {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(value).unwrap_or_default()
+        );
+    } else {
+        print!("{}", text());
+    }
+}
+
+async fn open(cli: &Cli) -> Result<Console, Failure> {
+    let dir = data_dir(cli)?;
+    let url = gateway_url(cli, &dir)?;
+    let (console, _) = session::connect(&dir, &url, None, "").await?;
+    // Whatever an earlier run could not deliver goes out first.
+    console.flush().await?;
+    Ok(console)
+}
+
+async fn run(cli: Cli) -> Outcome {
+    let style = render::Style::detect();
+    let json = cli.json;
+    match &cli.command {
+        Command::Enroll { code, name } => {
+            let dir = data_dir(&cli)?;
+            let url = cli
+                .url
+                .clone()
+                .ok_or_else(|| Failure::Usage("enroll needs --url".to_owned()))?;
+            let (console, gateway_name) = session::connect(&dir, &url, Some(code), name).await?;
+            std::fs::write(dir.join(CURRENT), &url)
+                .map_err(|e| Failure::Console(ConsoleError::Storage(e.to_string())))?;
+            let signer = console.signer();
+            let out = serde_json::json!({
+                "gateway_id": signer.gateway_id(), "gateway_name": gateway_name,
+                "approver_id": signer.approver_id(), "key_id": signer.key_id(), "url": url,
+            });
+            print(json, &out, || {
+                format!(
+                    "Enrolled with {gateway_name} ({}) as {} ({}); key {} is in the OS keyring.\n",
+                    signer.gateway_id(),
+                    signer.display_name(),
+                    signer.approver_id(),
+                    signer.key_id()
+                )
+            });
+        }
+        Command::Pending => {
+            let mut console = open(&cli).await?;
+            console.sync().await?;
+            let view = console.queue();
+            print(json, &view, || render::queue(&view));
+        }
+        Command::Show { plan } => {
+            let console = open(&cli).await?;
+            let view = console.plan_view(plan).await?;
+            let budget = budget(&console, &view).await;
+            print(
+                json,
+                &serde_json::json!({"plan": view, "budget": budget}),
+                || render::plan(&style, &view, budget.as_ref().map(|b| b.to_string())),
+            );
+        }
+        Command::Approve { plan, reason, yes } => {
+            let mut console = open(&cli).await?;
+            let view = console.plan_view(plan).await?;
+            if let Some(why) = &view.not_approvable_reason {
+                return Err(ConsoleError::NotApprovable(why.clone()).into());
+            }
+            if !view.risk.is_empty() && !yes {
+                confirm(&view)?;
+            }
+            let answer = console.approve(plan, &view.digest, reason.clone()).await?;
+            let out = review::decision_view(&answer);
+            print(json, &out, || render::decision(&out));
+        }
+        Command::Reject { plan, reason } => {
+            let mut console = open(&cli).await?;
+            let view = console.plan_view(plan).await?;
+            let answer = console.reject(plan, &view.digest, reason.clone()).await?;
+            let out = review::decision_view(&answer);
+            print(json, &out, || render::decision(&out));
+        }
+        Command::Refresh { plan } => {
+            let mut console = open(&cli).await?;
+            let (view, changed) = console.refresh(plan).await?;
+            print(
+                json,
+                &serde_json::json!({"plan": view, "changed": changed}),
+                || render::changed(&style, &changed),
+            );
+        }
+        Command::Subjects {
+            plan,
+            effect,
+            verify,
+        } => {
+            let console = open(&cli).await?;
+            if *verify {
+                let check = console.verify_subjects(plan, effect).await?;
+                print(json, &check, || render::check(&check));
+                if !check.matches {
+                    return Err(ConsoleError::DigestMismatch {
+                        claimed: check.expected_digest,
+                        computed: check.computed_digest,
+                    }
+                    .into());
+                }
+            } else {
+                let ids = console.client().all_subjects(plan, effect).await?;
+                print(json, &ids, || {
+                    ids.iter().map(|id| format!("{id}\n")).collect()
+                });
+            }
+        }
+        Command::Watch => watch(open(&cli).await?, json, &style).await?,
+        Command::History { export } => {
+            let dir = data_dir(&cli)?;
+            let journal = countersign_console::journal::Journal::open(&dir.join(JOURNAL)).await?;
+            if let Some(path) = export {
+                let count = if path.as_os_str() == "-" {
+                    journal.export(&mut std::io::stdout().lock()).await?
+                } else {
+                    let mut file = std::fs::File::create(path).map_err(|e| {
+                        Failure::Console(ConsoleError::Storage(format!("{}: {e}", path.display())))
+                    })?;
+                    let count = journal.export(&mut file).await?;
+                    file.flush()
+                        .map_err(|e| Failure::Console(ConsoleError::Storage(e.to_string())))?;
+                    count
+                };
+                if path.as_os_str() != "-" {
+                    print(
+                        json,
+                        &serde_json::json!({"exported": count, "file": path}),
+                        || format!("Wrote {count} decisions to {}.\n", path.display()),
+                    );
+                }
+                return Ok(());
+            }
+            let entries: Vec<_> = journal
+                .entries(None)
+                .await?
+                .into_iter()
+                .map(|e| {
+                    let verified = e.verify().is_ok();
+                    (e, verified)
+                })
+                .collect();
+            let out: Vec<_> = entries
+                .iter()
+                .map(|(e, verified)| serde_json::json!({"entry": e, "verified": verified}))
+                .collect();
+            print(json, &out, || render::history(&entries));
+        }
+        Command::RotateKey => {
+            let mut console = open(&cli).await?;
+            console.rotate_key().await?;
+            let signer = console.signer();
+            let out = serde_json::json!({"key_id": signer.key_id(), "retired": signer.retired()});
+            print(json, &out, || {
+                format!("Now signing with {}.\n", signer.key_id())
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The agent's remaining budget, if the gateway tells approvers.
+async fn budget(console: &Console, view: &review::PlanView) -> Option<serde_json::Value> {
+    let wallet = console.client().wallet(&view.agent_id).await.ok()?;
+    Some(serde_json::json!(format!(
+        "{} of {} credits left to {}",
+        wallet.remaining_credits, wallet.limit_credits, wallet.agent_id
+    )))
+}
+
+/// Risky plans are approved on purpose: ask on a terminal, refuse without one.
+fn confirm(view: &review::PlanView) -> Result<(), Failure> {
+    let consequence = view
+        .groups
+        .iter()
+        .filter(|g| !g.badges.is_empty())
+        .map(|g| format!("{} ({})", g.effect_type, g.badges.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ");
+    if !std::io::stdin().is_terminal() {
+        return Err(Failure::Usage(format!(
+            "{} is risky ({}): pass --yes to approve it without a prompt",
+            view.plan_id,
+            view.risk.join(", ")
+        )));
+    }
+    eprint!("Approve {}? {consequence} [y/N] ", view.plan_id);
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    if answer.trim().eq_ignore_ascii_case("y") || answer.trim().eq_ignore_ascii_case("yes") {
+        Ok(())
+    } else {
+        Err(Failure::Usage("not approved".to_owned()))
+    }
+}
+
+async fn watch(console: Console, json: bool, style: &render::Style) -> Outcome {
+    let (live, mut snapshots) = Live::new(console.client().clone(), Timing::default());
+    let task = tokio::spawn(live.run());
+    let mut shown = None;
+    loop {
+        tokio::select! {
+            changed = snapshots.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+            }
+            _ = tokio::signal::ctrl_c() => break,
+        }
+        let snapshot = snapshots.borrow_and_update().clone();
+        if shown == Some((snapshot.generation, snapshot.link)) {
+            continue;
+        }
+        shown = Some((snapshot.generation, snapshot.link));
+        let view = review::queue(&snapshot.items);
+        let last = snapshot
+            .last_sync
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({"link": snapshot.link, "last_sync": last, "queue": view})
+            );
+        } else {
+            println!(
+                "— {} · last sync {}",
+                render::link(snapshot.link),
+                last.as_deref().unwrap_or("never")
+            );
+            print!("{}", render::queue(&view));
+        }
+        let _ = style;
+    }
+    task.abort();
+    Ok(())
+}

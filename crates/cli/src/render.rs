@@ -1,0 +1,498 @@
+//! The review model as text for a terminal: tables, a colored diff, the effect tree.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::IsTerminal as _;
+
+use countersign_console::changed::WhatChanged;
+use countersign_console::console::SubjectCheck;
+use countersign_console::diff::ValueDiff;
+use countersign_console::journal::JournalEntry;
+use countersign_console::live::Link;
+use countersign_console::review::{DecisionView, EffectView, PlanView, QueueView};
+
+/// ANSI styling, only for a terminal and only without `NO_COLOR`.
+pub struct Style(bool);
+
+impl Style {
+    pub fn detect() -> Style {
+        Style(std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    fn red(&self, t: &str) -> String {
+        self.paint("31", t)
+    }
+    fn green(&self, t: &str) -> String {
+        self.paint("32", t)
+    }
+    fn yellow(&self, t: &str) -> String {
+        self.paint("33", t)
+    }
+    fn bold(&self, t: &str) -> String {
+        self.paint("1", t)
+    }
+    fn dim(&self, t: &str) -> String {
+        self.paint("2", t)
+    }
+    fn emphasis(&self, t: &str) -> String {
+        self.paint("7", t)
+    }
+}
+
+/// Agent-written text goes to a terminal: no control characters (no escape sequences) pass.
+fn clean(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' {
+                '�'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+fn table(rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..rows.first().map_or(0, Vec::len))
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    out
+}
+
+pub fn queue(view: &QueueView) -> String {
+    if view.items.is_empty() {
+        return "No plans are waiting.\n".to_owned();
+    }
+    let mut rows = vec![[
+        "PLAN",
+        "TITLE",
+        "AGENT",
+        "RISK",
+        "CREDITS",
+        "SUBJECTS",
+        "APPROVALS",
+        "EXPIRES",
+    ]
+    .map(str::to_owned)
+    .to_vec()];
+    for item in &view.items {
+        let agent = match &item.on_behalf_of {
+            Some(user) => format!("{} for {user}", item.agent_id),
+            None => item.agent_id.clone(),
+        };
+        rows.push(vec![
+            item.plan_id.clone(),
+            clean(&item.title),
+            clean(&agent),
+            item.risk.join(","),
+            format!("{} {}", item.credits_max, item.currency),
+            item.subjects_total.to_string(),
+            format!("{}/{}", item.approvals_received, item.approvals_required),
+            item.expires_at.clone(),
+        ]);
+    }
+    format!(
+        "{}Total {} credits pending.\n",
+        table(&rows),
+        view.total_credits
+    )
+}
+
+fn diff(style: &Style, diff: &ValueDiff, out: &mut String) {
+    match diff {
+        ValueDiff::Scalar { before, after } => {
+            let _ = writeln!(
+                out,
+                " {} → {}",
+                style.red(&clean(before)),
+                style.green(&clean(after))
+            );
+        }
+        ValueDiff::Text { lines, coarse } => {
+            let _ = writeln!(
+                out,
+                "{}",
+                if *coarse {
+                    " (line diff, cut short)"
+                } else {
+                    ""
+                }
+            );
+            for line in lines {
+                let (mark, paint): (&str, fn(&Style, &str) -> String) = match line.tag.as_str() {
+                    "delete" => ("-", Style::red),
+                    "insert" => ("+", Style::green),
+                    _ => (" ", Style::dim),
+                };
+                let text: String = line
+                    .segments
+                    .iter()
+                    .map(|s| {
+                        if s.emphasized {
+                            style.emphasis(&clean(&s.text))
+                        } else {
+                            clean(&s.text)
+                        }
+                    })
+                    .collect();
+                let _ = writeln!(out, "      {}", paint(style, &format!("{mark} {text}")));
+            }
+        }
+        ValueDiff::Json { entries, omitted } => {
+            let _ = writeln!(out);
+            for e in entries {
+                let _ = writeln!(
+                    out,
+                    "      {} {} {} → {}",
+                    e.change,
+                    clean(&e.pointer),
+                    style.red(&clean(e.before.as_deref().unwrap_or("∅"))),
+                    style.green(&clean(e.after.as_deref().unwrap_or("∅")))
+                );
+            }
+            if *omitted > 0 {
+                let _ = writeln!(out, "      … and {omitted} more paths");
+            }
+        }
+    }
+}
+
+/// How deep each effect sits under its cause, in the order the view lists them.
+fn depths(effects: &[EffectView]) -> Vec<usize> {
+    let mut depth_of: HashMap<&str, usize> = HashMap::new();
+    effects
+        .iter()
+        .map(|e| {
+            let depth = e
+                .cause
+                .as_deref()
+                .and_then(|c| depth_of.get(c))
+                .map_or(0, |d| d + 1);
+            depth_of.insert(&e.id, depth);
+            depth
+        })
+        .collect()
+}
+
+pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}  {} {}",
+        style.bold(&clean(&view.title)),
+        view.capability_id,
+        view.version
+    );
+    let digest = if view.digest_matches {
+        style.green("digest ok")
+    } else {
+        style.red("DIGEST MISMATCH")
+    };
+    let _ = writeln!(
+        out,
+        "{}  {}  {}  status {}  expires {}",
+        view.plan_id, view.digest, digest, view.status, view.expires_at
+    );
+    let caller = match &view.on_behalf_of {
+        Some(user) => format!("{} for {user}", view.agent_id),
+        None => view.agent_id.clone(),
+    };
+    let _ = writeln!(
+        out,
+        "caller {}  approvals {}/{}{}",
+        clean(&caller),
+        view.approvals_received,
+        view.approvals_required,
+        if view.approved_by.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", clean(&view.approved_by.join(", ")))
+        }
+    );
+    if !view.risk.is_empty() {
+        let _ = writeln!(out, "risk {}", style.yellow(&view.risk.join(", ")));
+    }
+    if !view.changes.is_empty() {
+        let _ = writeln!(out, "\n{}", style.bold("Changes"));
+        for change in &view.changes {
+            let _ = write!(
+                out,
+                "  {} {}:",
+                clean(&change.resource),
+                clean(&change.path)
+            );
+            diff(style, &change.diff, &mut out);
+        }
+    }
+    let _ = writeln!(out, "\n{}", style.bold("Effects"));
+    for group in &view.groups {
+        let _ = writeln!(
+            out,
+            "  {} × {}{}{}",
+            group.effects,
+            clean(&group.effect_type),
+            if group.subjects > 0 {
+                format!(", {} subjects", group.subjects)
+            } else {
+                String::new()
+            },
+            if group.badges.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", group.badges.join(", "))
+            }
+        );
+    }
+    for (effect, depth) in view.effects.iter().zip(depths(&view.effects)) {
+        let indent = "  ".repeat(depth + 1);
+        let branch = if depth > 0 { "└ " } else { "" };
+        let _ = writeln!(
+            out,
+            "{indent}{branch}{} {} {}  {}{}",
+            effect.id,
+            effect.kind,
+            clean(&effect.effect_type),
+            clean(&effect.description),
+            if effect.badges.is_empty() {
+                String::new()
+            } else {
+                style.yellow(&format!("  [{}]", effect.badges.join(", ")))
+            }
+        );
+        if let Some(total) = effect.subjects_total {
+            let more = total.saturating_sub(effect.sample.len() as u64);
+            let _ = writeln!(
+                out,
+                "{indent}    {} subjects: {}{}",
+                total,
+                clean(&effect.sample.join(", ")),
+                if more > 0 {
+                    format!(" … and {more} more")
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    if !view.validation.is_empty() {
+        let _ = writeln!(out, "\n{}", style.bold("Validation"));
+        for v in &view.validation {
+            let severity = match v.severity.as_str() {
+                "error" => style.red("error"),
+                "warning" => style.yellow("warning"),
+                other => other.to_owned(),
+            };
+            let _ = writeln!(
+                out,
+                "  {severity} {} {}: {}{}",
+                clean(&v.code),
+                clean(v.path.as_deref().unwrap_or("")),
+                clean(&v.message),
+                v.repair
+                    .as_deref()
+                    .map(|r| format!(" (repair: {})", clean(r)))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    if !view.assumptions.is_empty() {
+        let _ = writeln!(out, "\n{}", style.bold("Assumptions"));
+        for a in &view.assumptions {
+            let _ = writeln!(out, "  {}: {}", clean(&a.dependency), clean(&a.description));
+        }
+    }
+    let cost = &view.cost;
+    let _ = writeln!(
+        out,
+        "\nCost {}–{} {} ({}, preflight {}){}",
+        cost.min,
+        cost.max,
+        clean(&cost.currency),
+        cost.cost_class,
+        cost.preflight,
+        budget.map(|b| format!("; {b}")).unwrap_or_default()
+    );
+    if !view.stale.is_empty() {
+        for m in &view.stale {
+            let _ = writeln!(
+                out,
+                "{}",
+                style.red(&format!(
+                    "moved: {} {} → {}",
+                    m.resource, m.planned, m.current
+                ))
+            );
+        }
+    }
+    match &view.not_approvable_reason {
+        None => {
+            let _ = writeln!(out, "{}", style.green("Approvable."));
+        }
+        Some(why) => {
+            let _ = writeln!(out, "{}", style.red(&format!("Not approvable: {why}")));
+        }
+    }
+    out
+}
+
+pub fn decision(view: &DecisionView) -> String {
+    format!(
+        "{}: {} ({}/{} approvals)\n",
+        view.plan_id, view.status, view.approvals_received, view.approvals_required
+    )
+}
+
+pub fn changed(style: &Style, changed: &WhatChanged) -> String {
+    let mut out = format!("{} supersedes {}\n", changed.to_plan, changed.from_plan);
+    if changed.is_empty() {
+        out.push_str("Nothing changed but the revisions read.\n");
+    }
+    for e in &changed.effects_added {
+        let _ = writeln!(
+            out,
+            "{}",
+            style.green(&format!(
+                "+ {} on {}: {}",
+                e.effect_type,
+                e.resource,
+                clean(&e.description)
+            ))
+        );
+    }
+    for e in &changed.effects_removed {
+        let _ = writeln!(
+            out,
+            "{}",
+            style.red(&format!(
+                "- {} on {}: {}",
+                e.effect_type,
+                e.resource,
+                clean(&e.description)
+            ))
+        );
+    }
+    for e in &changed.effects_changed {
+        let _ = writeln!(out, "~ {} on {}", e.effect_type, e.resource);
+        if e.description_before != e.description_after {
+            let _ = writeln!(
+                out,
+                "    {} → {}",
+                clean(&e.description_before),
+                clean(&e.description_after)
+            );
+        }
+        for v in &e.values {
+            let _ = write!(out, "    {}:", v.path);
+            diff(style, &v.diff, &mut out);
+        }
+        if !e.subjects_added.is_empty() {
+            let _ = writeln!(
+                out,
+                "    {}",
+                style.green(&format!("+ subjects {}", e.subjects_added.join(", ")))
+            );
+        }
+        if !e.subjects_removed.is_empty() {
+            let _ = writeln!(
+                out,
+                "    {}",
+                style.red(&format!("- subjects {}", e.subjects_removed.join(", ")))
+            );
+        }
+    }
+    let _ = writeln!(out, "Cost delta {} credits", changed.cost_delta);
+    for m in &changed.moved {
+        let _ = writeln!(
+            out,
+            "moved {} {} → {}",
+            m.resource,
+            m.before.as_deref().unwrap_or("∅"),
+            m.after.as_deref().unwrap_or("∅")
+        );
+    }
+    out
+}
+
+pub fn check(check: &SubjectCheck) -> String {
+    format!(
+        "{} {}: {} of {} subjects, {}, digest {} ({})\n",
+        check.plan_id,
+        check.effect_id,
+        check.received,
+        check.total,
+        if check.ascending {
+            "ascending"
+        } else {
+            "NOT ascending"
+        },
+        if check.matches {
+            "matches"
+        } else {
+            "DOES NOT MATCH"
+        },
+        check.computed_digest
+    )
+}
+
+pub fn history(entries: &[(JournalEntry, bool)]) -> String {
+    if entries.is_empty() {
+        return "No decisions sent from this machine.\n".to_owned();
+    }
+    let mut rows = vec![[
+        "ID",
+        "PLAN",
+        "DECISION",
+        "STATE",
+        "RECORDED",
+        "ATTEMPTS",
+        "SIGNATURE",
+    ]
+    .map(str::to_owned)
+    .to_vec()];
+    for (e, verified) in entries {
+        let state = match (&e.state[..], &e.answer) {
+            ("refused", Some(answer)) => {
+                format!("refused {}", answer["code"].as_str().unwrap_or(""))
+            }
+            ("answered", Some(answer)) => {
+                format!("answered {}", answer["status"].as_str().unwrap_or(""))
+            }
+            (state, _) => state.to_owned(),
+        };
+        rows.push(vec![
+            e.id.to_string(),
+            e.plan_id.clone(),
+            e.decision.clone(),
+            state,
+            e.recorded_at.clone(),
+            e.attempts.to_string(),
+            if *verified { "verified" } else { "INVALID" }.to_owned(),
+        ]);
+    }
+    table(&rows)
+}
+
+pub fn link(link: Link) -> &'static str {
+    match link {
+        Link::Online => "online (live)",
+        Link::Degraded => "degraded (polling)",
+        Link::Offline => "offline",
+    }
+}

@@ -1,0 +1,203 @@
+//! The built `countersign-cli` against a real gateway on a loopback port: enroll, pending, show,
+//! approve, and the exit codes. Its key goes to the Secret Service: run under
+//! `tests/with-keyring.sh` (make test does).
+
+use std::sync::Arc;
+
+use assert_cmd::Command;
+use countersign_gateway::embedded::Embedded;
+use countersign_gateway::{accounts, AppState};
+use serde_json::{json, Value};
+
+struct World {
+    runtime: tokio::runtime::Runtime,
+    gateway: Option<Embedded>,
+    state: Arc<AppState>,
+    url: String,
+    agent: String,
+    data: tempfile::TempDir,
+    _db: tempfile::TempDir,
+}
+
+impl World {
+    fn start() -> World {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let db = tempfile::tempdir().unwrap();
+        let (gateway, agent) = runtime.block_on(async {
+            let url = format!("sqlite://{}", db.path().join("gw.db").display());
+            let gateway = Embedded::start(&url, None).await.unwrap();
+            let (_, agent) =
+                accounts::rotate_agent_token(&gateway.state.store, "ops", Some("usr_lead"))
+                    .await
+                    .unwrap();
+            (gateway, agent)
+        });
+        let (state, url) = (gateway.state.clone(), gateway.url.clone());
+        World {
+            runtime,
+            gateway: Some(gateway),
+            state,
+            url,
+            agent,
+            data: tempfile::tempdir().unwrap(),
+            _db: db,
+        }
+    }
+
+    fn cli(&self) -> Command {
+        let mut command = Command::cargo_bin("countersign-cli").unwrap();
+        command
+            .env("COUNTERSIGN_DATA_DIR", self.data.path())
+            .env_remove("COUNTERSIGN_GATEWAY_URL")
+            .env("NO_COLOR", "1");
+        command
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let output = self.cli().arg("--json").args(args).output().unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+
+    fn dry_run(&self, capability: &str, params: Value) -> String {
+        let body: Value = self.runtime.block_on(async {
+            reqwest::Client::new()
+                .post(format!("{}/v1/capabilities/{capability}/dry_run", self.url))
+                .bearer_auth(&self.agent)
+                .json(&json!({ "params": params }))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap()
+        });
+        body["plan_id"].as_str().unwrap().to_owned()
+    }
+
+    fn status(&self, plan_id: &str) -> String {
+        self.runtime.block_on(async {
+            sqlx::query_scalar("SELECT status FROM plans WHERE id = ?")
+                .bind(plan_id)
+                .fetch_one(self.state.store.pool())
+                .await
+                .unwrap()
+        })
+    }
+}
+
+#[test]
+fn enroll_review_and_approve_from_the_terminal() {
+    assert!(
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        "no D-Bus session: run through tests/with-keyring.sh (make test does)"
+    );
+    let world = World::start();
+    let code = world
+        .runtime
+        .block_on(accounts::invite_approver(&world.state.store, "Dana", None))
+        .unwrap();
+
+    let enrolled = world.json(&[
+        "--url", &world.url, "enroll", "--code", &code, "--name", "Dana",
+    ]);
+    assert_eq!(enrolled["gateway_id"], world.state.gateway_id.as_str());
+    let plan = world.dry_run(
+        "projects.settings.update",
+        json!({"project": "prj_184", "retention_days": 14}),
+    );
+
+    let pending = world.json(&["pending"]);
+    let row = pending["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["plan_id"] == plan.as_str())
+        .expect("the plan is listed");
+    assert_eq!(row["title"], "Update project settings");
+    let table = world.cli().arg("pending").output().unwrap();
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        table.contains(&plan) && table.contains("agt_ops for usr_lead"),
+        "{table}"
+    );
+
+    let shown = world.cli().args(["show", &plan]).output().unwrap();
+    let text = String::from_utf8(shown.stdout).unwrap();
+    assert!(text.contains("/retention_days: 30 → 14"), "{text}");
+    assert!(text.contains("└ eff_2"), "derived under its cause: {text}");
+    assert!(text.contains("legal_hold_items_skipped"));
+    assert!(text.contains("Approvable."));
+    let view = world.json(&["show", &plan]);
+    assert_eq!(view["plan"]["digest_matches"], true);
+    assert!(view["budget"].as_str().unwrap().contains("50.00"));
+
+    let decided = world.json(&["approve", &plan, "--reason", "Two weeks is enough."]);
+    assert_eq!(decided["status"], "approved");
+    assert_eq!(world.status(&plan), "approved");
+
+    let history = world.json(&["history"]);
+    assert_eq!(history[0]["entry"]["plan_id"], plan.as_str());
+    assert_eq!(history[0]["entry"]["state"], "answered");
+    assert_eq!(history[0]["verified"], true);
+    let export = world.data.path().join("history.jsonl");
+    world
+        .cli()
+        .args(["history", "--export", export.to_str().unwrap()])
+        .assert()
+        .success();
+    let lines = std::fs::read_to_string(&export).unwrap();
+    let first: Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+    assert_eq!(first["decision"], "approve");
+
+    // Refused by the gateway: 1, with its code.
+    let again = world
+        .cli()
+        .args(["--json", "approve", &plan])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1));
+    let error: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(error["error"]["code"], "not_approvable");
+    let missing = world
+        .cli()
+        .args(["--json", "show", "plan_missing"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    let error: Value = serde_json::from_slice(&missing.stdout).unwrap();
+    assert_eq!(error["error"]["code"], "not_found");
+
+    // A risky plan is not approved without a prompt or --yes.
+    let bulk = world.dry_run(
+        "groups.members.remove",
+        json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
+    );
+    world.cli().args(["approve", &bulk]).assert().code(2);
+    assert_eq!(world.status(&bulk), "pending_approval");
+    let decided = world.json(&["approve", &bulk, "--yes"]);
+    assert_eq!(
+        decided["status"], "pending_approval",
+        "one of two approvals"
+    );
+
+    // Usage: 2. Not enrolled there: 2. Unreachable: 3.
+    world.cli().arg("approve").assert().code(2);
+    world.cli().args(["reject", &bulk]).assert().code(2);
+    world
+        .cli()
+        .args(["--url", "http://127.0.0.1:9", "pending"])
+        .assert()
+        .code(2);
+    let mut world = world;
+    drop(world.gateway.take());
+    world.cli().arg("pending").assert().code(3);
+}

@@ -1,0 +1,306 @@
+//! The decision outbox and journal (SQLite in the app data directory). A decision is written
+//! before it is sent and resent, byte for byte, until the gateway answers definitively: never
+//! lost, and counted once, since the gateway answers an identical envelope as it did the first
+//! time. Every entry keeps its envelope and the signer's public key, so it verifies offline.
+
+use std::io::Write;
+use std::path::Path;
+use std::str::FromStr;
+
+use chrono::Utc;
+use countersign_proto::approvals::DecisionResponse;
+use countersign_proto::decision::{Decision, Statement};
+use countersign_proto::dsse::{decode_public_key, Envelope};
+use countersign_proto::ErrorCode;
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+use sqlx::SqlitePool;
+use ts_rs::TS;
+
+use crate::client::GatewayClient;
+use crate::error::ConsoleError;
+
+const PENDING: &str = "pending";
+const ANSWERED: &str = "answered";
+const REFUSED: &str = "refused";
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct JournalEntry {
+    #[ts(type = "number")]
+    pub id: i64,
+    pub gateway_id: String,
+    pub plan_id: String,
+    pub decision: String,
+    /// The DSSE envelope exactly as sent.
+    #[ts(type = "unknown")]
+    pub envelope: Value,
+    pub public_key: String,
+    pub recorded_at: String,
+    pub attempts: u32,
+    /// `pending` (not yet answered), `answered` (accepted) or `refused` (with the gateway's code).
+    pub state: String,
+    #[ts(type = "unknown")]
+    pub answer: Option<Value>,
+    pub answered_at: Option<String>,
+}
+
+impl JournalEntry {
+    /// Re-verifies the signed statement with the key it was signed with, without the gateway.
+    pub fn verify(&self) -> Result<Statement, ConsoleError> {
+        let envelope: Envelope = serde_json::from_value(self.envelope.clone())
+            .map_err(|e| ConsoleError::Protocol(format!("journal entry {}: {e}", self.id)))?;
+        let key = decode_public_key(&self.public_key)
+            .map_err(|e| ConsoleError::Protocol(format!("journal entry {}: {e}", self.id)))?;
+        Statement::open(&envelope, &key)
+            .map_err(|e| ConsoleError::Protocol(format!("journal entry {}: {e}", self.id)))
+    }
+}
+
+/// What became of one send.
+#[derive(Debug)]
+pub enum Delivery {
+    Answered(DecisionResponse),
+    /// A definitive refusal: the gateway's code and message.
+    Refused(ConsoleError),
+    /// No definitive answer yet; the entry stays pending and is sent again later.
+    Queued(ConsoleError),
+}
+
+#[derive(Clone)]
+pub struct Journal {
+    pool: SqlitePool,
+}
+
+type Row = (
+    i64,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    String,
+    Option<String>,
+    Option<String>,
+);
+
+const COLUMNS: &str = "id, gateway_id, plan_id, decision, envelope, public_key, recorded_at,
+                       attempts, state, answer, answered_at";
+
+fn entry(row: Row) -> Result<JournalEntry, ConsoleError> {
+    let parse = |text: &str| {
+        serde_json::from_str::<Value>(text).map_err(|e| ConsoleError::Protocol(e.to_string()))
+    };
+    Ok(JournalEntry {
+        id: row.0,
+        gateway_id: row.1,
+        plan_id: row.2,
+        decision: row.3,
+        envelope: parse(&row.4)?,
+        public_key: row.5,
+        recorded_at: row.6,
+        attempts: row.7.try_into().unwrap_or(u32::MAX),
+        state: row.8,
+        answer: row.9.as_deref().map(parse).transpose()?,
+        answered_at: row.10,
+    })
+}
+
+fn store_error(e: sqlx::Error) -> ConsoleError {
+    ConsoleError::Storage(e.to_string())
+}
+
+fn now() -> String {
+    Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+impl Journal {
+    /// Opens (creating) the journal at `path`.
+    pub async fn open(path: &Path) -> Result<Journal, ConsoleError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| ConsoleError::Storage(format!("{}: {e}", dir.display())))?;
+        }
+        let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))
+            .map_err(store_error)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .busy_timeout(std::time::Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .map_err(store_error)?;
+        sqlx::migrate!("./migrations")
+            .run(&pool)
+            .await
+            .map_err(|e| ConsoleError::Storage(e.to_string()))?;
+        Ok(Journal { pool })
+    }
+
+    /// Writes a signed decision before it is sent; its id.
+    pub async fn record(
+        &self,
+        gateway_id: &str,
+        plan_id: &str,
+        decision: Decision,
+        envelope: &Envelope,
+        public_key: &str,
+    ) -> Result<i64, ConsoleError> {
+        let text =
+            serde_json::to_string(envelope).map_err(|e| ConsoleError::Protocol(e.to_string()))?;
+        sqlx::query_scalar(
+            "INSERT INTO decisions (gateway_id, plan_id, decision, envelope, public_key, recorded_at, state)
+             VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        )
+        .bind(gateway_id)
+        .bind(plan_id)
+        .bind(match decision {
+            Decision::Approve => "approve",
+            Decision::Reject => "reject",
+        })
+        .bind(text)
+        .bind(public_key)
+        .bind(now())
+        .bind(PENDING)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(store_error)
+    }
+
+    pub async fn get(&self, id: i64) -> Result<JournalEntry, ConsoleError> {
+        let row: Row = sqlx::query_as(&format!("SELECT {COLUMNS} FROM decisions WHERE id = ?"))
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(store_error)?;
+        entry(row)
+    }
+
+    /// Every entry, oldest first (`gateway_id` narrows it to one gateway).
+    pub async fn entries(
+        &self,
+        gateway_id: Option<&str>,
+    ) -> Result<Vec<JournalEntry>, ConsoleError> {
+        let rows: Vec<Row> = sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM decisions WHERE ?1 IS NULL OR gateway_id = ?1 ORDER BY id"
+        ))
+        .bind(gateway_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(store_error)?;
+        rows.into_iter().map(entry).collect()
+    }
+
+    pub async fn pending(&self, gateway_id: &str) -> Result<Vec<JournalEntry>, ConsoleError> {
+        Ok(self
+            .entries(Some(gateway_id))
+            .await?
+            .into_iter()
+            .filter(|e| e.state == PENDING)
+            .collect())
+    }
+
+    /// Writes the journal as JSON Lines, one entry per line.
+    pub async fn export(&self, out: &mut impl Write) -> Result<usize, ConsoleError> {
+        let entries = self.entries(None).await?;
+        for e in &entries {
+            let line =
+                serde_json::to_string(e).map_err(|e| ConsoleError::Protocol(e.to_string()))?;
+            writeln!(out, "{line}").map_err(|e| ConsoleError::Storage(e.to_string()))?;
+        }
+        Ok(entries.len())
+    }
+
+    async fn settle(&self, id: i64, state: &str, answer: &Value) -> Result<(), ConsoleError> {
+        sqlx::query(
+            "UPDATE decisions SET state = ?, answer = ?, answered_at = ?, attempts = attempts + 1
+             WHERE id = ?",
+        )
+        .bind(state)
+        .bind(answer.to_string())
+        .bind(now())
+        .bind(id)
+        .execute(&self.pool)
+        .await
+        .map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn attempted(&self, id: i64) -> Result<(), ConsoleError> {
+        sqlx::query("UPDATE decisions SET attempts = attempts + 1 WHERE id = ?")
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
+    /// Sends entry `id` once (its stored envelope, unchanged) and records what came back.
+    pub async fn deliver(&self, client: &GatewayClient, id: i64) -> Result<Delivery, ConsoleError> {
+        let entry = self.get(id).await?;
+        if entry.state != PENDING {
+            return Err(ConsoleError::Invalid(format!(
+                "journal entry {id} is already {}",
+                entry.state
+            )));
+        }
+        let envelope: Envelope = serde_json::from_value(entry.envelope.clone())
+            .map_err(|e| ConsoleError::Protocol(e.to_string()))?;
+        match client.decide(&entry.plan_id, &envelope).await {
+            Ok(answer) => {
+                let value = serde_json::to_value(&answer)
+                    .map_err(|e| ConsoleError::Protocol(e.to_string()))?;
+                self.settle(id, ANSWERED, &value).await?;
+                Ok(Delivery::Answered(answer))
+            }
+            Err(ConsoleError::Gateway {
+                code,
+                message,
+                details,
+            }) if code != ErrorCode::Internal => {
+                let value =
+                    serde_json::json!({"code": code, "message": message, "details": details});
+                self.settle(id, REFUSED, &value).await?;
+                Ok(Delivery::Refused(ConsoleError::Gateway {
+                    code,
+                    message,
+                    details,
+                }))
+            }
+            Err(e) => {
+                self.attempted(id).await?;
+                Ok(Delivery::Queued(e))
+            }
+        }
+    }
+
+    /// Sends every pending entry for `gateway_id` once; how many are still pending.
+    pub async fn flush(
+        &self,
+        client: &GatewayClient,
+        gateway_id: &str,
+    ) -> Result<usize, ConsoleError> {
+        let mut left = 0;
+        for e in self.pending(gateway_id).await? {
+            if let Delivery::Queued(_) = self.deliver(client, e.id).await? {
+                left += 1;
+            }
+        }
+        Ok(left)
+    }
+
+    /// Marks `plan_id` as seen; true if it was not seen before.
+    pub async fn first_sight(&self, gateway_id: &str, plan_id: &str) -> Result<bool, ConsoleError> {
+        let inserted =
+            sqlx::query("INSERT OR IGNORE INTO seen_plans (gateway_id, plan_id) VALUES (?, ?)")
+                .bind(gateway_id)
+                .bind(plan_id)
+                .execute(&self.pool)
+                .await
+                .map_err(store_error)?;
+        Ok(inserted.rows_affected() == 1)
+    }
+}

@@ -1,0 +1,74 @@
+//! Which new plans deserve a desktop notification: those carrying a risk flag or belonging to a
+//! capability the approver selected, once per plan, and never for plans already seen.
+
+use std::collections::BTreeSet;
+
+use countersign_proto::approvals::{PlanStatus, PlanSummary, RiskFlag};
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::error::ConsoleError;
+use crate::journal::Journal;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct NotifyRules {
+    /// Risk flags (PROTOCOL section 3) that make a plan worth a notification.
+    pub risk: BTreeSet<String>,
+    /// Capabilities whose every plan is worth one.
+    pub capabilities: BTreeSet<String>,
+}
+
+impl Default for NotifyRules {
+    /// What DESIGN.md calls risky: irreversible, access, money, external, bulk.
+    fn default() -> Self {
+        NotifyRules {
+            risk: [
+                RiskFlag::Irreversible,
+                RiskFlag::AccessChange,
+                RiskFlag::Money,
+                RiskFlag::External,
+                RiskFlag::Bulk,
+                RiskFlag::HighCost,
+            ]
+            .iter()
+            .map(flag_name)
+            .collect(),
+            capabilities: BTreeSet::new(),
+        }
+    }
+}
+
+fn flag_name(flag: &RiskFlag) -> String {
+    match serde_json::to_value(flag) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+impl NotifyRules {
+    /// Whether `plan` matches the rules, whatever was seen before.
+    pub fn selects(&self, plan: &PlanSummary) -> bool {
+        plan.status == PlanStatus::PendingApproval
+            && (self.capabilities.contains(&plan.capability_id)
+                || plan.risk.iter().any(|f| self.risk.contains(&flag_name(f))))
+    }
+}
+
+/// The plans of `queue` to notify about now. Every plan is marked seen in `journal`; on the first
+/// look at a gateway (`first_look`) everything already waiting is taken as seen, not announced.
+pub async fn to_notify(
+    journal: &Journal,
+    gateway_id: &str,
+    rules: &NotifyRules,
+    queue: &[PlanSummary],
+    first_look: bool,
+) -> Result<Vec<PlanSummary>, ConsoleError> {
+    let mut out = Vec::new();
+    for plan in queue {
+        let new = journal.first_sight(gateway_id, &plan.plan_id).await?;
+        if new && !first_look && rules.selects(plan) {
+            out.push(plan.clone());
+        }
+    }
+    Ok(out)
+}

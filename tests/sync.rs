@@ -1,0 +1,204 @@
+//! The console's live sync and decision outbox against a real gateway on a loopback port, through
+//! a proxy that breaks connections. Run under `tests/with-keyring.sh` (make test does): the
+//! approver's key lives in the Secret Service.
+
+use std::time::Duration;
+
+use countersign_console::journal::Journal;
+use countersign_console::live::{Link, Live, Snapshot, Timing};
+use countersign_console::sync::Backoff;
+use countersign_console::{Console, ConsoleError};
+use countersign_e2e::proxy::FaultProxy;
+use countersign_e2e::TestGateway;
+use serde_json::json;
+use tokio::sync::watch;
+
+const CAPABILITY: &str = "projects.settings.update";
+
+async fn wait_for(
+    snapshots: &mut watch::Receiver<Snapshot>,
+    what: &str,
+    within: Duration,
+    test: impl Fn(&Snapshot) -> bool,
+) -> Snapshot {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        {
+            let now = snapshots.borrow_and_update();
+            if test(&now) {
+                return now.clone();
+            }
+        }
+        match tokio::time::timeout_at(deadline, snapshots.changed()).await {
+            Ok(Ok(())) => {}
+            _ => panic!(
+                "waited {within:?} for {what}; last: {:?}",
+                snapshots.borrow().link
+            ),
+        }
+    }
+}
+
+fn has(snapshot: &Snapshot, plan_id: &str) -> bool {
+    snapshot.items.iter().any(|s| s.plan_id == plan_id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_deliver_plans_and_polling_covers_a_dead_stream() -> anyhow::Result<()> {
+    let gateway = TestGateway::start().await?;
+    let proxy = FaultProxy::start(gateway.url.trim_start_matches("http://")).await?;
+    let agent = gateway.agent("ops").await?;
+    let code = gateway.invite("Dana").await?;
+    let console = Console::enroll(&proxy.url, &code, "Dana").await?;
+    let timing = Timing {
+        stream_retry: Backoff::new(Duration::from_millis(200), Duration::from_millis(400)),
+        offline: Backoff::new(Duration::from_millis(100), Duration::from_millis(400)),
+    };
+    let (live, mut snapshots) = Live::new(console.client().clone(), timing);
+    let task = tokio::spawn(live.run());
+    let within = Duration::from_secs(15);
+
+    wait_for(&mut snapshots, "the stream", within, |s| {
+        s.link == Link::Online
+    })
+    .await;
+    let first = agent
+        .dry_run(
+            CAPABILITY,
+            json!({"project": "prj_184", "retention_days": 7}),
+        )
+        .await?;
+    let first_id = first["plan_id"].as_str().unwrap().to_owned();
+    let seen = wait_for(&mut snapshots, "the first plan", within, |s| {
+        has(s, &first_id)
+    })
+    .await;
+    assert_eq!(
+        seen.link,
+        Link::Online,
+        "delivered by the stream, which never polls"
+    );
+
+    // The stream dies and cannot come back: the queue keeps up by polling.
+    proxy.block_events(true);
+    proxy.kill_all();
+    wait_for(&mut snapshots, "the fallback", within, |s| {
+        s.link == Link::Degraded
+    })
+    .await;
+    let second = agent
+        .dry_run(
+            CAPABILITY,
+            json!({"project": "prj_200", "retention_days": 7}),
+        )
+        .await?;
+    let second_id = second["plan_id"].as_str().unwrap().to_owned();
+    let seen = wait_for(&mut snapshots, "the second plan", within, |s| {
+        has(s, &second_id)
+    })
+    .await;
+    assert_eq!(seen.link, Link::Degraded, "found by polling");
+    assert!(seen.last_sync.is_some());
+
+    // The stream is back: live again, resuming where it left off.
+    proxy.block_events(false);
+    wait_for(&mut snapshots, "the stream again", within, |s| {
+        s.link == Link::Online
+    })
+    .await;
+    let third = agent
+        .dry_run(
+            CAPABILITY,
+            json!({"project": "prj_311", "retention_days": 7}),
+        )
+        .await?;
+    let third_id = third["plan_id"].as_str().unwrap().to_owned();
+    let seen = wait_for(&mut snapshots, "the third plan", within, |s| {
+        has(s, &third_id)
+    })
+    .await;
+    assert!(has(&seen, &first_id) && has(&seen, &second_id));
+    task.abort();
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_decisions_through_a_faulty_network_arrive_exactly_once() -> anyhow::Result<()>
+{
+    let gateway = TestGateway::start().await?;
+    let proxy = FaultProxy::start(gateway.url.trim_start_matches("http://")).await?;
+    let agent = gateway.agent("ops").await?;
+    let code = gateway.invite("Dana").await?;
+    let dir = tempfile::tempdir()?;
+    let journal = Journal::open(&dir.path().join("journal.db")).await?;
+    let mut console = Console::enroll(&proxy.url, &code, "Dana")
+        .await?
+        .with_journal(journal.clone());
+
+    let projects = ["prj_184", "prj_200", "prj_311", "prj_420", "prj_421"];
+    let mut plans = Vec::new();
+    for n in 0..200 {
+        let params = json!({"project": projects[n % 5], "retention_days": 100 + n});
+        let plan = agent.dry_run(CAPABILITY, params).await?;
+        plans.push(plan["plan_id"].as_str().unwrap().to_owned());
+    }
+
+    proxy.faults(true);
+    for plan_id in &plans {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            assert!(tries < 200, "{plan_id} never got signed");
+            // Reading the plan may fail on the way; nothing is signed until it succeeds.
+            let view = match console.plan_view(plan_id).await {
+                Ok(view) => view,
+                Err(ConsoleError::Unreachable { .. } | ConsoleError::Protocol(_)) => continue,
+                Err(e) => panic!("{plan_id}: {e}"),
+            };
+            match console.approve(plan_id, &view.digest, None).await {
+                Ok(_) | Err(ConsoleError::Queued(_)) => break,
+                Err(ConsoleError::Unreachable { .. } | ConsoleError::Protocol(_)) => continue,
+                Err(e) => panic!("{plan_id}: {e}"),
+            }
+        }
+    }
+    let mut rounds = 0;
+    while console.flush().await? > 0 {
+        rounds += 1;
+        assert!(rounds < 500, "the outbox never drained");
+    }
+    proxy.faults(false);
+
+    let counters = &proxy.counters;
+    let cut = counters.cut.load(std::sync::atomic::Ordering::SeqCst);
+    let dropped = counters.dropped.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        cut > 10 && dropped > 10,
+        "the network was not faulty enough: {cut} cut, {dropped} dropped"
+    );
+
+    let entries = journal.entries(None).await?;
+    assert_eq!(
+        entries.len(),
+        200,
+        "one signed decision per plan, never a second"
+    );
+    for entry in &entries {
+        assert_eq!(entry.state, "answered", "{entry:?}");
+        entry.verify()?;
+    }
+    let resent = entries.iter().filter(|e| e.attempts > 1).count();
+    assert!(resent > 0, "some decisions had to be sent again");
+    let pool = gateway.state.store.pool();
+    let per_plan: Vec<(String, i64)> =
+        sqlx::query_as("SELECT plan_id, COUNT(*) FROM decisions GROUP BY plan_id")
+            .fetch_all(pool)
+            .await?;
+    assert_eq!(per_plan.len(), 200);
+    assert!(per_plan.iter().all(|(_, n)| *n == 1));
+    let approved: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plans WHERE status = 'approved'")
+        .fetch_one(pool)
+        .await?;
+    assert_eq!(approved, 200);
+    Ok(())
+}
