@@ -83,6 +83,20 @@ impl World {
         body["plan_id"].as_str().unwrap().to_owned()
     }
 
+    fn invoke(&self, capability: &str, plan_id: &str) {
+        let status = self.runtime.block_on(async {
+            reqwest::Client::new()
+                .post(format!("{}/v1/capabilities/{capability}/invoke", self.url))
+                .bearer_auth(&self.agent)
+                .json(&json!({ "plan_id": plan_id }))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        });
+        assert!(status.is_success(), "invoke answered {status}");
+    }
+
     fn status(&self, plan_id: &str) -> String {
         self.runtime.block_on(async {
             sqlx::query_scalar("SELECT status FROM plans WHERE id = ?")
@@ -188,6 +202,28 @@ fn enroll_review_and_approve_from_the_terminal() {
         decided["status"], "pending_approval",
         "one of two approvals"
     );
+
+    // Every subject of the bulk removal, checked against its digest.
+    let check = world.json(&["subjects", &bulk, "eff_1", "--verify"]);
+    assert_eq!(check["matches"], true);
+    assert_eq!(check["received"], 37);
+    let ids = world.json(&["subjects", &bulk, "eff_3"]);
+    assert_eq!(ids.as_array().unwrap().len(), 6);
+
+    // The approved plan runs; another plan on the same project goes stale; a refresh says what moved.
+    let other = world.dry_run(
+        "projects.settings.update",
+        json!({"project": "prj_184", "retention_days": 60}),
+    );
+    world.invoke("projects.settings.update", &plan);
+    let refreshed = world.json(&["refresh", &other]);
+    assert_eq!(refreshed["changed"]["from_plan"], other.as_str());
+    assert_eq!(
+        refreshed["changed"]["moved"][0]["resource"],
+        "projects/prj_184"
+    );
+    assert_eq!(refreshed["plan"]["status"], "pending_approval");
+    assert_eq!(world.status(&other), "superseded");
 
     // Usage: 2. Not enrolled there: 2. Unreachable: 3.
     world.cli().arg("approve").assert().code(2);

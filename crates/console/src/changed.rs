@@ -101,11 +101,7 @@ pub fn subject_sets_to_fetch(old: &Preview, new: &Preview) -> Vec<(String, Strin
 
 /// What changed from `old` to `new`. `subjects` maps (old effect id, new effect id) to both full
 /// subject sets, for the pairs [`subject_sets_to_fetch`] named.
-pub fn what_changed(
-    old: &Preview,
-    new: &Preview,
-    subjects: &SubjectSets,
-) -> WhatChanged {
+pub fn what_changed(old: &Preview, new: &Preview, subjects: &SubjectSets) -> WhatChanged {
     let olds: BTreeMap<_, _> = old.effects.iter().map(|e| (key(e), e)).collect();
     let news: BTreeMap<_, _> = new.effects.iter().map(|e| (key(e), e)).collect();
     let mut changed = Vec::new();
