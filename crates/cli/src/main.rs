@@ -272,7 +272,7 @@ async fn run(cli: Cli) -> Outcome {
                 });
             }
         }
-        Command::Watch => watch(open(&cli).await?, json, &style).await?,
+        Command::Watch => watch(open(&cli).await?, json).await?,
         Command::History { export } => {
             let dir = data_dir(&cli)?;
             let journal = countersign_console::journal::Journal::open(&dir.join(JOURNAL)).await?;
@@ -363,7 +363,7 @@ fn confirm(view: &review::PlanView) -> Result<(), Failure> {
     }
 }
 
-async fn watch(console: Console, json: bool, style: &render::Style) -> Outcome {
+async fn watch(console: Console, json: bool) -> Outcome {
     let (live, mut snapshots) = Live::new(console.client().clone(), Timing::default());
     let task = tokio::spawn(live.run());
     let mut shown = None;
@@ -398,7 +398,6 @@ async fn watch(console: Console, json: bool, style: &render::Style) -> Outcome {
             );
             print!("{}", render::queue(&view));
         }
-        let _ = style;
     }
     task.abort();
     Ok(())
