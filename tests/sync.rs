@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use countersign_console::journal::Journal;
 use countersign_console::live::{Link, Live, Snapshot, Timing};
+use countersign_console::signer::Signer;
 use countersign_console::sync::Backoff;
 use countersign_console::{Console, ConsoleError};
 use countersign_e2e::proxy::FaultProxy;
@@ -119,6 +120,7 @@ async fn events_deliver_plans_and_polling_covers_a_dead_stream() -> anyhow::Resu
     .await;
     assert!(has(&seen, &first_id) && has(&seen, &second_id));
     task.abort();
+    Signer::forget(&gateway.state.gateway_id)?;
     Ok(())
 }
 
@@ -163,7 +165,7 @@ async fn two_hundred_decisions_through_a_faulty_network_arrive_exactly_once() ->
         }
     }
     let mut rounds = 0;
-    while console.flush().await? > 0 {
+    while console.flush().await?.waiting > 0 {
         rounds += 1;
         assert!(rounds < 500, "the outbox never drained");
     }
@@ -190,15 +192,24 @@ async fn two_hundred_decisions_through_a_faulty_network_arrive_exactly_once() ->
     let resent = entries.iter().filter(|e| e.attempts > 1).count();
     assert!(resent > 0, "some decisions had to be sent again");
     let pool = gateway.state.store.pool();
-    let per_plan: Vec<(String, i64)> =
-        sqlx::query_as("SELECT plan_id, COUNT(*) FROM decisions GROUP BY plan_id")
+    // What the gateway holds is, plan for plan, the one envelope this console signed.
+    let stored: Vec<(String, String)> =
+        sqlx::query_as("SELECT plan_id, envelope FROM decisions ORDER BY plan_id")
             .fetch_all(pool)
             .await?;
-    assert_eq!(per_plan.len(), 200);
-    assert!(per_plan.iter().all(|(_, n)| *n == 1));
+    assert_eq!(stored.len(), 200);
+    for (plan_id, envelope) in &stored {
+        let entry = entries
+            .iter()
+            .find(|e| &e.plan_id == plan_id)
+            .expect("journaled");
+        let envelope: serde_json::Value = serde_json::from_str(envelope)?;
+        assert_eq!(envelope, entry.envelope, "{plan_id}");
+    }
     let approved: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plans WHERE status = 'approved'")
         .fetch_one(pool)
         .await?;
     assert_eq!(approved, 200);
+    Signer::forget(&gateway.state.gateway_id)?;
     Ok(())
 }

@@ -127,7 +127,7 @@ fn main() -> ExitCode {
                     serde_json::json!({"error": {"code": code, "message": message}})
                 );
             } else {
-                eprintln!("error [{code}]: {message}");
+                eprintln!("error [{code}]: {}", render::clean(&message));
             }
             ExitCode::from(exit)
         }
@@ -163,7 +163,7 @@ fn print<T: Serialize>(json: bool, value: &T, text: impl FnOnce() -> String) {
             serde_json::to_string_pretty(value).unwrap_or_default()
         );
     } else {
-        print!("{}", text());
+        print!("{}", render::finish(&text()));
     }
 }
 
@@ -171,8 +171,16 @@ async fn open(cli: &Cli) -> Result<Console, Failure> {
     let dir = data_dir(cli)?;
     let url = gateway_url(cli, &dir)?;
     let (console, _) = session::connect(&dir, &url, None, "").await?;
-    // Whatever an earlier run could not deliver goes out first.
-    console.flush().await?;
+    // Whatever an earlier run could not deliver goes out first; a refusal is reported, not lost.
+    let flushed = console.flush().await?;
+    for (plan_id, why) in flushed.refused {
+        eprintln!(
+            "note: the queued decision on {} was refused [{}]: {}",
+            render::clean(&plan_id),
+            why.code,
+            render::clean(&why.message)
+        );
+    }
     Ok(console)
 }
 
@@ -350,7 +358,11 @@ fn confirm(view: &review::PlanView) -> Result<(), Failure> {
             view.risk.join(", ")
         )));
     }
-    eprint!("Approve {}? {consequence} [y/N] ", view.plan_id);
+    eprint!(
+        "Approve {}? {} [y/N] ",
+        render::clean(&view.plan_id),
+        render::clean(&consequence)
+    );
     let mut answer = String::new();
     std::io::stdin()
         .lock()
@@ -366,6 +378,8 @@ fn confirm(view: &review::PlanView) -> Result<(), Failure> {
 async fn watch(console: Console, json: bool) -> Outcome {
     let (live, mut snapshots) = Live::new(console.client().clone(), Timing::default());
     let task = tokio::spawn(live.run());
+    let stop = tokio::signal::ctrl_c();
+    tokio::pin!(stop);
     let mut shown = None;
     loop {
         tokio::select! {
@@ -374,7 +388,7 @@ async fn watch(console: Console, json: bool) -> Outcome {
                     break;
                 }
             }
-            _ = tokio::signal::ctrl_c() => break,
+            _ = &mut stop => break,
         }
         let snapshot = snapshots.borrow_and_update().clone();
         if shown == Some((snapshot.generation, snapshot.link)) {
@@ -385,18 +399,27 @@ async fn watch(console: Console, json: bool) -> Outcome {
         let last = snapshot
             .last_sync
             .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-        if json {
-            println!(
-                "{}",
+        let text = if json {
+            format!(
+                "{}\n",
                 serde_json::json!({"link": snapshot.link, "last_sync": last, "queue": view})
-            );
+            )
         } else {
-            println!(
-                "— {} · last sync {}",
+            format!(
+                "— {} · last sync {}\n{}",
                 render::link(snapshot.link),
-                last.as_deref().unwrap_or("never")
-            );
-            print!("{}", render::queue(&view));
+                last.as_deref().unwrap_or("never"),
+                render::finish(&render::queue(&view))
+            )
+        };
+        // A closed pipe (`watch | head`) ends the watch quietly.
+        let mut stdout = std::io::stdout().lock();
+        if stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            break;
         }
     }
     task.abort();

@@ -3,12 +3,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use countersign_proto::plan::{Effect, Preview};
+use countersign_proto::plan::{Change, Effect, Preview};
 use rust_decimal::Decimal;
 use serde::Serialize;
+use serde_json::Value;
 use ts_rs::TS;
 
-use crate::diff::{value_diff, ValueDiff};
+use crate::diff::{value_diff_within, Budget, ValueDiff};
+
+/// Time all the diffs of one comparison may take together.
+const CHANGED_DIFF_BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct WhatChanged {
@@ -71,9 +75,22 @@ pub struct RevisionMove {
 /// Full subject sets per (old effect id, new effect id): (before, after).
 pub type SubjectSets = BTreeMap<(String, String), (Vec<String>, Vec<String>)>;
 
-/// Effects are matched by consequence (type and resource), since ids are per plan.
-fn key(effect: &Effect) -> (String, String) {
-    (effect.effect_type.clone(), effect.resource.clone())
+/// Effects are matched by consequence (type and resource, and which of several alike), since
+/// effect ids are per plan.
+type Key = (String, String, usize);
+
+fn keyed(effects: &[Effect]) -> BTreeMap<Key, &Effect> {
+    let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
+    effects
+        .iter()
+        .map(|e| {
+            let n = seen
+                .entry((e.effect_type.clone(), e.resource.clone()))
+                .or_default();
+            *n += 1;
+            ((e.effect_type.clone(), e.resource.clone(), *n), e)
+        })
+        .collect()
 }
 
 fn reference(effect: &Effect) -> EffectRef {
@@ -88,13 +105,35 @@ fn reference(effect: &Effect) -> EffectRef {
 /// The effects of `old` and `new` whose subject sets differ (by digest): only these need their
 /// full sets fetched for [`what_changed`]. Pairs of (old effect id, new effect id).
 pub fn subject_sets_to_fetch(old: &Preview, new: &Preview) -> Vec<(String, String)> {
-    let olds: BTreeMap<_, _> = old.effects.iter().map(|e| (key(e), e)).collect();
-    new.effects
-        .iter()
-        .filter_map(|n| {
-            let o = olds.get(&key(n))?;
+    let olds = keyed(&old.effects);
+    keyed(&new.effects)
+        .into_iter()
+        .filter_map(|(key, n)| {
+            let o = olds.get(&key)?;
             let digest = |e: &Effect| e.subjects.as_ref().map(|s| s.digest.clone());
             (digest(o) != digest(n)).then(|| (o.id.clone(), n.id.clone()))
+        })
+        .collect()
+}
+
+/// How an effect's own properties moved: kind, cause, reversibility, reach and cost.
+fn property_changes(o: &Effect, n: &Effect, budget: &Budget) -> Vec<ValueChange> {
+    fn json<T: serde::Serialize>(value: &T) -> Value {
+        serde_json::to_value(value).unwrap_or_default()
+    }
+    let pairs = [
+        ("#kind", json(&o.kind), json(&n.kind)),
+        ("#cause", json(&o.cause), json(&n.cause)),
+        ("#reversible", json(&o.reversible), json(&n.reversible)),
+        ("#external", json(&o.external), json(&n.external)),
+        ("#cost", json(&o.cost), json(&n.cost)),
+    ];
+    pairs
+        .into_iter()
+        .filter(|(_, a, b)| a != b)
+        .map(|(path, a, b)| ValueChange {
+            path: path.to_owned(),
+            diff: value_diff_within(&a, &b, budget),
         })
         .collect()
 }
@@ -102,23 +141,33 @@ pub fn subject_sets_to_fetch(old: &Preview, new: &Preview) -> Vec<(String, Strin
 /// What changed from `old` to `new`. `subjects` maps (old effect id, new effect id) to both full
 /// subject sets, for the pairs [`subject_sets_to_fetch`] named.
 pub fn what_changed(old: &Preview, new: &Preview, subjects: &SubjectSets) -> WhatChanged {
-    let olds: BTreeMap<_, _> = old.effects.iter().map(|e| (key(e), e)).collect();
-    let news: BTreeMap<_, _> = new.effects.iter().map(|e| (key(e), e)).collect();
+    let budget = Budget::new(CHANGED_DIFF_BUDGET);
+    let olds = keyed(&old.effects);
+    let news = keyed(&new.effects);
     let mut changed = Vec::new();
-    for n in &new.effects {
-        let Some(o) = olds.get(&key(n)) else { continue };
-        let mut values = Vec::new();
+    for (key, n) in &news {
+        let Some(o) = olds.get(key) else { continue };
+        let mut values = property_changes(o, n, &budget);
         let before: BTreeMap<_, _> = o.changes.iter().map(|c| (&c.path, c)).collect();
         let after: BTreeMap<_, _> = n.changes.iter().map(|c| (&c.path, c)).collect();
         let paths: BTreeSet<&String> = before.keys().chain(after.keys()).copied().collect();
         for path in paths {
             let (b, a) = (before.get(path), after.get(path));
-            if b.map(|c| (&c.before, &c.after)) != a.map(|c| (&c.before, &c.after)) {
-                let old_after = b.map(|c| c.after.clone()).unwrap_or_default();
-                let new_after = a.map(|c| c.after.clone()).unwrap_or_default();
+            let side = |c: Option<&&Change>, f: fn(&Change) -> &Value| {
+                c.map(|c| f(c).clone()).unwrap_or_default()
+            };
+            let (old_after, new_after) = (side(b, |c| &c.after), side(a, |c| &c.after));
+            if old_after != new_after {
                 values.push(ValueChange {
                     path: path.clone(),
-                    diff: value_diff(&old_after, &new_after),
+                    diff: value_diff_within(&old_after, &new_after, &budget),
+                });
+            }
+            let (old_before, new_before) = (side(b, |c| &c.before), side(a, |c| &c.before));
+            if old_before != new_before {
+                values.push(ValueChange {
+                    path: format!("{path} (before)"),
+                    diff: value_diff_within(&old_before, &new_before, &budget),
                 });
             }
         }
@@ -137,13 +186,11 @@ pub fn what_changed(old: &Preview, new: &Preview, subjects: &SubjectSets) -> Wha
             o.subjects.as_ref().map(|s| s.total),
             n.subjects.as_ref().map(|s| s.total),
         );
-        let cost_differs = o.cost != n.cost;
         if values.is_empty()
             && added.is_empty()
             && removed.is_empty()
             && totals.0 == totals.1
             && o.description == n.description
-            && !cost_differs
         {
             continue;
         }
@@ -159,8 +206,11 @@ pub fn what_changed(old: &Preview, new: &Preview, subjects: &SubjectSets) -> Wha
             subjects_removed: removed,
         });
     }
-    let delta: Decimal =
-        new.estimated_cost.amount_max.value() - old.estimated_cost.amount_max.value();
+    let delta = new
+        .estimated_cost
+        .amount_max
+        .value()
+        .checked_sub(old.estimated_cost.amount_max.value());
     let old_reads: BTreeMap<_, _> = old
         .read_revisions
         .iter()
@@ -175,23 +225,21 @@ pub fn what_changed(old: &Preview, new: &Preview, subjects: &SubjectSets) -> Wha
     WhatChanged {
         from_plan: old.plan_id.clone(),
         to_plan: new.plan_id.clone(),
-        effects_added: new
-            .effects
+        effects_added: news
             .iter()
-            .filter(|e| !olds.contains_key(&key(e)))
-            .map(reference)
+            .filter(|(k, _)| !olds.contains_key(*k))
+            .map(|(_, e)| reference(e))
             .collect(),
-        effects_removed: old
-            .effects
+        effects_removed: olds
             .iter()
-            .filter(|e| !news.contains_key(&key(e)))
-            .map(reference)
+            .filter(|(k, _)| !news.contains_key(*k))
+            .map(|(_, e)| reference(e))
             .collect(),
         effects_changed: changed,
-        cost_delta: if delta > Decimal::ZERO {
-            format!("+{delta}")
-        } else {
-            delta.normalize().to_string()
+        cost_delta: match delta {
+            None => "out of range".to_owned(),
+            Some(d) if d > Decimal::ZERO => format!("+{d}"),
+            Some(d) => d.normalize().to_string(),
         },
         moved: resources
             .into_iter()

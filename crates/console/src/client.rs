@@ -21,6 +21,8 @@ use crate::error::ConsoleError;
 
 /// Plans may be large; anything beyond this is refused rather than held in memory.
 const MAX_PLAN_BYTES: usize = 64 * 1024 * 1024;
+/// The protocol's largest subject set (PROTOCOL section 4).
+const MAX_SUBJECTS: usize = 1_000_000;
 
 #[derive(Clone)]
 pub struct GatewayClient {
@@ -254,7 +256,19 @@ impl GatewayClient {
                 ));
             }
             ids.extend(page.items.into_iter().map(|i| i.id));
+            // A gateway that pages past its own total, or in circles, is not followed forever.
+            if ids.len() as u64 > page.total || ids.len() > MAX_SUBJECTS {
+                return Err(ConsoleError::Protocol(format!(
+                    "the subject pages run past their total of {}",
+                    page.total
+                )));
+            }
             match page.next_cursor {
+                Some(next) if Some(&next) == cursor.as_ref() => {
+                    return Err(ConsoleError::Protocol(
+                        "a subject cursor that does not advance".to_owned(),
+                    ))
+                }
                 Some(next) => cursor = Some(next),
                 None => return Ok(ids),
             }
@@ -281,6 +295,16 @@ impl GatewayClient {
             let status = response.status();
             let bytes = self.body(response).await?;
             return Err(gateway_error(status, &bytes));
+        }
+        let is_stream = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !is_stream {
+            return Err(ConsoleError::Protocol(
+                "/v1/events did not answer with an event stream".to_owned(),
+            ));
         }
         Ok(crate::events::EventStream::new(response, self.base.clone()))
     }

@@ -1,6 +1,6 @@
 //! One approver at one gateway: the queue, plan views, and signed decisions.
 
-use chrono::{Duration, SubsecRound, Utc};
+use chrono::{SubsecRound, Utc};
 use countersign_proto::approvals::DecisionResponse;
 use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
 use countersign_proto::digest::plan_digest;
@@ -14,13 +14,10 @@ use ts_rs::TS;
 use crate::changed::{subject_sets_to_fetch, what_changed, WhatChanged};
 use crate::client::GatewayClient;
 use crate::error::ConsoleError;
-use crate::journal::{Delivery, Journal};
+use crate::journal::{Delivery, Flushed, Journal};
 use crate::review::{self, PlanView, QueueView};
 use crate::signer::Signer;
 use crate::sync::Poller;
-
-/// How long a signed statement stays valid, at most (and never beyond the plan's expiry).
-const STATEMENT_LIFETIME: Duration = Duration::minutes(5);
 
 pub struct Console {
     client: GatewayClient,
@@ -71,11 +68,11 @@ impl Console {
         self.journal.as_ref()
     }
 
-    /// Sends the decisions still waiting in the outbox once more; how many still wait.
-    pub async fn flush(&self) -> Result<usize, ConsoleError> {
+    /// Sends the decisions still waiting in the outbox once more.
+    pub async fn flush(&self) -> Result<Flushed, ConsoleError> {
         match &self.journal {
             Some(journal) => journal.flush(&self.client, self.signer.gateway_id()).await,
-            None => Ok(0),
+            None => Ok(Flushed::default()),
         }
     }
 
@@ -88,16 +85,25 @@ impl Console {
         let new = self.client.refresh(plan_id).await?;
         let (old_plan, new_plan) = (&old.record.plan, &new.record.plan);
         let mut subjects = BTreeMap::new();
+        // The new plan exists now, whatever happens next: a failed subject fetch only leaves
+        // that effect's ids out of the comparison (its totals still show).
         for (old_effect, new_effect) in subject_sets_to_fetch(old_plan, new_plan) {
             let was = self
                 .client
                 .all_subjects(&old_plan.plan_id, &old_effect)
-                .await?;
+                .await;
             let is = self
                 .client
                 .all_subjects(&new_plan.plan_id, &new_effect)
-                .await?;
-            subjects.insert((old_effect, new_effect), (was, is));
+                .await;
+            match (was, is) {
+                (Ok(was), Ok(is)) => {
+                    subjects.insert((old_effect, new_effect), (was, is));
+                }
+                (Err(e), _) | (_, Err(e)) => {
+                    tracing::warn!(error = %e, effect = %new_effect, "subjects left out of what changed");
+                }
+            }
         }
         let changed = what_changed(old_plan, new_plan, &subjects);
         self.poller.invalidate();
@@ -143,8 +149,19 @@ impl Console {
         })
     }
 
-    /// Replaces the signing key (see [`Signer::rotate`]).
+    /// Replaces the signing key (see [`Signer::rotate`]), once the outbox is empty: a queued
+    /// envelope signed with the old key could no longer be delivered.
     pub async fn rotate_key(&mut self) -> Result<(), ConsoleError> {
+        if self.signer.rotation_pending() {
+            return self.signer.rotate(&self.client).await;
+        }
+        if let Some(journal) = &self.journal {
+            if !journal.pending(self.signer.gateway_id()).await?.is_empty() {
+                return Err(ConsoleError::Invalid(
+                    "decisions are still queued for this gateway: send them first".to_owned(),
+                ));
+            }
+        }
         self.signer.rotate(&self.client).await
     }
 
@@ -271,13 +288,29 @@ impl Console {
             audience: self.signer.gateway_id().to_owned(),
             nonce: new_nonce(),
             issued_at,
-            expires_at: (issued_at + STATEMENT_LIFETIME).min(plan.expires_at),
+            // As long as the plan: a decision waiting in the outbox stays good while the plan is.
+            expires_at: plan.expires_at,
         };
-        let envelope = self.signer.sign(&statement)?;
         self.poller.invalidate();
         let Some(journal) = &self.journal else {
+            let envelope = self.signer.sign(&statement)?;
             return self.client.decide(plan_id, &envelope).await;
         };
+        // A decision for this plan already waiting goes out again as it is; a second envelope
+        // would be refused even if the first one counted.
+        let waiting = journal
+            .pending(self.signer.gateway_id())
+            .await?
+            .into_iter()
+            .find(|e| e.plan_id == plan_id);
+        if let Some(entry) = waiting {
+            return match journal.deliver(&self.client, entry.id).await? {
+                Delivery::Answered(answer) => Ok(answer),
+                Delivery::Refused(e) => Err(e),
+                Delivery::Queued(e) => Err(ConsoleError::Queued(e.to_string())),
+            };
+        }
+        let envelope = self.signer.sign(&statement)?;
         let id = journal
             .record(
                 self.signer.gateway_id(),

@@ -73,10 +73,40 @@ fn is_long(s: &str) -> bool {
     s.len() > SHORT_TEXT || s.contains('\n')
 }
 
+/// Time shared by every diff of one view: past it, texts are shown line by line, unhighlighted.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    until: Instant,
+}
+
+impl Budget {
+    pub fn new(total: Duration) -> Budget {
+        Budget {
+            until: Instant::now() + total,
+        }
+    }
+
+    /// Enough for one diff at its own deadlines.
+    pub fn one() -> Budget {
+        Budget::new(LINE_DEADLINE + INLINE_BUDGET)
+    }
+
+    fn left(&self) -> Duration {
+        self.until.saturating_duration_since(Instant::now())
+    }
+}
+
 /// The diff of one change's `before` and `after`.
 pub fn value_diff(before: &Value, after: &Value) -> ValueDiff {
+    value_diff_within(before, after, &Budget::one())
+}
+
+/// [`value_diff`] within what is left of `budget`.
+pub fn value_diff_within(before: &Value, after: &Value, budget: &Budget) -> ValueDiff {
     match (before, after) {
-        (Value::String(a), Value::String(b)) if is_long(a) || is_long(b) => text_diff(a, b),
+        (Value::String(a), Value::String(b)) if is_long(a) || is_long(b) => {
+            text_diff_within(a, b, budget)
+        }
         (Value::Object(_) | Value::Array(_), _) | (_, Value::Object(_) | Value::Array(_))
             if !before.is_null() && !after.is_null() =>
         {
@@ -91,20 +121,26 @@ pub fn value_diff(before: &Value, after: &Value) -> ValueDiff {
 
 /// A line diff of two texts; word highlights inside changed lines while time and size allow.
 pub fn text_diff(before: &str, after: &str) -> ValueDiff {
+    text_diff_within(before, after, &Budget::one())
+}
+
+fn text_diff_within(before: &str, after: &str, budget: &Budget) -> ValueDiff {
     let started = Instant::now();
+    let line_deadline = LINE_DEADLINE.min(budget.left());
     let diff = TextDiff::configure()
         .algorithm(Algorithm::Patience)
-        .timeout(LINE_DEADLINE)
+        .timeout(line_deadline)
         .diff_lines(before, after);
     let changed = diff
         .iter_all_changes()
         .filter(|c| c.tag() != ChangeTag::Equal)
         .count();
-    let mut coarse = started.elapsed() >= LINE_DEADLINE || changed > INLINE_LINES;
+    let inline_until = Instant::now() + INLINE_BUDGET.min(budget.left());
+    let mut coarse = started.elapsed() >= line_deadline || changed > INLINE_LINES;
     let mut lines = Vec::new();
     for op in diff.ops() {
-        if !coarse && started.elapsed() < LINE_DEADLINE + INLINE_BUDGET {
-            for change in diff.iter_inline_changes(op) {
+        if !coarse && Instant::now() < inline_until {
+            for change in diff.iter_inline_changes_deadline(op, Some(inline_until)) {
                 lines.push(DiffLine {
                     tag: tag(change.tag()),
                     old_line: change.old_index().map(|i| i as u32 + 1),

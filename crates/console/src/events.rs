@@ -10,9 +10,9 @@ const MAX_EVENT: usize = 4 * 1024 * 1024;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum QueueEvent {
-    /// A plan was created or changed; `id` is the revision to resume after.
+    /// A plan was created or changed; `id` is the revision to resume after, if the event had one.
     Plan {
-        id: String,
+        id: Option<String>,
         summary: Box<PlanSummary>,
     },
     /// The gateway cannot resume from where we were: list the queue again.
@@ -22,6 +22,8 @@ pub enum QueueEvent {
 pub struct EventStream {
     response: Response,
     buffer: Vec<u8>,
+    /// How far `buffer` is known to hold no complete event, so a trickled event is scanned once.
+    scanned: usize,
     url: String,
 }
 
@@ -30,6 +32,7 @@ impl EventStream {
         EventStream {
             response,
             buffer: Vec::new(),
+            scanned: 0,
             url,
         }
     }
@@ -37,12 +40,15 @@ impl EventStream {
     /// The next event; `Ok(None)` when the gateway closed the stream. Heartbeats are skipped.
     pub async fn next(&mut self) -> Result<Option<QueueEvent>, ConsoleError> {
         loop {
-            while let Some(end) = find_blank_line(&self.buffer) {
+            while let Some(end) = find_blank_line(&self.buffer, self.scanned) {
                 let block: Vec<u8> = self.buffer.drain(..end).collect();
-                if let Some(event) = parse(&String::from_utf8_lossy(&block))? {
+                self.scanned = 0;
+                if let Some(event) = parse(&String::from_utf8_lossy(&block)) {
                     return Ok(Some(event));
                 }
             }
+            // A separator may straddle the next chunk: rescan only its last three bytes.
+            self.scanned = self.buffer.len().saturating_sub(3);
             let chunk = self
                 .response
                 .chunk()
@@ -64,10 +70,10 @@ impl EventStream {
     }
 }
 
-/// The end (exclusive, separator included) of the first complete event block.
-fn find_blank_line(buffer: &[u8]) -> Option<usize> {
+/// The end (exclusive, separator included) of the first complete event block at or after `from`.
+fn find_blank_line(buffer: &[u8], from: usize) -> Option<usize> {
     let text = buffer;
-    (0..text.len()).find_map(|i| {
+    (from..text.len()).find_map(|i| {
         if text[i..].starts_with(b"\n\n") {
             Some(i + 2)
         } else if text[i..].starts_with(b"\r\n\r\n") {
@@ -78,7 +84,9 @@ fn find_blank_line(buffer: &[u8]) -> Option<usize> {
     })
 }
 
-fn parse(block: &str) -> Result<Option<QueueEvent>, ConsoleError> {
+/// The event in `block`; `None` for comments (heartbeats), unknown types, and a plan summary
+/// this console cannot read (skipped, so that one bad event cannot wedge the stream).
+fn parse(block: &str) -> Option<QueueEvent> {
     let (mut id, mut event, mut data) = (None, None, String::new());
     for line in block.lines() {
         let (field, value) = line.split_once(':').unwrap_or((line, ""));
@@ -95,19 +103,20 @@ fn parse(block: &str) -> Result<Option<QueueEvent>, ConsoleError> {
             _ => {}
         }
     }
-    Ok(match event.as_deref() {
+    match event.as_deref() {
         Some("resync") => Some(QueueEvent::Resync { id }),
-        Some("plan.created" | "plan.updated") => {
-            let summary = serde_json::from_str(&data)
-                .map_err(|e| ConsoleError::Protocol(format!("an event's plan summary: {e}")))?;
-            Some(QueueEvent::Plan {
-                id: id.unwrap_or_default(),
+        Some("plan.created" | "plan.updated") => match serde_json::from_str(&data) {
+            Ok(summary) => Some(QueueEvent::Plan {
+                id,
                 summary: Box::new(summary),
-            })
-        }
-        // Comments (heartbeats) and event types this console does not know.
+            }),
+            Err(e) => {
+                tracing::warn!(error = %e, "skipped an event whose plan summary does not parse");
+                None
+            }
+        },
         _ => None,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -116,15 +125,16 @@ mod tests {
 
     #[test]
     fn heartbeats_and_unknown_events_are_skipped() {
-        assert_eq!(parse(": heartbeat\n\n").unwrap(), None);
-        assert_eq!(parse("event: plan.archived\ndata: {}\n\n").unwrap(), None);
+        assert_eq!(parse(": heartbeat\n\n"), None);
+        assert_eq!(parse("event: plan.archived\ndata: {}\n\n"), None);
         assert_eq!(
-            parse("id: 7\nevent: resync\ndata: {}\n\n").unwrap(),
+            parse("id: 7\nevent: resync\ndata: {}\n\n"),
             Some(QueueEvent::Resync {
                 id: Some("7".into())
             })
         );
-        assert!(parse("event: plan.created\ndata: {not json\n\n").is_err());
-        assert_eq!(find_blank_line(b"a\r\n\r\nb"), Some(5));
+        assert_eq!(parse("event: plan.created\ndata: {not json\n\n"), None);
+        assert_eq!(find_blank_line(b"a\r\n\r\nb", 0), Some(5));
+        assert_eq!(find_blank_line(b"ab\n\ncd", 3), None);
     }
 }

@@ -19,7 +19,7 @@ use sqlx::SqlitePool;
 use ts_rs::TS;
 
 use crate::client::GatewayClient;
-use crate::error::ConsoleError;
+use crate::error::{ConsoleError, ErrorView};
 
 const PENDING: &str = "pending";
 const ANSWERED: &str = "answered";
@@ -65,6 +65,31 @@ pub enum Delivery {
     Refused(ConsoleError),
     /// No definitive answer yet; the entry stays pending and is sent again later.
     Queued(ConsoleError),
+}
+
+/// What one pass over the outbox did.
+#[derive(Debug, Default)]
+pub struct Flushed {
+    pub answered: usize,
+    /// Plans whose queued decision the gateway refused, and why: someone must be told.
+    pub refused: Vec<(String, ErrorView)>,
+    pub waiting: usize,
+}
+
+/// The stored outcome of an entry another send (or process) already settled.
+fn settled(entry: &JournalEntry) -> Result<Delivery, ConsoleError> {
+    let answer = entry.answer.clone().unwrap_or_default();
+    if entry.state == ANSWERED {
+        return serde_json::from_value(answer)
+            .map(Delivery::Answered)
+            .map_err(|e| ConsoleError::Protocol(e.to_string()));
+    }
+    let code = serde_json::from_value(answer["code"].clone()).unwrap_or(ErrorCode::Internal);
+    Ok(Delivery::Refused(ConsoleError::Gateway {
+        code,
+        message: answer["message"].as_str().unwrap_or_default().to_owned(),
+        details: answer["details"].clone(),
+    }))
 }
 
 #[derive(Clone)]
@@ -214,10 +239,11 @@ impl Journal {
         Ok(entries.len())
     }
 
+    /// Settles a pending entry; an entry another process settled first keeps its answer.
     async fn settle(&self, id: i64, state: &str, answer: &Value) -> Result<(), ConsoleError> {
         sqlx::query(
             "UPDATE decisions SET state = ?, answer = ?, answered_at = ?, attempts = attempts + 1
-             WHERE id = ?",
+             WHERE id = ? AND state = 'pending'",
         )
         .bind(state)
         .bind(answer.to_string())
@@ -242,10 +268,7 @@ impl Journal {
     pub async fn deliver(&self, client: &GatewayClient, id: i64) -> Result<Delivery, ConsoleError> {
         let entry = self.get(id).await?;
         if entry.state != PENDING {
-            return Err(ConsoleError::Invalid(format!(
-                "journal entry {id} is already {}",
-                entry.state
-            )));
+            return settled(&entry);
         }
         let envelope: Envelope = serde_json::from_value(entry.envelope.clone())
             .map_err(|e| ConsoleError::Protocol(e.to_string()))?;
@@ -277,19 +300,21 @@ impl Journal {
         }
     }
 
-    /// Sends every pending entry for `gateway_id` once; how many are still pending.
+    /// Sends every pending entry for `gateway_id` once.
     pub async fn flush(
         &self,
         client: &GatewayClient,
         gateway_id: &str,
-    ) -> Result<usize, ConsoleError> {
-        let mut left = 0;
+    ) -> Result<Flushed, ConsoleError> {
+        let mut flushed = Flushed::default();
         for e in self.pending(gateway_id).await? {
-            if let Delivery::Queued(_) = self.deliver(client, e.id).await? {
-                left += 1;
+            match self.deliver(client, e.id).await? {
+                Delivery::Answered(_) => flushed.answered += 1,
+                Delivery::Refused(error) => flushed.refused.push((e.plan_id, error.view())),
+                Delivery::Queued(_) => flushed.waiting += 1,
             }
         }
-        Ok(left)
+        Ok(flushed)
     }
 
     /// Marks `plan_id` as seen; true if it was not seen before.

@@ -133,17 +133,23 @@ impl Live {
             self.timing.offline.succeeded();
             match self.client.events(self.last_event_id.as_deref()).await {
                 Ok(mut stream) => {
+                    // The retry backoff resets only once the stream has delivered: a stream that
+                    // opens and closes at once must not be retried every second.
                     self.set(Link::Online, None);
-                    self.timing.stream_retry.succeeded();
                     // Anything that happened between the listing and the stream opening.
                     self.list(Link::Online).await;
                     loop {
                         match stream.next().await {
                             Ok(Some(QueueEvent::Plan { id, summary })) => {
-                                self.last_event_id = Some(id);
+                                // An event without an id keeps the last one (SSE's rule).
+                                if id.is_some() {
+                                    self.last_event_id = id;
+                                }
                                 self.apply(*summary);
+                                self.timing.stream_retry.succeeded();
                             }
                             Ok(Some(QueueEvent::Resync { id })) => {
+                                self.timing.stream_retry.succeeded();
                                 self.last_event_id = id;
                                 self.poller.invalidate();
                                 self.list(Link::Online).await;

@@ -17,7 +17,10 @@ use serde_json::Value;
 use ts_rs::TS;
 
 use crate::client::FetchedPlan;
-use crate::diff::{value_diff, ValueDiff};
+use crate::diff::{value_diff_within, Budget, ValueDiff};
+
+/// Time all the text diffs of one plan view may take together.
+const VIEW_DIFF_BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The only unit the console signs for; anything else means the contract must be re-read (seed 000).
 pub const CREDITS: &str = "credits";
@@ -288,9 +291,10 @@ fn ordered_effects(effects: &[Effect]) -> Vec<&Effect> {
 /// Effects grouped by consequence type, direct groups first, in order of first appearance.
 pub fn groups(effects: &[Effect]) -> Vec<EffectGroup> {
     let mut out: Vec<EffectGroup> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
     for effect in ordered_effects(effects) {
         let subjects = effect.subjects.as_ref().map_or(0, |s| s.total);
-        match out.iter_mut().find(|g| g.effect_type == effect.effect_type) {
+        match index.get(effect.effect_type.as_str()).map(|i| &mut out[*i]) {
             Some(group) => {
                 group.effects += 1;
                 group.subjects = group.subjects.saturating_add(subjects);
@@ -300,14 +304,17 @@ pub fn groups(effects: &[Effect]) -> Vec<EffectGroup> {
                     }
                 }
             }
-            None => out.push(EffectGroup {
-                effect_type: effect.effect_type.clone(),
-                kind: wire(&effect.kind),
-                derived: effect.derived,
-                effects: 1,
-                subjects,
-                badges: badges(effect),
-            }),
+            None => {
+                index.insert(&effect.effect_type, out.len());
+                out.push(EffectGroup {
+                    effect_type: effect.effect_type.clone(),
+                    kind: wire(&effect.kind),
+                    derived: effect.derived,
+                    effects: 1,
+                    subjects,
+                    badges: badges(effect),
+                });
+            }
         }
     }
     out.sort_by_key(|g| g.derived);
@@ -364,6 +371,7 @@ pub fn plan_view(
     approver_id: Option<&str>,
     now: DateTime<Utc>,
 ) -> PlanView {
+    let budget = Budget::new(VIEW_DIFF_BUDGET);
     let record = &fetched.record;
     let plan = &record.plan;
     let digest = plan_digest(&fetched.raw).unwrap_or_default();
@@ -406,7 +414,7 @@ pub fn plan_view(
                     path: c.path.clone(),
                     before: value_text(&c.before),
                     after: value_text(&c.after),
-                    diff: value_diff(&c.before, &c.after),
+                    diff: value_diff_within(&c.before, &c.after, &budget),
                 })
             })
             .collect(),

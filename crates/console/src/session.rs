@@ -71,6 +71,9 @@ pub async fn connect(
     code: Option<&str>,
     display_name: &str,
 ) -> Result<(Console, String), ConsoleError> {
+    // Before anything is spent: an enrollment code works once.
+    std::fs::create_dir_all(data_dir)
+        .map_err(|e| ConsoleError::Storage(format!("cannot create {}: {e}", data_dir.display())))?;
     let known = remembered(data_dir, url)
         .map(|id| Signer::load(&id))
         .transpose()?
@@ -176,10 +179,28 @@ impl Session {
     }
 
     /// Polls once and records whether the gateway answered.
+    /// Sends what the outbox still holds, then polls once; records whether the gateway answered.
     pub async fn sync(&mut self) -> Result<bool, ConsoleError> {
+        let refused = match self.console.flush().await {
+            Ok(flushed) => flushed.refused.into_iter().next(),
+            Err(e) => {
+                tracing::debug!(error = %e, "the outbox could not be sent");
+                None
+            }
+        };
         let outcome = self.console.sync().await;
         self.online = outcome.is_ok();
-        self.last_error = outcome.as_ref().err().map(ConsoleError::view);
+        self.last_error = match (&outcome, refused) {
+            (Err(e), _) => Some(e.view()),
+            (Ok(_), Some((plan_id, why))) => Some(ErrorView {
+                code: why.code,
+                message: format!(
+                    "The queued decision on {plan_id} was refused: {}",
+                    why.message
+                ),
+            }),
+            (Ok(_), None) => None,
+        };
         outcome
     }
 

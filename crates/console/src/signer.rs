@@ -26,6 +26,15 @@ struct StoredCredential {
     /// Keys this approver signed with before a rotation: public halves only, for verifying history.
     #[serde(default)]
     retired: Vec<RetiredKey>,
+    /// A rotation sent but not known to have taken effect: the next key and its signed proof.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rotating: Option<PendingRotation>,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+struct PendingRotation {
+    signing_key: String,
+    proof: Envelope,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +52,7 @@ pub struct Signer {
     token: String,
     key: SigningKey,
     retired: Vec<RetiredKey>,
+    rotating: Option<PendingRotation>,
 }
 
 impl std::fmt::Debug for Signer {
@@ -83,6 +93,7 @@ impl Signer {
             token: stored.token,
             key: SigningKey::from_bytes(&seed),
             retired: stored.retired,
+            rotating: stored.rotating,
         }))
     }
 
@@ -117,6 +128,7 @@ impl Signer {
             token: response.token,
             key,
             retired: Vec::new(),
+            rotating: None,
         };
         signer.save()?;
         Ok(signer)
@@ -130,6 +142,7 @@ impl Signer {
             token: self.token.clone(),
             signing_key: STANDARD.encode(self.key.to_bytes()),
             retired: self.retired.clone(),
+            rotating: self.rotating.clone(),
         };
         let text =
             serde_json::to_string(&stored).map_err(|e| ConsoleError::Keyring(e.to_string()))?;
@@ -174,25 +187,58 @@ impl Signer {
         &self.retired
     }
 
-    /// Makes a new key, has the gateway accept it on the current key's word, and files it; the
-    /// old key's public half is kept for verifying what it signed.
+    /// Whether a rotation was sent without a definitive answer: [`Signer::rotate`] finishes it.
+    pub fn rotation_pending(&self) -> bool {
+        self.rotating.is_some()
+    }
+
+    /// Makes a new key, files it in the keyring as pending, has the gateway accept it on the
+    /// current key's word, then signs with it; the old key's public half is kept for verifying
+    /// what it signed. A rotation left pending (no answer) is resent as it was, not started anew.
     pub async fn rotate(&mut self, client: &GatewayClient) -> Result<(), ConsoleError> {
-        let next = SigningKey::generate(&mut rand::rngs::OsRng);
-        let issued_at = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
-        let proof = KeyRotation::new(
-            &self.approver_id,
-            &next.verifying_key(),
-            &self.gateway_id,
-            issued_at,
-        )
-        .sign(&self.key, &self.key_id)
-        .map_err(|e| ConsoleError::Invalid(e.to_string()))?;
-        let rotated = client.rotate_key(&proof).await?;
+        let pending = match self.rotating.clone() {
+            Some(pending) => pending,
+            None => {
+                let next = SigningKey::generate(&mut rand::rngs::OsRng);
+                let issued_at = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
+                let proof = KeyRotation::new(
+                    &self.approver_id,
+                    &next.verifying_key(),
+                    &self.gateway_id,
+                    issued_at,
+                )
+                .sign(&self.key, &self.key_id)
+                .map_err(|e| ConsoleError::Invalid(e.to_string()))?;
+                let pending = PendingRotation {
+                    signing_key: STANDARD.encode(next.to_bytes()),
+                    proof,
+                };
+                self.rotating = Some(pending.clone());
+                self.save()?;
+                pending
+            }
+        };
+        let rotated = match client.rotate_key(&pending.proof).await {
+            Ok(rotated) => rotated,
+            Err(e @ ConsoleError::Gateway { .. }) => {
+                // Refused: the current key stays the key.
+                self.rotating = None;
+                self.save()?;
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
+        let seed: [u8; 32] = STANDARD
+            .decode(&pending.signing_key)
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| ConsoleError::Keyring("the pending key is damaged".to_owned()))?;
         self.retired.push(RetiredKey {
             key_id: std::mem::replace(&mut self.key_id, rotated.key_id),
             public_key: self.public_key(),
         });
-        self.key = next;
+        self.key = SigningKey::from_bytes(&seed);
+        self.rotating = None;
         self.save()
     }
 

@@ -233,7 +233,12 @@ fn the_small_fixture_diffs_its_retention_note_by_word() {
         serde_json::to_value(&days.diff).unwrap(),
         json!({"kind": "scalar", "before": "30", "after": "14"})
     );
-    if let Some(note) = view.changes.iter().find(|c| c.path == "/retention_note") {
+    let note = view
+        .changes
+        .iter()
+        .find(|c| c.path == "/retention_note")
+        .expect("the fixture changes the retention note");
+    {
         let diff = serde_json::to_value(&note.diff).unwrap();
         assert_eq!(diff["kind"], "text");
         let emphasized: Vec<&Value> = diff["lines"]

@@ -235,16 +235,25 @@ pub async fn rotate_key(
             format!("The payload type must be {KEY_PAYLOAD_TYPE}."),
         ));
     }
-    let current = active_key(store.pool(), &approver.id, &signature.keyid)
-        .await?
+    // Any key of this approver, retired ones too: a rotation resent after it took effect was
+    // signed by the key it retired.
+    let signer: Option<(String, bool)> = sqlx::query_as(
+        "SELECT public_key, active FROM approver_keys WHERE id = ? AND approver_id = ?",
+    )
+    .bind(&signature.keyid)
+    .bind(&approver.id)
+    .fetch_optional(store.pool())
+    .await?;
+    let (signer, signer_active) = signer
+        .and_then(|(key, active)| Some((decode_public_key(&key).ok()?, active)))
         .ok_or_else(|| {
             ApiError::new(
                 ErrorCode::BadSignature,
-                "The proof is not signed with this approver's active key.",
+                "The proof is not signed with a key of this approver.",
             )
         })?;
     let payload = proof
-        .verify(&current)
+        .verify(&signer)
         .map_err(|e| ApiError::new(ErrorCode::BadSignature, e.to_string()))?;
     let rotation: KeyRotation = serde_json::from_slice(&payload)
         .map_err(|e| ApiError::validation("/payload", format!("Not a key rotation: {e}")))?;
@@ -267,6 +276,25 @@ pub async fn rotate_key(
             format!("The rotation is addressed to {}.", rotation.audience),
         ));
     }
+    decode_public_key(&rotation.public_key)
+        .map_err(|e| ApiError::validation("/payload", format!("The new key is invalid: {e}.")))?;
+    let mut w = store.write().await?;
+    let done: Option<String> = sqlx::query_scalar(
+        "SELECT id FROM approver_keys WHERE approver_id = ? AND public_key = ? AND active = 1",
+    )
+    .bind(&approver.id)
+    .bind(&rotation.public_key)
+    .fetch_optional(&mut *w.tx)
+    .await?;
+    if let Some(key_id) = done {
+        return Ok(countersign_proto::keys::RotatedKey { key_id });
+    }
+    if !signer_active {
+        return Err(ApiError::new(
+            ErrorCode::BadSignature,
+            "The proof is signed with a retired key.",
+        ));
+    }
     let age = ids::now() - rotation.issued_at;
     if age > chrono::Duration::minutes(5) || age < chrono::Duration::seconds(-60) {
         return Err(ApiError::new(
@@ -274,10 +302,7 @@ pub async fn rotate_key(
             "The rotation was issued more than five minutes ago, or in the future.",
         ));
     }
-    decode_public_key(&rotation.public_key)
-        .map_err(|e| ApiError::validation("/payload", format!("The new key is invalid: {e}.")))?;
     let key_id = ids::random_id("key_", 6);
-    let mut w = store.write().await?;
     sqlx::query("UPDATE approver_keys SET active = 0 WHERE approver_id = ?")
         .bind(&approver.id)
         .execute(&mut *w.tx)

@@ -596,3 +596,88 @@ async fn concurrent_decisions_and_invokes_execute_once_and_only_with_quorum() {
     .unwrap();
     assert!(approvals >= 2);
 }
+
+#[tokio::test]
+async fn a_rotation_retires_the_old_key_and_can_be_resent() {
+    use countersign_proto::keys::KeyRotation;
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let accepted = dana.sign(&dana.statement(&gw, &plan));
+    assert_eq!(
+        dana.send(&gw, plan_id, &accepted).await.status,
+        StatusCode::OK
+    );
+
+    let next = SigningKey::from_bytes(&[5u8; 32]);
+    let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
+    let proof = KeyRotation::new(&dana.id, &next.verifying_key(), &gw.state.gateway_id, now)
+        .sign(&dana.key, &dana.key_id)
+        .unwrap();
+    let rotate = |proof: &countersign_proto::dsse::Envelope| {
+        gw.call(
+            "POST",
+            "/v1/approvers/keys",
+            Some(&dana.token),
+            Some(serde_json::to_value(proof).unwrap()),
+        )
+    };
+    let first = rotate(&proof).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    let again = rotate(&proof).await;
+    assert_eq!(
+        again.body, first.body,
+        "a resent rotation answers the same key"
+    );
+
+    // The old key signs nothing new, but its accepted envelope, resent, still gets its answer.
+    let other = gw
+        .dry_run(json!({"project": "prj_200", "retention_days": 14}))
+        .await;
+    let other_id = other["plan_id"].as_str().unwrap();
+    assert_error(
+        &dana
+            .send(&gw, other_id, &dana.sign(&dana.statement(&gw, &other)))
+            .await,
+        "bad_signature",
+        401,
+    );
+    assert_eq!(
+        dana.send(&gw, plan_id, &accepted).await.status,
+        StatusCode::OK
+    );
+
+    let rotated = common::Approver {
+        id: dana.id.clone(),
+        key_id: first.body["key_id"].as_str().unwrap().to_owned(),
+        token: dana.token.clone(),
+        key: next,
+    };
+    let reply = rotated
+        .send(
+            &gw,
+            other_id,
+            &rotated.sign(&rotated.statement(&gw, &other)),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+
+    // A proof from a stranger's key, or for another gateway, changes nothing.
+    let stranger = SigningKey::from_bytes(&[6u8; 32]);
+    let forged = KeyRotation::new(
+        &dana.id,
+        &stranger.verifying_key(),
+        &gw.state.gateway_id,
+        now,
+    )
+    .sign(&stranger, &rotated.key_id)
+    .unwrap();
+    assert_error(&rotate(&forged).await, "bad_signature", 401);
+    let elsewhere = KeyRotation::new(&dana.id, &stranger.verifying_key(), "gw_other", now)
+        .sign(&rotated.key, &rotated.key_id)
+        .unwrap();
+    assert_error(&rotate(&elsewhere).await, "audience_mismatch", 422);
+}

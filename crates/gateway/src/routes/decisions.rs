@@ -52,6 +52,21 @@ pub async fn decide(
             format!("The payload type must be {DECISION_PAYLOAD_TYPE}."),
         ));
     }
+    // The very envelope this approver's decision was accepted as, sent again (its answer got
+    // lost): the same answer, even if the key that signed it has since been rotated out.
+    let stored: Option<String> =
+        sqlx::query_scalar("SELECT envelope FROM decisions WHERE plan_id = ? AND approver_id = ?")
+            .bind(&plan_id)
+            .bind(&approver.id)
+            .fetch_optional(pool)
+            .await?;
+    let resent = stored
+        .and_then(|s| serde_json::from_str::<Envelope>(&s).ok())
+        .is_some_and(|s| s == envelope);
+    if resent {
+        let mut conn = pool.acquire().await?;
+        return Ok(Json(answer(&mut conn, &plan_id).await?));
+    }
     // Key of this approver, active; then the signature itself.
     let key = accounts::active_key(pool, &approver.id, &signature.keyid)
         .await?
@@ -106,16 +121,16 @@ pub async fn decide(
     let plan = plans::load(&mut w.tx, &plan_id)
         .await?
         .ok_or_else(|| ApiError::not_found("plan"))?;
-    let already: Option<(String, String)> = sqlx::query_as(
-        "SELECT envelope, nonce FROM decisions WHERE plan_id = ? AND approver_id = ?",
-    )
-    .bind(&plan_id)
-    .bind(&approver.id)
-    .fetch_optional(&mut *w.tx)
-    .await?;
+    let already: Option<String> =
+        sqlx::query_scalar("SELECT envelope FROM decisions WHERE plan_id = ? AND approver_id = ?")
+            .bind(&plan_id)
+            .bind(&approver.id)
+            .fetch_optional(&mut *w.tx)
+            .await?;
+    // Accepted between the check above and taking the writer: answered as a resend.
     let identical = already
-        .as_ref()
-        .and_then(|(stored, _)| serde_json::from_str::<Envelope>(stored).ok())
+        .as_deref()
+        .and_then(|stored| serde_json::from_str::<Envelope>(stored).ok())
         .is_some_and(|stored| stored == envelope);
     if identical {
         return Ok(Json(answer(&mut w.tx, &plan_id).await?));
@@ -243,13 +258,13 @@ pub async fn decide(
     }))
 }
 
-async fn answer(tx: &mut crate::store::Tx, plan_id: &str) -> ApiResult<DecisionResponse> {
-    let plan = plans::load(tx, plan_id)
+async fn answer(conn: &mut sqlx::SqliteConnection, plan_id: &str) -> ApiResult<DecisionResponse> {
+    let plan = plans::load(conn, plan_id)
         .await?
         .ok_or_else(|| ApiError::not_found("plan"))?;
     Ok(DecisionResponse {
         plan_id: plan_id.to_owned(),
         status: plan.status,
-        approvals: plans::approvals(tx, plan_id, plan.required_approvals).await?,
+        approvals: plans::approvals(conn, plan_id, plan.required_approvals).await?,
     })
 }
