@@ -104,8 +104,9 @@ pub async fn approvals(
 }
 
 /// Plans awaiting a decision, soonest expiry first; stale ones stay listed so they can be refreshed.
+/// Read in one transaction: one snapshot, so no summary mixes states from before and after a write.
 async fn pending(state: &AppState) -> ApiResult<ApprovalList> {
-    let mut conn = state.store.pool().acquire().await?;
+    let mut conn = state.store.pool().begin().await?;
     let revision = events::revision(&mut conn).await?.to_string();
     let ids_: Vec<String> = sqlx::query_scalar(
         "SELECT id FROM plans WHERE status IN ('pending_approval', 'stale') AND expires_at > ?
@@ -128,7 +129,7 @@ pub async fn plan(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    let mut conn = state.store.pool().acquire().await?;
+    let mut conn = state.store.pool().begin().await?;
     let plan = plans::load(&mut conn, &id)
         .await?
         .ok_or_else(|| ApiError::not_found("plan"))?;

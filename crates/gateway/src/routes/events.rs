@@ -88,7 +88,7 @@ fn resync(current: i64) -> Event {
 
 /// The events after `seen`, each with its plan's current summary, and the last revision read.
 async fn next_events(state: &AppState, seen: i64) -> ApiResult<(i64, Vec<Event>)> {
-    let mut conn = state.store.pool().acquire().await?;
+    let mut conn = state.store.pool().begin().await?;
     // Fell behind what the log keeps (a slow reader, or a burst): start over from the present.
     if !events::can_resume(&mut conn, seen).await? {
         let current = events::revision(&mut conn).await?;

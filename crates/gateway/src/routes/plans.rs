@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
-use axum::Json;
 use countersign_proto::approvals::PlanStatus;
 use countersign_proto::guard::{SubjectItem, SubjectPage};
 use countersign_proto::ErrorCode;
@@ -53,7 +52,7 @@ pub async fn subjects(
     caller: Caller,
     Path((plan_id, effect_id)): Path<(String, String)>,
     page: Result<Query<PageQuery>, axum::extract::rejection::QueryRejection>,
-) -> ApiResult<Json<SubjectPage>> {
+) -> ApiResult<Response> {
     let page = query(page)?;
     let limit = page.limit.unwrap_or(DEFAULT_PAGE);
     if !(1..=MAX_PAGE).contains(&limit) {
@@ -68,7 +67,7 @@ pub async fn subjects(
         })?,
         None => String::new(),
     };
-    let mut conn = state.store.pool().acquire().await?;
+    let mut conn = state.store.pool().begin().await?;
     let plan = plans::load(&mut conn, &plan_id)
         .await?
         .ok_or_else(|| ApiError::not_found("plan"))?;
@@ -99,7 +98,7 @@ pub async fn subjects(
                 .map(|(id, _)| plans::cursor_after(&effect_id, id))
         })
         .flatten();
-    Ok(Json(SubjectPage {
+    Ok(no_store(SubjectPage {
         items: rows
             .into_iter()
             .map(|(id, label)| SubjectItem {
@@ -184,9 +183,9 @@ pub async fn audit(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     audit_query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let AuditQuery { plan_id } = query(audit_query)?;
-    let mut conn = state.store.pool().acquire().await?;
+    let mut conn = state.store.pool().begin().await?;
     let plan = plans::load(&mut conn, &plan_id)
         .await?
         .ok_or_else(|| ApiError::not_found("plan"))?;
@@ -233,7 +232,7 @@ pub async fn audit(
             Ok(json!({"audit_id": audit_id, "at": at, "journal": journal}))
         })
         .collect::<serde_json::Result<_>>()?;
-    Ok(Json(json!({
+    Ok(no_store(json!({
         "plan_id": plan_id,
         "previews": previews,
         "decisions": decisions,
