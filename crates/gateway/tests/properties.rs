@@ -17,19 +17,27 @@ struct Person {
     employment: usize,
     direct: bool,
     nested: bool,
+    /// In a group nested two levels down, which still carries the top group's access.
+    deep: bool,
     on_call: bool,
 }
 
 fn people() -> impl Strategy<Value = Vec<Person>> {
     prop::collection::vec(
-        (0..3usize, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
-            |(employment, direct, nested, on_call)| Person {
+        (
+            0..3usize,
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(employment, direct, nested, deep, on_call)| Person {
                 employment,
                 direct,
                 nested,
+                deep,
                 on_call,
-            },
-        ),
+            }),
         0..40,
     )
 }
@@ -69,10 +77,16 @@ async fn removal(world: Vec<Person>, employment: usize, only: Option<Vec<usize>>
     let gw = Gateway::bare().await;
     exec(
         &gw,
-        "INSERT INTO groups (id, name, revision) VALUES ('grp_t', 'T', 1), ('grp_n', 'N', 1)",
+        "INSERT INTO groups (id, name, revision) VALUES
+         ('grp_t', 'T', 1), ('grp_n', 'N', 1), ('grp_d', 'D', 1)",
     )
     .await;
-    exec(&gw, "INSERT INTO group_nesting VALUES ('grp_t', 'grp_n')").await;
+    // t contains n contains d, and d contains t again: a cycle the queries must survive.
+    exec(
+        &gw,
+        "INSERT INTO group_nesting VALUES ('grp_t', 'grp_n'), ('grp_n', 'grp_d'), ('grp_d', 'grp_t')",
+    )
+    .await;
     exec(
         &gw,
         "INSERT INTO entitlements VALUES ('pager', 'pager', 'grp_t', 1)",
@@ -92,6 +106,13 @@ async fn removal(world: Vec<Person>, employment: usize, only: Option<Vec<usize>>
             exec(
                 &gw,
                 &format!("INSERT INTO group_members VALUES ('grp_n', '{id}')"),
+            )
+            .await;
+        }
+        if p.deep {
+            exec(
+                &gw,
+                &format!("INSERT INTO group_members VALUES ('grp_d', '{id}')"),
             )
             .await;
         }
@@ -120,12 +141,12 @@ async fn removal(world: Vec<Person>, employment: usize, only: Option<Vec<usize>>
     let is = |id: &String, f: fn(&Person) -> bool| f(&world[id[4..].parse::<usize>().unwrap()]);
     let retained: BTreeSet<String> = selected
         .iter()
-        .filter(|id| is(id, |p| p.nested))
+        .filter(|id| is(id, |p| p.nested || p.deep))
         .cloned()
         .collect();
     let losing: BTreeSet<String> = selected
         .iter()
-        .filter(|id| is(id, |p| p.on_call && !p.nested))
+        .filter(|id| is(id, |p| p.on_call && !p.nested && !p.deep))
         .cloned()
         .collect();
 

@@ -65,13 +65,15 @@ struct Filter {
     users: Option<Vec<String>>,
 }
 
-/// The groups nested (at any depth) under `group`, whose members keep `group`'s access.
+/// The groups nested (at any depth) under `group`, whose members keep `group`'s access; a cycle
+/// back to `group` itself gives its own members nothing.
 const NESTED_MEMBERS: &str = "
     WITH RECURSIVE nested(id) AS (
         SELECT child_id FROM group_nesting WHERE parent_id = ?1
         UNION SELECT n.child_id FROM group_nesting n JOIN nested ON n.parent_id = nested.id
     )
-    SELECT DISTINCT m.user_id FROM group_members m JOIN nested ON m.group_id = nested.id";
+    SELECT DISTINCT m.user_id FROM group_members m JOIN nested ON m.group_id = nested.id
+    WHERE nested.id != ?1";
 
 async fn nested_members(
     conn: &mut SqliteConnection,
@@ -90,7 +92,7 @@ async fn ancestors(conn: &mut SqliteConnection, group: &str) -> Result<Vec<Strin
         "WITH RECURSIVE up(id) AS (
              SELECT parent_id FROM group_nesting WHERE child_id = ?1
              UNION SELECT n.parent_id FROM group_nesting n JOIN up ON n.child_id = up.id
-         ) SELECT id FROM up ORDER BY id",
+         ) SELECT id FROM up WHERE id != ?1 ORDER BY id",
     )
     .bind(group)
     .fetch_all(conn)
