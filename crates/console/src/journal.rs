@@ -219,13 +219,18 @@ impl Journal {
         rows.into_iter().map(entry).collect()
     }
 
+    /// The entries still waiting for an answer: read on every sync and decision, so from the
+    /// index, not by reading the whole history.
     pub async fn pending(&self, gateway_id: &str) -> Result<Vec<JournalEntry>, ConsoleError> {
-        Ok(self
-            .entries(Some(gateway_id))
-            .await?
-            .into_iter()
-            .filter(|e| e.state == PENDING)
-            .collect())
+        let rows: Vec<Row> = sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM decisions WHERE gateway_id = ? AND state = ? ORDER BY id"
+        ))
+        .bind(gateway_id)
+        .bind(PENDING)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(store_error)?;
+        rows.into_iter().map(entry).collect()
     }
 
     /// Writes the journal as JSON Lines, one entry per line.

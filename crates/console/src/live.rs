@@ -98,6 +98,7 @@ impl Live {
     async fn list(&mut self, link: Link) -> bool {
         match self.poller.poll(&self.client).await {
             Ok(_) => {
+                self.timing.offline.succeeded();
                 let items = self.poller.list().map(|l| l.items.clone());
                 self.set(link, items);
                 true
@@ -126,17 +127,11 @@ impl Live {
             if self.publish.is_closed() {
                 return;
             }
-            if !self.list(Link::Degraded).await {
-                tokio::time::sleep(self.timing.offline.failed()).await;
-                continue;
-            }
-            self.timing.offline.succeeded();
             match self.client.events(self.last_event_id.as_deref()).await {
                 Ok(mut stream) => {
-                    // The retry backoff resets only once the stream has delivered: a stream that
-                    // opens and closes at once must not be retried every second.
-                    self.set(Link::Online, None);
-                    // Anything that happened between the listing and the stream opening.
+                    // One listing once the stream is open covers everything before it; the retry
+                    // backoff resets only when the stream delivers, so a stream that opens and
+                    // closes at once is not retried every second.
                     self.list(Link::Online).await;
                     loop {
                         match stream.next().await {

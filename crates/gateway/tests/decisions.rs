@@ -72,11 +72,8 @@ async fn refusals_follow_the_check_order() {
 
     let mut wrong = dana.statement(&gw, &plan);
     wrong.audience = "gw_elsewhere".into();
-    assert_error(
-        &dana.send(&gw, plan_id, &dana.sign(&wrong)).await,
-        "audience_mismatch",
-        422,
-    );
+    dana.refused(&gw, plan_id, &wrong, "audience_mismatch", 422)
+        .await;
 
     let mut wrong = dana.statement(&gw, &plan);
     wrong.plan_id = "plan_missing".into();
@@ -88,61 +85,40 @@ async fn refusals_follow_the_check_order() {
 
     let mut wrong = dana.statement(&gw, &plan);
     wrong.plan_digest = format!("sha256:{}", "0".repeat(64));
-    assert_error(
-        &dana.send(&gw, plan_id, &dana.sign(&wrong)).await,
-        "digest_mismatch",
-        422,
-    );
+    dana.refused(&gw, plan_id, &wrong, "digest_mismatch", 422)
+        .await;
 
     let mut wrong = dana.statement(&gw, &plan);
     wrong.issued_at -= chrono::Duration::minutes(20);
     wrong.expires_at = wrong.issued_at + chrono::Duration::minutes(5);
-    assert_error(
-        &dana.send(&gw, plan_id, &dana.sign(&wrong)).await,
-        "statement_expired",
-        422,
-    );
+    dana.refused(&gw, plan_id, &wrong, "statement_expired", 422)
+        .await;
 
     let mut wrong = dana.statement(&gw, &plan);
     wrong.issued_at += chrono::Duration::minutes(5);
-    assert_error(
-        &dana.send(&gw, plan_id, &dana.sign(&wrong)).await,
-        "statement_expired",
-        422,
-    );
+    dana.refused(&gw, plan_id, &wrong, "statement_expired", 422)
+        .await;
 
     let mut wrong = dana.statement(&gw, &plan);
     wrong.issued_at += chrono::Duration::minutes(30);
     wrong.expires_at = wrong.issued_at + chrono::Duration::minutes(1);
-    assert_error(
-        &dana.send(&gw, plan_id, &dana.sign(&wrong)).await,
-        "statement_expired",
-        422,
-    );
+    dana.refused(&gw, plan_id, &wrong, "statement_expired", 422)
+        .await;
 
     let mut wrong = dana.statement(&gw, &plan);
     wrong.kind = "countersign.decision/v2".into();
-    assert_error(
-        &dana.send(&gw, plan_id, &dana.sign(&wrong)).await,
-        "validation_error",
-        422,
-    );
+    dana.refused(&gw, plan_id, &wrong, "validation_error", 422)
+        .await;
 
     let mut wrong = dana.statement(&gw, &plan);
     wrong.nonce = "not-hex".into();
-    assert_error(
-        &dana.send(&gw, plan_id, &dana.sign(&wrong)).await,
-        "validation_error",
-        422,
-    );
+    dana.refused(&gw, plan_id, &wrong, "validation_error", 422)
+        .await;
 
     let mut reject = dana.statement(&gw, &plan);
     reject.decision = Decision::Reject;
-    assert_error(
-        &dana.send(&gw, plan_id, &dana.sign(&reject)).await,
-        "validation_error",
-        422,
-    );
+    dana.refused(&gw, plan_id, &reject, "validation_error", 422)
+        .await;
 
     // Nothing above counted.
     let record = gw.record(&dana.token, plan_id).await;
@@ -182,11 +158,8 @@ async fn approval_replay_nonce_and_eligibility() {
     let mut reused = dana.statement(&gw, &other_plan);
     reused.nonce = statement.nonce.clone();
     let other_id = other_plan["plan_id"].as_str().unwrap();
-    assert_error(
-        &dana.send(&gw, other_id, &dana.sign(&reused)).await,
-        "nonce_reused",
-        409,
-    );
+    dana.refused(&gw, other_id, &reused, "nonce_reused", 409)
+        .await;
 
     let late = ada.sign(&ada.statement(&gw, &plan));
     assert_error(
@@ -440,11 +413,8 @@ async fn keys_tokens_and_people_must_belong_together() {
     // A statement naming Eli, signed by Dana with Dana's key.
     let mut impersonating = dana.statement(&gw, &plan);
     impersonating.approver_id = eli.id.clone();
-    assert_error(
-        &dana.send(&gw, plan_id, &dana.sign(&impersonating)).await,
-        "validation_error",
-        422,
-    );
+    dana.refused(&gw, plan_id, &impersonating, "validation_error", 422)
+        .await;
 
     // The person the agent acts for may not decide its plans.
     let code =
@@ -457,11 +427,8 @@ async fn keys_tokens_and_people_must_belong_together() {
     let mut rejection = lena.statement(&gw, &plan);
     rejection.decision = Decision::Reject;
     rejection.reason = Some("Mine.".into());
-    assert_error(
-        &lena.send(&gw, plan_id, &lena.sign(&rejection)).await,
-        "not_eligible",
-        403,
-    );
+    lena.refused(&gw, plan_id, &rejection, "not_eligible", 403)
+        .await;
 }
 
 #[tokio::test]
@@ -481,11 +448,8 @@ async fn an_expired_plan_takes_no_decision_and_never_executes() {
     // Issued while the plan was current, sent after it expired.
     let mut statement = eli.statement(&gw, &expired);
     statement.issued_at -= chrono::Duration::minutes(6);
-    assert_error(
-        &eli.send(&gw, plan_id, &eli.sign(&statement)).await,
-        "plan_expired",
-        409,
-    );
+    eli.refused(&gw, plan_id, &statement, "plan_expired", 409)
+        .await;
     // Issued after the plan expired.
     assert_error(
         &eli.send(&gw, plan_id, &eli.sign(&eli.statement(&gw, &expired)))

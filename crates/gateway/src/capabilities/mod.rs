@@ -12,7 +12,7 @@ mod storage_quota;
 mod wallet_guard;
 pub mod world;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use countersign_proto::describe::Describe;
 use countersign_proto::plan::{
@@ -155,15 +155,46 @@ impl Capability {
         }
     }
 
-    pub fn describe(self) -> Describe {
-        match self {
+    /// The description, built once: every preview, invoke and listing reads it.
+    pub fn describe(self) -> &'static Describe {
+        static DESCRIBED: [OnceLock<Describe>; Capability::ALL.len()] =
+            [const { OnceLock::new() }; Capability::ALL.len()];
+        DESCRIBED[self as usize].get_or_init(|| match self {
             Capability::DocumentsUpload => documents_upload::describe(),
             Capability::ProjectsSettingsUpdate => projects_settings::describe(),
             Capability::MembershipsGrant => memberships_grant::describe(),
             Capability::GroupsMembersRemove => groups_members_remove::describe(),
             Capability::StorageQuotaUpdate => storage_quota::describe(),
             Capability::WalletGuard => wallet_guard::describe(),
-        }
+        })
+    }
+
+    /// Every field of `params` that violates the input schema, all at once (seed 000). The
+    /// schema is compiled once, not per request.
+    pub fn violations(self, params: &Value) -> Vec<ViolationDetail> {
+        static VALIDATORS: [OnceLock<Result<jsonschema::Validator, String>>;
+            Capability::ALL.len()] = [const { OnceLock::new() }; Capability::ALL.len()];
+        let compiled = VALIDATORS[self as usize].get_or_init(|| {
+            jsonschema::validator_for(&self.describe().input_schema).map_err(|e| e.to_string())
+        });
+        let validator = match compiled {
+            Ok(v) => v,
+            Err(e) => {
+                return vec![ViolationDetail {
+                    schema_pointer: "/params".to_owned(),
+                    message: format!("The capability's schema is unusable: {e}"),
+                }]
+            }
+        };
+        let mut details: Vec<ViolationDetail> = validator
+            .iter_errors(params)
+            .map(|e| ViolationDetail {
+                schema_pointer: format!("/params{}", e.instance_path),
+                message: e.to_string(),
+            })
+            .collect();
+        details.sort_by(|a, b| a.schema_pointer.cmp(&b.schema_pointer));
+        details
     }
 
     /// Whether every plan of this capability waits for a human, whatever its risk (DESIGN.md).
@@ -226,26 +257,4 @@ impl Capability {
 fn parse<T: serde::de::DeserializeOwned>(params: &Value) -> ApiResult<T> {
     serde_json::from_value(params.clone())
         .map_err(|e| ApiError::validation("/params", format!("The params do not fit: {e}")))
-}
-
-/// Every field of `params` that violates the capability's input schema, all at once (seed 000).
-pub fn schema_violations(describe: &Describe, params: &Value) -> Vec<ViolationDetail> {
-    let validator = match jsonschema::validator_for(&describe.input_schema) {
-        Ok(v) => v,
-        Err(e) => {
-            return vec![ViolationDetail {
-                schema_pointer: "/params".to_owned(),
-                message: format!("The capability's schema is unusable: {e}"),
-            }]
-        }
-    };
-    let mut details: Vec<ViolationDetail> = validator
-        .iter_errors(params)
-        .map(|e| ViolationDetail {
-            schema_pointer: format!("/params{}", e.instance_path),
-            message: e.to_string(),
-        })
-        .collect();
-    details.sort_by(|a, b| a.schema_pointer.cmp(&b.schema_pointer));
-    details
 }

@@ -8,8 +8,6 @@ mod org;
 use crate::ids;
 use crate::store::Store;
 
-pub use org::ALL_STAFF;
-
 struct DemoProject {
     id: &'static str,
     name: &'static str,
@@ -74,7 +72,7 @@ const ITEM_TITLES: [&str; 6] = [
 /// Seeds the demo world once; the parts a store already has are left as they are.
 pub async fn seed(store: &Store) -> anyhow::Result<()> {
     seed_projects(store).await?;
-    org::seed(store, ALL_STAFF).await
+    org::seed(store).await
 }
 
 async fn seed_projects(store: &Store) -> anyhow::Result<()> {

@@ -6,7 +6,7 @@ use crate::ids;
 use crate::store::Store;
 
 /// Members of `grp_all_staff`.
-pub const ALL_STAFF: u32 = 100_000;
+const ALL_STAFF: u32 = 100_000;
 
 const FIRST: [&str; 16] = [
     "Ana", "Ben", "Chloe", "Dana", "Emil", "Farah", "Gus", "Hana", "Ivo", "Jun", "Kira", "Luis",
@@ -39,7 +39,7 @@ const STORAGE: [(&str, &str, i64); 5] = [
     ("prj_200", "sq_finance", 40_000_000),
 ];
 
-pub async fn seed(store: &Store, all_staff: u32) -> anyhow::Result<()> {
+pub async fn seed(store: &Store) -> anyhow::Result<()> {
     let mut w = store.write().await?;
     let tx = &mut w.tx;
     let existing: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
@@ -82,7 +82,7 @@ pub async fn seed(store: &Store, all_staff: u32) -> anyhow::Result<()> {
                 CASE WHEN i % 10 = 0 THEN 'contractor' ELSE 'employee' END
          FROM n",
     )
-    .bind(all_staff)
+    .bind(ALL_STAFF)
     .bind(serde_json::to_string(&FIRST)?)
     .bind(serde_json::to_string(&LAST)?)
     .execute(&mut **tx)

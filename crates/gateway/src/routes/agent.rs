@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::no_store;
 use crate::accounts::Agent;
 use crate::auth::Caller;
-use crate::capabilities::{schema_violations, Capability};
+use crate::capabilities::Capability;
 use crate::error::{ApiError, ApiResult, Body};
 use crate::previews::{self, PreviewAudit};
 use crate::store::Tx;
@@ -29,7 +29,10 @@ pub async fn gateway(State(state): State<Arc<AppState>>, _caller: Caller) -> Jso
 
 pub async fn capabilities(_caller: Caller) -> Json<CapabilityList> {
     Json(CapabilityList {
-        items: Capability::ALL.iter().map(|c| c.describe()).collect(),
+        items: Capability::ALL
+            .iter()
+            .map(|c| c.describe().clone())
+            .collect(),
     })
 }
 
@@ -38,7 +41,7 @@ pub fn capability(id: &str) -> ApiResult<Capability> {
 }
 
 pub async fn describe(_caller: Caller, Path(id): Path<String>) -> ApiResult<Json<Describe>> {
-    Ok(Json(capability(&id)?.describe()))
+    Ok(Json(capability(&id)?.describe().clone()))
 }
 
 /// Seed 000's `valid: false` answer, one violation naming every offending field.
@@ -103,7 +106,7 @@ pub async fn dry_run(
         request: &request_json,
         idempotency_key: request.idempotency_key.as_deref(),
     };
-    let violations = schema_violations(&describe, &request.params);
+    let violations = capability.violations(&request.params);
     if !violations.is_empty() {
         previews::write_audit(&mut w.tx, &audit, capability, &agent.id, None).await?;
         w.commit().await?;
@@ -153,7 +156,7 @@ async fn repeated(
     }
     let Some(plan_id) = plan_id else {
         // The first request was invalid, and validation depends on nothing but the request.
-        let violations = schema_violations(&capability.describe(), &request["params"]);
+        let violations = capability.violations(&request["params"]);
         return Ok(Some(serde_json::to_value(invalid_preview(
             capability, &audit_id, violations,
         ))?));

@@ -71,7 +71,7 @@ pub async fn approvals(
     query: Result<Query<ApprovalsQuery>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let Query(query) = query.map_err(|e| ApiError::validation("", e.body_text()))?;
+    let query = super::plans::query(query)?;
     if query.status.as_deref().is_some_and(|s| s != "pending") {
         return Err(ApiError::validation(
             "/status",

@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 
 use super::agent::{capability, invalid_preview};
 use crate::accounts::Agent;
-use crate::capabilities::{schema_violations, Applied, Capability, Execution};
+use crate::capabilities::{Applied, Capability, Execution};
 use crate::error::{ApiError, ApiResult, Body, TraceId};
 use crate::events::{self, EventKind};
 use crate::store::Tx;
@@ -275,7 +275,7 @@ async fn inline_plan(
 ) -> ApiResult<Preview> {
     let params = request.params.clone().unwrap_or(Value::Null);
     let audit_id = ids::random_id("aud_", 8);
-    let violations = schema_violations(&capability.describe(), &params);
+    let violations = capability.violations(&params);
     if !violations.is_empty() {
         let invalid = invalid_preview(capability, &audit_id, violations);
         let message = invalid.violations[0].message.clone();

@@ -34,7 +34,7 @@ pub fn ensure_may_read(caller: &Caller, plan: &StoredPlan) -> ApiResult<()> {
     }
 }
 
-fn query<T>(query: Result<Query<T>, axum::extract::rejection::QueryRejection>) -> ApiResult<T> {
+pub fn query<T>(query: Result<Query<T>, axum::extract::rejection::QueryRejection>) -> ApiResult<T> {
     query
         .map(|Query(q)| q)
         .map_err(|e| ApiError::validation("", e.body_text()))

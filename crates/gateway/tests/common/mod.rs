@@ -315,6 +315,19 @@ impl Approver {
         statement.sign(&self.key).unwrap()
     }
 
+    /// Signs `statement`, sends it, and asserts the refusal `code` with its `status`.
+    pub async fn refused(
+        &self,
+        gateway: &Gateway,
+        plan_id: &str,
+        statement: &Statement,
+        code: &str,
+        status: u16,
+    ) {
+        let reply = self.send(gateway, plan_id, &self.sign(statement)).await;
+        assert_error(&reply, code, status);
+    }
+
     pub async fn send(&self, gateway: &Gateway, plan_id: &str, envelope: &Envelope) -> Reply {
         gateway
             .call(
