@@ -6,6 +6,7 @@ use countersign_proto::ErrorCode;
 use ed25519_dalek::VerifyingKey;
 use sqlx::SqlitePool;
 
+use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::store::Store;
@@ -153,28 +154,30 @@ pub async fn enroll(
     })
 }
 
-pub async fn agent_by_token(pool: &SqlitePool, token: &str) -> Result<Option<Agent>, sqlx::Error> {
-    let row: Option<(String, Option<String>)> =
-        sqlx::query_as("SELECT id, on_behalf_of FROM agents WHERE token_hash = ?")
-            .bind(ids::secret_hash(token))
-            .fetch_optional(pool)
-            .await?;
-    Ok(row.map(|(id, on_behalf_of)| Agent { id, on_behalf_of }))
-}
-
-pub async fn approver_by_token(
-    pool: &SqlitePool,
-    token: &str,
-) -> Result<Option<Approver>, sqlx::Error> {
-    let row: Option<(String, String, Option<String>)> =
-        sqlx::query_as("SELECT id, display_name, user_id FROM approvers WHERE token_hash = ?")
-            .bind(ids::secret_hash(token))
-            .fetch_optional(pool)
-            .await?;
-    Ok(row.map(|(id, display_name, user_id)| Approver {
-        id,
-        display_name,
-        user_id,
+/// Whoever holds `token`, agent or approver, in one lookup: every request pays for it.
+pub async fn by_token(pool: &SqlitePool, token: &str) -> Result<Option<Caller>, sqlx::Error> {
+    let row: Option<(String, String, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT 'agent', id, on_behalf_of, NULL FROM agents WHERE token_hash = ?1
+         UNION ALL
+         SELECT 'approver', id, user_id, display_name FROM approvers WHERE token_hash = ?1
+         LIMIT 1",
+    )
+    .bind(ids::secret_hash(token))
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|(kind, id, person, display_name)| {
+        if kind == "agent" {
+            Caller::Agent(Agent {
+                id,
+                on_behalf_of: person,
+            })
+        } else {
+            Caller::Approver(Approver {
+                id,
+                display_name: display_name.unwrap_or_default(),
+                user_id: person,
+            })
+        }
     }))
 }
 

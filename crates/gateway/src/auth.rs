@@ -36,12 +36,8 @@ impl FromRequestParts<Arc<AppState>> for Caller {
         state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
         let token = bearer(parts)?;
-        let pool = state.store.pool();
-        if let Some(agent) = accounts::agent_by_token(pool, token).await? {
-            return Ok(Caller::Agent(agent));
-        }
-        if let Some(approver) = accounts::approver_by_token(pool, token).await? {
-            return Ok(Caller::Approver(approver));
+        if let Some(caller) = accounts::by_token(state.store.pool(), token).await? {
+            return Ok(caller);
         }
         Err(ApiError::new(
             ErrorCode::Unauthenticated,

@@ -23,13 +23,6 @@ impl EventKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlanEvent {
-    pub revision: i64,
-    pub plan_id: String,
-    pub kind: String,
-}
-
 pub async fn record(
     conn: &mut SqliteConnection,
     plan_id: &str,
@@ -67,27 +60,4 @@ pub async fn can_resume(conn: &mut SqliteConnection, seen: i64) -> Result<bool, 
         (Some(oldest), Some(newest)) => seen.saturating_add(1) >= oldest && seen <= newest,
         _ => seen == 0,
     })
-}
-
-/// Events after `seen`, oldest first, at most `limit`.
-pub async fn since(
-    conn: &mut SqliteConnection,
-    seen: i64,
-    limit: i64,
-) -> Result<Vec<PlanEvent>, sqlx::Error> {
-    let rows: Vec<(i64, String, String)> = sqlx::query_as(
-        "SELECT revision, plan_id, kind FROM plan_events WHERE revision > ? ORDER BY revision LIMIT ?",
-    )
-    .bind(seen)
-    .bind(limit)
-    .fetch_all(conn)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(revision, plan_id, kind)| PlanEvent {
-            revision,
-            plan_id,
-            kind,
-        })
-        .collect())
 }

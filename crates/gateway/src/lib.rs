@@ -11,6 +11,7 @@ pub mod events;
 pub mod ids;
 pub mod plans;
 pub mod previews;
+pub mod queue;
 mod routes;
 pub mod sim;
 pub mod store;
@@ -42,13 +43,18 @@ pub struct AppState {
 impl AppState {
     pub async fn new(store: Store, name: &str) -> anyhow::Result<Arc<AppState>> {
         let gateway_id = store.gateway_id().await?;
-        Ok(Arc::new(AppState {
+        queue::backfill(&store)
+            .await
+            .map_err(|e| anyhow::anyhow!("the queue could not be rebuilt: {}", e.message))?;
+        let state = Arc::new(AppState {
             store,
             gateway_id,
             name: name.to_owned(),
             poll_interval: 5,
             heartbeat: Duration::from_secs(15),
-        }))
+        });
+        queue::spawn_sweeper(&state);
+        Ok(state)
     }
 }
 

@@ -219,21 +219,6 @@ pub async fn insert(
     Ok(())
 }
 
-/// Pending or approved plans that read `resource`: a write to it may have made them stale.
-pub async fn readers(
-    conn: &mut SqliteConnection,
-    resource: &str,
-) -> Result<Vec<String>, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT r.plan_id FROM plan_reads r JOIN plans p ON p.id = r.plan_id
-         WHERE r.resource = ? AND p.status IN ('pending_approval', 'approved')
-         ORDER BY r.plan_id",
-    )
-    .bind(resource)
-    .fetch_all(conn)
-    .await
-}
-
 pub fn status_text(status: PlanStatus) -> String {
     match serde_json::to_value(status) {
         Ok(Value::String(s)) => s,
@@ -364,7 +349,17 @@ pub fn effective_status(
 }
 
 pub async fn record(conn: &mut SqliteConnection, plan: StoredPlan) -> ApiResult<PlanRecord> {
-    let moved = moved(conn, &plan.preview.read_revisions).await?;
+    // Staleness concerns only a plan that may still be decided or run: an executed plan's own
+    // writes moved what it read, and that is its result, not staleness.
+    let open = matches!(
+        plan.status,
+        PlanStatus::PendingApproval | PlanStatus::Approved | PlanStatus::Stale
+    );
+    let moved = if open {
+        moved(conn, &plan.preview.read_revisions).await?
+    } else {
+        Vec::new()
+    };
     let status = effective_status(&plan, ids::now(), &moved);
     let approvals = approvals(conn, &plan.preview.plan_id, plan.required_approvals).await?;
     Ok(PlanRecord {

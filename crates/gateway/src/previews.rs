@@ -9,9 +9,9 @@ use serde_json::Value;
 use crate::accounts::Agent;
 use crate::capabilities::Capability;
 use crate::error::ApiResult;
-use crate::events::{self, EventKind};
+use crate::events::EventKind;
 use crate::store::Tx;
-use crate::{ids, plans};
+use crate::{ids, plans, queue};
 
 pub struct PreviewAudit<'a> {
     pub audit_id: &'a str,
@@ -68,7 +68,7 @@ pub async fn create(
     plans::insert(tx, &preview, &subjects, required, supersedes).await?;
     write_audit(tx, audit, capability, &agent.id, Some(&preview.plan_id)).await?;
     if preview.would_require_approval {
-        events::record(tx, &preview.plan_id, EventKind::Created).await?;
+        queue::publish(tx, &preview.plan_id, EventKind::Created).await?;
     }
     Ok(preview)
 }

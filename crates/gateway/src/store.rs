@@ -1,32 +1,33 @@
-//! The SQLite store: one pool, migrations, and one writer at a time.
+//! The SQLite store: a pool of read-only connections, one writer, migrations.
 
 use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, SqlitePool, Transaction};
-use tokio::sync::{watch, Mutex, MutexGuard};
+use tokio::sync::watch;
 
 use crate::ids;
 
 pub type Tx = Transaction<'static, Sqlite>;
 
-/// Reads run concurrently over WAL; writes take [`Store::write`], which serialises them in-process
-/// so that every check-then-write (decisions, invoke) sees the state it commits against.
+/// Reads run on read-only connections over WAL: they see a committed snapshot and can never take
+/// the write lock, however many there are. Writes go through the one writer connection, so a
+/// write waits for its turn in the pool's queue instead of failing on SQLite's lock, and every
+/// check-then-write (decisions, invoke) sees the state it commits against.
 pub struct Store {
-    pool: SqlitePool,
-    writer: Mutex<()>,
+    reads: SqlitePool,
+    writer: SqlitePool,
     commits: watch::Sender<u64>,
 }
 
 pub struct WriteTx<'a> {
     pub tx: Tx,
-    _guard: MutexGuard<'a, ()>,
     commits: &'a watch::Sender<u64>,
 }
 
 impl WriteTx<'_> {
-    /// Commits, tells the event streams, and releases the writer in one step.
+    /// Commits, tells the event streams, and hands the writer to the next in line.
     pub async fn commit(self) -> Result<(), sqlx::Error> {
         self.tx.commit().await?;
         self.commits.send_modify(|n| *n += 1);
@@ -34,44 +35,64 @@ impl WriteTx<'_> {
     }
 }
 
+/// Read connections: enough for the runtime's workers and a few slow readers (SSE, subject pages).
+const READERS: u32 = 8;
+
+/// How long a write may wait for its turn: long enough for a million-subject preview ahead of it.
+const WRITE_QUEUE_TIMEOUT: Duration = Duration::from_secs(120);
+
 impl Store {
     /// Opens (creating if needed) `url`, e.g. `sqlite:///var/lib/cs.db` or `sqlite::memory:`.
     pub async fn open(url: &str) -> anyhow::Result<Store> {
         let options = SqliteConnectOptions::from_str(url)?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+            // Another process's writer (the admin commands) makes ours wait, not fail.
+            .busy_timeout(WRITE_QUEUE_TIMEOUT);
         let in_memory = url.contains(":memory:");
-        let pool = SqlitePoolOptions::new()
-            // An in-memory database exists per connection: keep exactly one.
-            .max_connections(if in_memory { 1 } else { 8 })
-            .min_connections(if in_memory { 1 } else { 0 })
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .acquire_timeout(WRITE_QUEUE_TIMEOUT)
             .idle_timeout(None)
             .max_lifetime(None)
-            .connect_with(options)
+            .connect_with(
+                options
+                    .clone()
+                    .create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .synchronous(SqliteSynchronous::Normal),
+            )
             .await?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
+        sqlx::migrate!("./migrations").run(&writer).await?;
+        // An in-memory database exists per connection: its reads share the writer's.
+        let reads = if in_memory {
+            writer.clone()
+        } else {
+            SqlitePoolOptions::new()
+                .max_connections(READERS)
+                .idle_timeout(None)
+                .max_lifetime(None)
+                .connect_with(options.read_only(true))
+                .await?
+        };
         Ok(Store {
-            pool,
-            writer: Mutex::new(()),
+            reads,
+            writer,
             commits: watch::Sender::new(0),
         })
     }
 
+    /// Read-only connections (on an in-memory store, the writer's one connection).
     pub fn pool(&self) -> &SqlitePool {
-        &self.pool
+        &self.reads
     }
 
     pub async fn write(&self) -> Result<WriteTx<'_>, sqlx::Error> {
-        let guard = self.writer.lock().await;
-        // IMMEDIATE: take SQLite's write lock now, so that a writer in another process (the admin
-        // commands) makes this wait at BEGIN instead of failing it half-way.
-        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        // IMMEDIATE: take SQLite's write lock now, so that a writer in another process makes this
+        // wait at BEGIN instead of failing it half-way.
+        let tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
         Ok(WriteTx {
             tx,
-            _guard: guard,
             commits: &self.commits,
         })
     }

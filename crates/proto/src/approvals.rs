@@ -118,6 +118,9 @@ pub struct PlanSummary {
 pub struct ApprovalList {
     pub items: Vec<PlanSummary>,
     pub revision: String,
+    /// Where the next page starts; present only when the queue did not fit in this answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

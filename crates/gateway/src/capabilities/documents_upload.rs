@@ -209,6 +209,5 @@ pub async fn apply(
         content: format!("Uploaded {filename} to {} as {id}.", p.project),
         journal,
         metadata,
-        touched: vec![],
     })
 }

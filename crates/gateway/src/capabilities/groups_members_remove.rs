@@ -283,11 +283,8 @@ pub async fn apply(
     let removed_count = removed.len();
     journal.push(JournalEntry::of(&direct.effect, removed, vec![]));
     world::bump(conn, &format!("groups/{}", p.group)).await?;
-    let mut touched = Vec::new();
     for ancestor in ancestors(conn, &p.group).await? {
-        let resource = format!("groups/{ancestor}");
-        world::bump(conn, &resource).await?;
-        touched.push(resource);
+        world::bump(conn, &format!("groups/{ancestor}")).await?;
     }
 
     for planned_effect in &planned.effects[1..] {
@@ -338,6 +335,5 @@ pub async fn apply(
         ),
         journal,
         metadata: Default::default(),
-        touched,
     })
 }

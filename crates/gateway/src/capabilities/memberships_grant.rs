@@ -260,6 +260,5 @@ pub async fn apply(
             JournalEntry::of(&invite.effect, invited, vec![]),
         ],
         metadata: Default::default(),
-        touched: vec![],
     })
 }

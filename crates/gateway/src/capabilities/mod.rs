@@ -97,8 +97,6 @@ pub struct Applied {
     pub content: String,
     pub journal: Vec<JournalEntry>,
     pub metadata: Map<String, Value>,
-    /// Resources whose revision moved beyond the ones the plan read.
-    pub touched: Vec<String>,
 }
 
 /// Who executes, for writes that name them (outbox rows, wallets).

@@ -219,6 +219,5 @@ pub async fn apply(
         ),
         journal,
         metadata: Default::default(),
-        touched: vec![],
     })
 }

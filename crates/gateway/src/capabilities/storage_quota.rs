@@ -231,6 +231,5 @@ pub async fn apply(
         content: format!("Set {} to {after} bytes per project.", p.quota),
         journal,
         metadata: Default::default(),
-        touched: vec![],
     })
 }

@@ -67,6 +67,5 @@ pub async fn apply(
         ),
         journal: vec![],
         metadata,
-        touched: vec![],
     })
 }

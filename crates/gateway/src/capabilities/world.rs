@@ -89,15 +89,17 @@ pub async fn revision(
     Ok(revision.map(|r| r.to_string()))
 }
 
-/// Moves `resource` to its next revision: every write to it goes through here.
+/// Moves `resource` to its next revision: every write to it goes through here, so every plan
+/// that read it shows as stale in the queue from this commit on.
 pub async fn bump(conn: &mut SqliteConnection, resource: &str) -> Result<(), sqlx::Error> {
     if let Some((table, id)) = table_of(resource) {
         sqlx::query(&format!(
             "UPDATE {table} SET revision = revision + 1 WHERE id = ?"
         ))
         .bind(id)
-        .execute(conn)
+        .execute(&mut *conn)
         .await?;
+        crate::queue::mark_stale_readers(conn, resource).await?;
     }
     Ok(())
 }

@@ -7,7 +7,7 @@ use axum::http::header::{ETAG, IF_NONE_MATCH};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use countersign_proto::approvals::{ApprovalList, EnrollRequest, EnrollResponse};
+use countersign_proto::approvals::{EnrollRequest, EnrollResponse};
 use countersign_proto::digest::sha256;
 use serde::Deserialize;
 
@@ -15,7 +15,7 @@ use super::no_store;
 use crate::accounts::{self, Approver};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, Body};
-use crate::{events, ids, plans, AppState};
+use crate::{events, plans, queue, AppState};
 
 pub async fn enroll(
     State(state): State<Arc<AppState>>,
@@ -63,8 +63,12 @@ pub async fn rotate_key(
 #[serde(deny_unknown_fields)]
 pub struct ApprovalsQuery {
     status: Option<String>,
+    limit: Option<u32>,
+    cursor: Option<String>,
 }
 
+/// The queue. A conditional poll is answered from the queue revision alone, so it costs the same
+/// whatever the queue holds; the ETag names the revision (and the page asked for), never the clock.
 pub async fn approvals(
     State(state): State<Arc<AppState>>,
     _approver: Approver,
@@ -78,50 +82,48 @@ pub async fn approvals(
             "Only status=pending is listed.",
         ));
     }
-    let list = pending(&state).await?;
-    let body = serde_json::to_vec(&list)?;
-    let etag = format!("\"{}\"", &sha256(&body)["sha256:".len()..][..24]);
-    let mut response = if headers
-        .get(IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag))
-    {
-        StatusCode::NOT_MODIFIED.into_response()
-    } else {
-        (
-            [(axum::http::header::CONTENT_TYPE, "application/json")],
-            body,
-        )
-            .into_response()
+    let limit = query.limit.unwrap_or(queue::MAX_PAGE);
+    if !(1..=queue::MAX_PAGE).contains(&limit) {
+        return Err(ApiError::validation(
+            "/limit",
+            format!("limit is 1 to {}.", queue::MAX_PAGE),
+        ));
+    }
+    let page_tag = (query.limit.is_some() || query.cursor.is_some()).then(|| {
+        let page = format!("{limit}\n{}", query.cursor.as_deref().unwrap_or(""));
+        sha256(page.as_bytes())["sha256:".len()..][..16].to_owned()
+    });
+    let etag_of = |revision: i64| match &page_tag {
+        Some(tag) => format!("\"{revision}-{tag}\""),
+        None => format!("\"{revision}\""),
     };
-    let headers = response.headers_mut();
-    headers.insert(
-        ETAG,
-        HeaderValue::from_str(&etag).map_err(anyhow::Error::from)?,
-    );
-    headers.insert("x-poll-interval", HeaderValue::from(state.poll_interval));
+    let if_none_match = headers.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok());
+    let mut conn = state.store.pool().acquire().await?;
+    let current = etag_of(events::revision(&mut conn).await?);
+    drop(conn);
+    let mut response = if if_none_match.is_some_and(|v| v.split(',').any(|t| t.trim() == current)) {
+        with_etag(StatusCode::NOT_MODIFIED.into_response(), &current)?
+    } else {
+        let page = queue::page(&state.store, limit, query.cursor.as_deref()).await?;
+        let response = (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            page.body,
+        )
+            .into_response();
+        with_etag(response, &etag_of(page.revision))?
+    };
+    response
+        .headers_mut()
+        .insert("x-poll-interval", HeaderValue::from(state.poll_interval));
     Ok(response)
 }
 
-/// Plans awaiting a decision, soonest expiry first; stale ones stay listed so they can be refreshed.
-/// Read in one transaction: one snapshot, so no summary mixes states from before and after a write.
-async fn pending(state: &AppState) -> ApiResult<ApprovalList> {
-    let mut conn = state.store.pool().begin().await?;
-    let revision = events::revision(&mut conn).await?.to_string();
-    let ids_: Vec<String> = sqlx::query_scalar(
-        "SELECT id FROM plans WHERE status IN ('pending_approval', 'stale') AND expires_at > ?
-         ORDER BY expires_at, id",
-    )
-    .bind(ids::to_text(ids::now()))
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut items = Vec::with_capacity(ids_.len());
-    for id in ids_ {
-        if let Some(plan) = plans::load(&mut conn, &id).await? {
-            items.push(plans::summary(&plans::record(&mut conn, plan).await?));
-        }
-    }
-    Ok(ApprovalList { items, revision })
+fn with_etag(mut response: Response, etag: &str) -> ApiResult<Response> {
+    response.headers_mut().insert(
+        ETAG,
+        HeaderValue::from_str(etag).map_err(anyhow::Error::from)?,
+    );
+    Ok(response)
 }
 
 pub async fn plan(

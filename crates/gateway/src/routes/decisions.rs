@@ -14,8 +14,8 @@ use serde_json::json;
 
 use crate::accounts::{self, Approver};
 use crate::error::{ApiError, ApiResult};
-use crate::events::{self, EventKind};
-use crate::{ids, plans, AppState};
+use crate::events::EventKind;
+use crate::{ids, plans, queue, AppState};
 
 /// How far an approver's clock may run ahead.
 const CLOCK_SKEW: Duration = Duration::seconds(60);
@@ -200,7 +200,7 @@ pub async fn decide(
     if !moved.is_empty() {
         if plan.status != PlanStatus::Stale {
             plans::set_status(&mut w.tx, &plan_id, PlanStatus::Stale).await?;
-            events::record(&mut w.tx, &plan_id, EventKind::Updated).await?;
+            queue::publish(&mut w.tx, &plan_id, EventKind::Updated).await?;
             w.commit().await?;
         }
         let first = &moved[0];
@@ -249,7 +249,7 @@ pub async fn decide(
         PlanStatus::PendingApproval
     };
     plans::set_status(&mut w.tx, &plan_id, status).await?;
-    events::record(&mut w.tx, &plan_id, EventKind::Updated).await?;
+    queue::publish(&mut w.tx, &plan_id, EventKind::Updated).await?;
     w.commit().await?;
     Ok(Json(DecisionResponse {
         plan_id,

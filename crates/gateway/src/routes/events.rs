@@ -13,7 +13,7 @@ use tokio::sync::watch;
 
 use crate::accounts::Approver;
 use crate::error::ApiResult;
-use crate::{events, plans, AppState};
+use crate::{events, AppState};
 
 /// Events read from the store per wake-up.
 const BATCH: i64 = 500;
@@ -94,20 +94,25 @@ async fn next_events(state: &AppState, seen: i64) -> ApiResult<(i64, Vec<Event>)
         let current = events::revision(&mut conn).await?;
         return Ok((current.max(seen.saturating_add(1)), vec![resync(current)]));
     }
+    // Each event carries its plan's summary as stored now: a reader that catches up sees where
+    // every plan stands, not each step on the way.
+    let rows: Vec<(i64, String, String)> = sqlx::query_as(
+        "SELECT e.revision, e.kind, p.summary FROM plan_events e JOIN plans p ON p.id = e.plan_id
+         WHERE e.revision > ? AND p.summary IS NOT NULL ORDER BY e.revision LIMIT ?",
+    )
+    .bind(seen)
+    .bind(BATCH)
+    .fetch_all(&mut *conn)
+    .await?;
     let mut last = seen;
-    let mut out = Vec::new();
-    for event in events::since(&mut conn, seen, BATCH).await? {
-        last = event.revision;
-        let Some(plan) = plans::load(&mut conn, &event.plan_id).await? else {
-            continue;
-        };
-        let summary = plans::summary(&plans::record(&mut conn, plan).await?);
+    let mut out = Vec::with_capacity(rows.len());
+    for (revision, kind, summary) in rows {
+        last = revision;
         out.push(
             Event::default()
-                .id(event.revision.to_string())
-                .event(event.kind)
-                .json_data(summary)
-                .map_err(anyhow::Error::from)?,
+                .id(revision.to_string())
+                .event(kind)
+                .data(summary),
         );
     }
     Ok((last, out))

@@ -16,9 +16,9 @@ use super::agent::{capability, invalid_preview};
 use crate::accounts::Agent;
 use crate::capabilities::{Applied, Capability, Execution};
 use crate::error::{ApiError, ApiResult, Body, TraceId};
-use crate::events::{self, EventKind};
+use crate::events::EventKind;
 use crate::store::Tx;
-use crate::{ids, plans, wallet, AppState};
+use crate::{ids, plans, queue, wallet, AppState};
 
 pub async fn invoke(
     State(state): State<Arc<AppState>>,
@@ -127,9 +127,8 @@ pub async fn invoke(
             .bind(&plan.plan_id)
             .execute(&mut *w.tx)
             .await?;
-        events::record(&mut w.tx, &plan.plan_id, EventKind::Updated).await?;
+        queue::publish(&mut w.tx, &plan.plan_id, EventKind::Updated).await?;
     }
-    announce_stale(&mut w.tx, &plan, &applied.touched).await?;
     sqlx::query(
         "INSERT INTO execution_audit (id, plan_id, capability_id, agent_id, journal, at)
          VALUES (?, ?, ?, ?, ?, ?)",
@@ -156,24 +155,6 @@ pub async fn invoke(
     }
     w.commit().await?;
     Ok(Json(response))
-}
-
-/// Tells the consoles about the other plans that read what this execution wrote: they are stale.
-async fn announce_stale(tx: &mut Tx, executed: &Preview, touched: &[String]) -> ApiResult<()> {
-    let mut seen = std::collections::BTreeSet::new();
-    let resources = executed
-        .read_revisions
-        .iter()
-        .map(|r| &r.resource)
-        .chain(touched);
-    for resource in resources {
-        for plan_id in plans::readers(tx, resource).await? {
-            if plan_id != executed.plan_id && seen.insert(plan_id.clone()) {
-                events::record(tx, &plan_id, EventKind::Updated).await?;
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The checks of PROTOCOL section 2, in order: caller, expiry, approval, read revisions.
@@ -329,6 +310,10 @@ async fn execute(
             "The current state blocks this plan: preview again to see why.",
         )
         .with_details(json!({ "moved": [], "validation": again.validation })));
+    }
+    if let Some(plan_id) = execution.plan_id {
+        // Marked before its own writes move what it read, so they make other readers stale, not it.
+        plans::set_status(tx, plan_id, PlanStatus::Executed).await?;
     }
     capability.apply(tx, params, &now_planned, execution).await
 }

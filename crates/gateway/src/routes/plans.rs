@@ -15,10 +15,10 @@ use crate::accounts::Agent;
 use crate::auth::Caller;
 use crate::capabilities::Capability;
 use crate::error::{ApiError, ApiResult};
-use crate::events::{self, EventKind};
+use crate::events::EventKind;
 use crate::plans::{self, StoredPlan};
 use crate::previews::{self, PreviewAudit};
-use crate::{ids, AppState};
+use crate::{ids, queue, AppState};
 
 pub const DEFAULT_PAGE: u32 = 1000;
 pub const MAX_PAGE: u32 = 5000;
@@ -163,7 +163,7 @@ pub async fn refresh(
         .bind(&plan_id)
         .execute(&mut *w.tx)
         .await?;
-    events::record(&mut w.tx, &plan_id, EventKind::Updated).await?;
+    queue::publish(&mut w.tx, &plan_id, EventKind::Updated).await?;
     let stored = plans::load(&mut w.tx, &fresh.plan_id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("the refreshed plan vanished"))?;

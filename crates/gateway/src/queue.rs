@@ -1,0 +1,224 @@
+//! The approval queue kept ready to serve. Every change a console should see goes through
+//! [`publish`] (or [`mark_stale_readers`]), which rewrites the plan's stored summary and logs an
+//! event; a listing then reads stored summaries, and a conditional poll needs only the revision.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use sqlx::SqliteConnection;
+
+use crate::error::{ApiError, ApiResult};
+use crate::events::{self, EventKind};
+use crate::{ids, plans, AppState, Store};
+
+/// Plans in one answer of `GET /v1/approvals` when the caller sets no `limit`, and the most it may
+/// ask for.
+pub const MAX_PAGE: u32 = 10_000;
+
+/// How often expired plans are moved out of the queue.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// Rewrites what approvers see of `plan_id` as of now, and logs the change for the event streams.
+pub async fn publish(
+    conn: &mut SqliteConnection,
+    plan_id: &str,
+    kind: EventKind,
+) -> ApiResult<i64> {
+    store_summary(conn, plan_id).await?;
+    Ok(events::record(conn, plan_id, kind).await?)
+}
+
+async fn store_summary(conn: &mut SqliteConnection, plan_id: &str) -> ApiResult<()> {
+    let plan = plans::load(conn, plan_id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("plan {plan_id} vanished while it changed"))?;
+    let summary = plans::summary(&plans::record(conn, plan).await?);
+    sqlx::query("UPDATE plans SET summary = ? WHERE id = ?")
+        .bind(serde_json::to_string(&summary)?)
+        .bind(plan_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// A write moved `resource`: every pending or approved plan that read it is stale now. Only the
+/// status in their summaries changes, so it is set in place rather than re-derived plan by plan.
+pub async fn mark_stale_readers(
+    conn: &mut SqliteConnection,
+    resource: &str,
+) -> Result<(), sqlx::Error> {
+    let mut stale: Vec<String> = sqlx::query_scalar(
+        "UPDATE plans SET summary = json_set(summary, '$.status', 'stale')
+         WHERE summary IS NOT NULL AND status IN ('pending_approval', 'approved')
+           AND json_extract(summary, '$.status') != 'stale'
+           AND id IN (SELECT plan_id FROM plan_reads WHERE resource = ?)
+         RETURNING id",
+    )
+    .bind(resource)
+    .fetch_all(&mut *conn)
+    .await?;
+    stale.sort_unstable();
+    for plan_id in stale {
+        events::record(conn, &plan_id, EventKind::Updated).await?;
+    }
+    Ok(())
+}
+
+/// One answer of the listing, serialised from the stored summaries without parsing them.
+pub struct Page {
+    pub revision: i64,
+    pub body: String,
+}
+
+/// Pending and stale plans, soonest expiry first, after `cursor`, at most `limit` of them.
+/// Read in one transaction: one snapshot, so the revision names exactly this state.
+pub async fn page(store: &Store, limit: u32, cursor: Option<&str>) -> ApiResult<Page> {
+    let (after_expiry, after_id) = match cursor {
+        Some(cursor) => decode_cursor(cursor).ok_or_else(|| {
+            ApiError::validation("/cursor", "The cursor is not one of the queue's.")
+        })?,
+        None => (String::new(), String::new()),
+    };
+    let mut conn = store.pool().begin().await?;
+    let revision = events::revision(&mut conn).await?;
+    let mut rows: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT summary, expires_at, id FROM plans
+         WHERE status IN ('pending_approval', 'stale') AND (expires_at, id) > (?, ?)
+         ORDER BY expires_at, id LIMIT ?",
+    )
+    .bind(&after_expiry)
+    .bind(&after_id)
+    .bind(i64::from(limit) + 1)
+    .fetch_all(&mut *conn)
+    .await?;
+    conn.commit().await?;
+    let next_cursor = (rows.len() > limit as usize).then(|| {
+        rows.truncate(limit as usize);
+        rows.last()
+            .map(|(_, expires_at, id)| encode_cursor(expires_at, id))
+            .unwrap_or_default()
+    });
+    let mut body = String::with_capacity(rows.iter().map(|r| r.0.len() + 1).sum::<usize>() + 64);
+    body.push_str("{\"items\":[");
+    for (i, (summary, _, _)) in rows.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(summary);
+    }
+    body.push_str("],\"revision\":\"");
+    body.push_str(&revision.to_string());
+    body.push('"');
+    if let Some(cursor) = next_cursor {
+        body.push_str(",\"next_cursor\":\"");
+        body.push_str(&cursor);
+        body.push('"');
+    }
+    body.push('}');
+    Ok(Page { revision, body })
+}
+
+fn encode_cursor(expires_at: &str, id: &str) -> String {
+    format!("q_{}", hex::encode(format!("{expires_at}\n{id}")))
+}
+
+fn decode_cursor(cursor: &str) -> Option<(String, String)> {
+    let text = String::from_utf8(hex::decode(cursor.strip_prefix("q_")?).ok()?).ok()?;
+    let (expires_at, id) = text.split_once('\n')?;
+    Some((expires_at.to_owned(), id.to_owned()))
+}
+
+/// Moves plans whose time ran out to `expired`, so they leave the queue with an event and the
+/// queue revision (and so every ETag) changes with them, never with the clock alone.
+pub async fn sweep(store: &Store) -> ApiResult<usize> {
+    let now = ids::to_text(ids::now());
+    let due: Vec<String> = sqlx::query_scalar(
+        "SELECT id FROM plans WHERE status IN ('pending_approval', 'approved', 'stale')
+         AND expires_at < ? ORDER BY expires_at, id",
+    )
+    .bind(&now)
+    .fetch_all(store.pool())
+    .await?;
+    if due.is_empty() {
+        return Ok(0);
+    }
+    let mut w = store.write().await?;
+    let mut expired = 0;
+    for plan_id in due {
+        let moved = sqlx::query(
+            "UPDATE plans SET status = 'expired'
+             WHERE id = ? AND status IN ('pending_approval', 'approved', 'stale')",
+        )
+        .bind(&plan_id)
+        .execute(&mut *w.tx)
+        .await?
+        .rows_affected();
+        if moved == 0 {
+            continue;
+        }
+        expired += 1;
+        // One plan that cannot be read back (a damaged row) must not keep the others in the queue.
+        if let Err(e) = publish(&mut w.tx, &plan_id, EventKind::Updated).await {
+            tracing::warn!(plan_id, error = ?e, "an expired plan's summary could not be rewritten");
+        }
+    }
+    w.commit().await?;
+    Ok(expired)
+}
+
+/// Sweeps every [`SWEEP_EVERY`] for as long as the gateway's state lives.
+pub fn spawn_sweeper(state: &Arc<AppState>) {
+    let state: Weak<AppState> = Arc::downgrade(state);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(SWEEP_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(state) = state.upgrade() else {
+                return;
+            };
+            if let Err(e) = sweep(&state.store).await {
+                tracing::warn!(error = ?e, "the expiry sweep failed; trying again");
+            }
+        }
+    });
+}
+
+/// Summaries for plans stored before the queue kept them (an older database).
+pub async fn backfill(store: &Store) -> ApiResult<()> {
+    let missing: Vec<String> = sqlx::query_scalar(
+        "SELECT id FROM plans WHERE summary IS NULL
+         AND (status IN ('pending_approval', 'stale') OR id IN (SELECT plan_id FROM plan_events))",
+    )
+    .fetch_all(store.pool())
+    .await?;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut w = store.write().await?;
+    for plan_id in missing {
+        store_summary(&mut w.tx, &plan_id).await?;
+    }
+    w.commit().await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_refuse_strangers() {
+        let cursor = encode_cursor("2026-11-30T10:15:00Z", "plan_1");
+        assert_eq!(
+            decode_cursor(&cursor),
+            Some(("2026-11-30T10:15:00Z".to_owned(), "plan_1".to_owned()))
+        );
+        assert_eq!(decode_cursor("c_eff_1_00"), None);
+        assert_eq!(decode_cursor("q_zz"), None);
+        assert_eq!(
+            decode_cursor(&format!("q_{}", hex::encode("no newline"))),
+            None
+        );
+    }
+}

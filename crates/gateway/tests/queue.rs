@@ -1,0 +1,257 @@
+//! The approval queue as it is kept: conditional polls from the revision alone, pages, the expiry
+//! sweep, staleness marked by writes, and writers that never fail under read load.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use common::Gateway;
+use serde_json::{json, Value};
+
+fn ids(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["plan_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn etag(reply: &common::Reply) -> String {
+    reply.headers["etag"].to_str().unwrap().to_owned()
+}
+
+async fn poll(gw: &Gateway, token: &str, uri: &str, etag: Option<&str>) -> common::Reply {
+    let mut request =
+        axum::http::Request::get(uri).header("authorization", format!("Bearer {token}"));
+    if let Some(etag) = etag {
+        request = request.header("if-none-match", etag);
+    }
+    gw.send(request.body(axum::body::Body::empty()).unwrap())
+        .await
+}
+
+const QUEUE: &str = "/v1/approvals?status=pending";
+
+#[tokio::test]
+async fn a_conditional_poll_never_reads_a_plan() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    let first = poll(&gw, &dana.token, QUEUE, None).await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert_eq!(
+        etag(&first),
+        format!("\"{}\"", first.body["revision"].as_str().unwrap())
+    );
+
+    // A plan row the gateway could no longer read back: neither the poll nor the listing touches
+    // it, since both are served from the revision and the stored summaries.
+    sqlx::query("UPDATE plans SET preview = '{' WHERE id = ?")
+        .bind(plan["plan_id"].as_str())
+        .execute(gw.state.store.pool())
+        .await
+        .unwrap();
+    let again = poll(&gw, &dana.token, QUEUE, Some(&etag(&first))).await;
+    assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+    assert_eq!(etag(&again), etag(&first));
+    let listed = poll(&gw, &dana.token, QUEUE, None).await;
+    assert_eq!(listed.status, StatusCode::OK);
+    assert_eq!(listed.body, first.body);
+
+    gw.dry_run(json!({"project": "prj_200", "retention_days": 14}))
+        .await;
+    let changed = poll(&gw, &dana.token, QUEUE, Some(&etag(&first))).await;
+    assert_eq!(changed.status, StatusCode::OK);
+    assert_ne!(etag(&changed), etag(&first));
+    assert_eq!(ids(&changed.body).len(), 2);
+}
+
+#[tokio::test]
+async fn pages_walk_the_queue_in_its_order() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    for days in [7, 14, 21, 28, 35] {
+        gw.dry_run(json!({"project": "prj_184", "retention_days": days}))
+            .await;
+    }
+    let whole = poll(&gw, &dana.token, QUEUE, None).await;
+    assert!(whole.body.get("next_cursor").is_none(), "{}", whole.body);
+    let mut paged = Vec::new();
+    let mut uri = format!("{QUEUE}&limit=2");
+    let mut pages = 0;
+    loop {
+        let page = poll(&gw, &dana.token, &uri, None).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        assert_ne!(etag(&page), etag(&whole), "a page has its own tag");
+        assert!(ids(&page.body).len() <= 2);
+        paged.extend(ids(&page.body));
+        pages += 1;
+        match page.body["next_cursor"].as_str() {
+            Some(cursor) => uri = format!("{QUEUE}&limit=2&cursor={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(paged, ids(&whole.body));
+
+    for bad in [
+        "&limit=0",
+        "&limit=10001",
+        "&cursor=c_eff_1_00",
+        "&cursor=q_zz",
+    ] {
+        let reply = poll(&gw, &dana.token, &format!("{QUEUE}{bad}"), None).await;
+        assert_eq!(reply.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
+        assert_eq!(reply.body["error"]["code"], "validation_error", "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn expired_plans_leave_the_queue_with_a_new_revision() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    let kept = gw
+        .dry_run(json!({"project": "prj_200", "retention_days": 14}))
+        .await;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let before = poll(&gw, &dana.token, QUEUE, None).await;
+    gw.expire(plan_id).await;
+    // The gateway's own sweep moves it out; the poll sees that as a change of the revision.
+    let mut after = poll(&gw, &dana.token, QUEUE, Some(&etag(&before))).await;
+    for _ in 0..100 {
+        if after.status == StatusCode::OK {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        after = poll(&gw, &dana.token, QUEUE, Some(&etag(&before))).await;
+    }
+    assert_eq!(after.status, StatusCode::OK, "the sweep never ran");
+    assert_eq!(ids(&after.body), vec![kept["plan_id"].as_str().unwrap()]);
+    assert_eq!(
+        gw.record(&dana.token, plan_id).await.body["status"],
+        "expired"
+    );
+    assert_eq!(
+        countersign_gateway::queue::sweep(&gw.state.store)
+            .await
+            .unwrap(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn an_execution_makes_its_readers_stale_and_not_itself() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let run = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    let reader = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 60}))
+        .await;
+    let other = gw
+        .dry_run(json!({"project": "prj_200", "retention_days": 60}))
+        .await;
+    common::approve_by(&gw, &run, &[&dana]).await;
+    let executed = gw.invoke(json!({"plan_id": run["plan_id"]})).await;
+    assert_eq!(executed.status, StatusCode::OK, "{}", executed.body);
+
+    let listed = poll(&gw, &dana.token, QUEUE, None).await;
+    let status_of = |id: &Value| {
+        listed.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| &s["plan_id"] == id)
+            .map(|s| s["status"].clone())
+    };
+    assert_eq!(status_of(&reader["plan_id"]), Some(json!("stale")));
+    assert_eq!(
+        status_of(&other["plan_id"]),
+        Some(json!("pending_approval"))
+    );
+    assert_eq!(status_of(&run["plan_id"]), None);
+    let record = gw
+        .record(&dana.token, run["plan_id"].as_str().unwrap())
+        .await;
+    assert_eq!(record.body["status"], "executed");
+    assert_eq!(
+        record.body["stale"],
+        Value::Null,
+        "its own writes are its result"
+    );
+}
+
+#[tokio::test]
+async fn read_connections_cannot_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let store = countersign_gateway::Store::open(&url).await.unwrap();
+    store.gateway_id().await.unwrap();
+    let refused = sqlx::query("UPDATE meta SET value = value")
+        .execute(store.pool())
+        .await;
+    assert!(refused.is_err(), "a read connection wrote");
+    let mut w = store.write().await.unwrap();
+    sqlx::query("UPDATE meta SET value = value")
+        .execute(&mut *w.tx)
+        .await
+        .unwrap();
+    w.commit().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_succeed_while_polls_keep_every_reader_busy() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw =
+        Arc::new(Gateway::at(&format!("sqlite://{}", dir.path().join("gw.db").display())).await);
+    let dana = gw.enroll("Dana").await;
+    for days in 1..=20 {
+        gw.dry_run(json!({"project": "prj_184", "retention_days": days}))
+            .await;
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let pollers: Vec<_> = (0..16)
+        .map(|_| {
+            let (gw, done, token) = (gw.clone(), done.clone(), dana.token.clone());
+            tokio::spawn(async move {
+                let mut answered = 0u32;
+                while !done.load(Ordering::Relaxed) {
+                    let reply = poll(&gw, &token, QUEUE, None).await;
+                    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+                    answered += 1;
+                }
+                answered
+            })
+        })
+        .collect();
+    let bulk = gw
+        .call(
+            "POST",
+            "/v1/capabilities/groups.members.remove/dry_run",
+            Some(&gw.agent),
+            Some(
+                json!({"params": {"group": "grp_all_staff", "filter": {"employment": "employee"}}}),
+            ),
+        )
+        .await;
+    let small = gw
+        .dry_run(json!({"project": "prj_200", "retention_days": 3}))
+        .await;
+    done.store(true, Ordering::Relaxed);
+    assert_eq!(bulk.status, StatusCode::OK, "{}", bulk.body);
+    assert_eq!(bulk.body["effects"][0]["subjects"]["total"], 90_000);
+    assert!(small["plan_id"].is_string());
+    for poller in pollers {
+        assert!(poller.await.unwrap() > 0);
+    }
+}
