@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use countersign_console::client::Poll;
 use countersign_console::journal::Journal;
 use countersign_console::live::{Link, Live, Snapshot, Timing};
 use countersign_console::signer::Signer;
@@ -211,5 +212,39 @@ async fn two_hundred_decisions_through_a_faulty_network_arrive_exactly_once() ->
         .await?;
     assert_eq!(approved, 200);
     Signer::forget(&gateway.state.gateway_id)?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_longer_than_a_page_arrives_whole() -> anyhow::Result<()> {
+    let gateway = TestGateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let code = gateway.invite("Dana").await?;
+    let console = Console::enroll(&gateway.url, &code, "Dana").await?;
+    for days in 1..=7 {
+        agent
+            .dry_run(
+                CAPABILITY,
+                json!({"project": "prj_184", "retention_days": days}),
+            )
+            .await?;
+    }
+    let client = console.client();
+    let Poll::Changed {
+        list: whole, etag, ..
+    } = client.pending(None).await?
+    else {
+        panic!("a first listing is never unchanged");
+    };
+    let Poll::Changed { list: paged, .. } = client.pending_in_pages(None, Some(2)).await? else {
+        panic!("a first listing is never unchanged");
+    };
+    assert_eq!(whole.items.len(), 7);
+    assert_eq!(paged.items, whole.items, "four pages, in the queue's order");
+    assert_eq!(paged.next_cursor, None);
+    assert!(matches!(
+        client.pending(etag.as_deref()).await?,
+        Poll::NotModified { .. }
+    ));
     Ok(())
 }

@@ -23,6 +23,8 @@ use crate::error::ConsoleError;
 const MAX_PLAN_BYTES: usize = 64 * 1024 * 1024;
 /// The protocol's largest subject set (PROTOCOL section 4).
 const MAX_SUBJECTS: usize = 1_000_000;
+/// Pending plans a console lists at most, across pages.
+const MAX_QUEUE: usize = 1_000_000;
 
 #[derive(Clone)]
 pub struct GatewayClient {
@@ -165,7 +167,19 @@ impl GatewayClient {
 
     /// Lists pending plans unless they are unchanged since `etag`.
     pub async fn pending(&self, etag: Option<&str>) -> Result<Poll, ConsoleError> {
-        let mut builder = self.request(Method::GET, "/v1/approvals?status=pending");
+        self.pending_in_pages(etag, None).await
+    }
+
+    /// [`pending`](Self::pending), asking for pages of `limit` plans (the gateway's own size
+    /// when `None`) and following them to the end.
+    pub async fn pending_in_pages(
+        &self,
+        etag: Option<&str>,
+        limit: Option<u32>,
+    ) -> Result<Poll, ConsoleError> {
+        let limit = limit.map(|l| format!("&limit={l}")).unwrap_or_default();
+        let mut builder =
+            self.request(Method::GET, &format!("/v1/approvals?status=pending{limit}"));
         if let Some(etag) = etag {
             builder = builder.header(IF_NONE_MATCH, etag);
         }
@@ -183,8 +197,26 @@ impl GatewayClient {
             .get(ETAG)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        let mut list: ApprovalList = self.json(response).await?;
+        // A queue too long for one answer comes in pages. The first page's ETag stands for the
+        // whole list: if the queue moved while the rest was read, the next poll lists it again.
+        let mut next = list.next_cursor.take();
+        while let Some(cursor) = next {
+            id_checked(&cursor, "queue cursor")?;
+            let path = format!("/v1/approvals?status=pending{limit}&cursor={cursor}");
+            let mut page: ApprovalList = self.call::<(), _>(Method::GET, &path, None).await?;
+            // A gateway that pages in circles, or without end, is not followed forever.
+            let stuck = page.items.is_empty() && page.next_cursor.is_some();
+            if stuck || list.items.len() + page.items.len() > MAX_QUEUE {
+                return Err(ConsoleError::Protocol(format!(
+                    "the queue's pages do not end within {MAX_QUEUE} plans"
+                )));
+            }
+            list.items.append(&mut page.items);
+            next = page.next_cursor;
+        }
         Ok(Poll::Changed {
-            list: self.json(response).await?,
+            list,
             etag,
             poll_interval,
         })

@@ -111,14 +111,28 @@ impl Live {
         }
     }
 
+    /// One plan's new summary, put in its place in the queue without copying or re-sorting it.
     fn apply(&mut self, summary: PlanSummary) {
-        let mut items = self.publish.borrow().items.clone();
-        items.retain(|s| s.plan_id != summary.plan_id);
-        if listed(summary.status) {
-            items.push(summary);
-        }
-        items.sort_by(|a, b| (a.expires_at, &a.plan_id).cmp(&(b.expires_at, &b.plan_id)));
-        self.set(Link::Online, Some(items));
+        self.publish.send_modify(|s| {
+            s.link = Link::Online;
+            s.last_sync = Some(Utc::now());
+            let old = s
+                .items
+                .iter()
+                .position(|p| p.plan_id == summary.plan_id)
+                .map(|at| s.items.remove(at));
+            let changed =
+                old.as_ref() != Some(&summary) && (old.is_some() || listed(summary.status));
+            if listed(summary.status) {
+                let at = s.items.partition_point(|p| {
+                    (p.expires_at, &p.plan_id) < (summary.expires_at, &summary.plan_id)
+                });
+                s.items.insert(at, summary);
+            }
+            if changed {
+                s.generation += 1;
+            }
+        });
     }
 
     /// Keeps the snapshot current until every receiver is gone.
@@ -183,5 +197,72 @@ impl Live {
             };
             tokio::time::sleep(wait.min(retry_at - now)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn summary(id: &str, expires_at: &str, status: PlanStatus) -> PlanSummary {
+        serde_json::from_value(json!({
+            "plan_id": id, "plan_digest": "sha256:00", "capability_id": "c", "title": "T",
+            "caller": {"agent_id": "agt_ops"}, "created_at": "2026-11-30T10:00:00Z",
+            "expires_at": expires_at, "status": status,
+            "estimated_cost": {"amount_min": "0", "amount_max": "0", "currency": "credits"},
+            "effect_counts": {"direct": 1, "derived": 0}, "subjects_total": 0,
+            "validation_counts": {"error": 0, "warning": 0, "info": 0}, "risk": [],
+            "approvals": {"required": 1, "received": []}
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn events_keep_the_queue_in_expiry_order() {
+        let client = GatewayClient::new("http://127.0.0.1:9", None).unwrap();
+        let (mut live, snapshots) = Live::new(client, Timing::default());
+        let pending = PlanStatus::PendingApproval;
+        live.apply(summary("plan_b", "2026-11-30T10:20:00Z", pending));
+        live.apply(summary("plan_c", "2026-11-30T10:30:00Z", pending));
+        live.apply(summary("plan_a", "2026-11-30T10:20:00Z", pending));
+        live.apply(summary("plan_d", "2026-11-30T10:10:00Z", PlanStatus::Stale));
+        let order = |s: &Snapshot| {
+            s.items
+                .iter()
+                .map(|p| p.plan_id.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            order(&snapshots.borrow()),
+            ["plan_d", "plan_a", "plan_b", "plan_c"]
+        );
+        assert_eq!(snapshots.borrow().generation, 4);
+
+        live.apply(summary("plan_a", "2026-11-30T10:20:00Z", pending));
+        assert_eq!(
+            snapshots.borrow().generation,
+            4,
+            "the same summary changes nothing"
+        );
+        live.apply(summary(
+            "plan_b",
+            "2026-11-30T10:20:00Z",
+            PlanStatus::Executed,
+        ));
+        live.apply(summary(
+            "plan_x",
+            "2026-11-30T10:20:00Z",
+            PlanStatus::Rejected,
+        ));
+        assert_eq!(order(&snapshots.borrow()), ["plan_d", "plan_a", "plan_c"]);
+        assert_eq!(
+            snapshots.borrow().generation,
+            5,
+            "a plan never listed changes nothing"
+        );
+        live.apply(summary("plan_c", "2026-11-30T10:05:00Z", PlanStatus::Stale));
+        assert_eq!(order(&snapshots.borrow()), ["plan_c", "plan_d", "plan_a"]);
+        assert_eq!(snapshots.borrow().items[0].status, PlanStatus::Stale);
     }
 }
