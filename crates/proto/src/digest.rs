@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest as _, Sha256};
 
 /// The members of a preview that a plan digest covers, in no particular order (JCS sorts them).
-pub const PLAN_CORE_MEMBERS: [&str; 15] = [
+pub const PLAN_CORE_MEMBERS: [&str; 16] = [
     "interface_version",
     "plan_id",
     "capability_id",
@@ -17,6 +17,7 @@ pub const PLAN_CORE_MEMBERS: [&str; 15] = [
     "created_at",
     "expires_at",
     "would_require_approval",
+    "billing",
     "estimated_cost",
     "effects",
     "validation",
@@ -136,6 +137,15 @@ mod tests {
         assert_eq!(plan_digest(&a).unwrap(), plan_digest(&b).unwrap());
         let c = json!({"plan_id": "q"});
         assert_ne!(plan_digest(&a).unwrap(), plan_digest(&c).unwrap());
+    }
+
+    #[test]
+    fn billing_is_inside_the_digest() {
+        let flagged = json!({"plan_id": "p", "billing": {"preflight": "estimate", "cost_class": "external_passthrough"}});
+        let dropped = json!({"plan_id": "p"});
+        let relabelled = json!({"plan_id": "p", "billing": {"preflight": "estimate", "cost_class": "free"}});
+        assert_ne!(plan_digest(&flagged).unwrap(), plan_digest(&dropped).unwrap());
+        assert_ne!(plan_digest(&flagged).unwrap(), plan_digest(&relabelled).unwrap());
     }
 
     #[test]
