@@ -60,3 +60,19 @@ desktop: ui
 
 rust-test: desktop
 	tests/with-keyring.sh tests/with-display.sh cargo test --workspace
+
+# --- MCP: the official Python SDK as the test client of tests/mcp.rs ---
+MCP_VENV := target/mcp-venv
+MCP_SDK_VERSION := 2.3.0
+APT_PACKAGES += python3-venv
+.PHONY: mcp-venv
+rust-test: mcp-venv
+
+## A throw-away venv with the MCP Python SDK; a new pin makes a new venv.
+mcp-venv: system-deps $(MCP_VENV)/.mcp-$(MCP_SDK_VERSION)
+
+$(MCP_VENV)/.mcp-$(MCP_SDK_VERSION):
+	rm -rf $(MCP_VENV)
+	python3 -m venv $(MCP_VENV)
+	$(MCP_VENV)/bin/pip install --quiet --disable-pip-version-check mcp==$(MCP_SDK_VERSION)
+	touch $@

@@ -11,6 +11,8 @@ use tempfile::TempDir;
 /// A gateway on `127.0.0.1:<free port>` over a fresh SQLite file with the demo world.
 pub struct TestGateway {
     pub url: String,
+    /// The store's URL, for a second process on the same database.
+    pub database: String,
     pub state: Arc<AppState>,
     _dir: TempDir,
 }
@@ -18,8 +20,8 @@ pub struct TestGateway {
 impl TestGateway {
     pub async fn start() -> anyhow::Result<TestGateway> {
         let dir = tempfile::tempdir()?;
-        let url = format!("sqlite://{}", dir.path().join("gateway.db").display());
-        let store = Store::open(&url).await?;
+        let database = format!("sqlite://{}", dir.path().join("gateway.db").display());
+        let store = Store::open(&database).await?;
         demo::seed(&store).await?;
         let state = AppState::new(store, "Test gateway").await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -28,6 +30,7 @@ impl TestGateway {
         tokio::spawn(async move { axum::serve(listener, router).await });
         Ok(TestGateway {
             url,
+            database,
             state,
             _dir: dir,
         })

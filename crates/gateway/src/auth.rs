@@ -5,6 +5,7 @@ use std::sync::Arc;
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
+use axum::http::HeaderMap;
 use countersign_proto::ErrorCode;
 
 use crate::accounts::{self, Agent, Approver};
@@ -17,15 +18,38 @@ pub enum Caller {
     Approver(Approver),
 }
 
-fn bearer(parts: &Parts) -> Result<&str, ApiError> {
-    parts
-        .headers
+pub fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
+    headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "A bearer token is required."))
+}
+
+/// Who holds `token`: an agent, an approver, or nobody (`unauthenticated`).
+pub async fn caller(state: &AppState, token: &str) -> Result<Caller, ApiError> {
+    if let Some(caller) = accounts::by_token(state.store.pool(), token).await? {
+        return Ok(caller);
+    }
+    Err(ApiError::new(
+        ErrorCode::Unauthenticated,
+        "The bearer token is unknown.",
+    ))
+}
+
+impl Caller {
+    /// The agent behind an agent token; approvers neither preview nor invoke.
+    pub fn into_agent(self) -> Result<Agent, ApiError> {
+        match self {
+            Caller::Agent(agent) => Ok(agent),
+            Caller::Approver(_) => Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "Approver tokens cannot preview or invoke capabilities.",
+            )),
+        }
+    }
 }
 
 impl FromRequestParts<Arc<AppState>> for Caller {
@@ -35,14 +59,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
         parts: &mut Parts,
         state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
-        let token = bearer(parts)?;
-        if let Some(caller) = accounts::by_token(state.store.pool(), token).await? {
-            return Ok(caller);
-        }
-        Err(ApiError::new(
-            ErrorCode::Unauthenticated,
-            "The bearer token is unknown.",
-        ))
+        caller(state, bearer(&parts.headers)?).await
     }
 }
 
@@ -53,13 +70,7 @@ impl FromRequestParts<Arc<AppState>> for Agent {
         parts: &mut Parts,
         state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
-        match Caller::from_request_parts(parts, state).await? {
-            Caller::Agent(agent) => Ok(agent),
-            Caller::Approver(_) => Err(ApiError::new(
-                ErrorCode::Forbidden,
-                "Approver tokens cannot preview or invoke capabilities.",
-            )),
-        }
+        Caller::from_request_parts(parts, state).await?.into_agent()
     }
 }
 

@@ -9,6 +9,7 @@ pub mod embedded;
 mod error;
 pub mod events;
 pub mod ids;
+pub mod mcp;
 pub mod plans;
 pub mod previews;
 pub mod queue;
@@ -79,6 +80,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         )
         .route("/v1/events", get(events::events))
         .route("/v1/audit", get(plans::audit))
+        .merge(crate::mcp::routes(state.clone()))
         .fallback(error::fallback)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn(error::trace))

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use countersign_gateway::sim::AgentSim;
-use countersign_gateway::{accounts, app, demo, AppState, Store};
+use countersign_gateway::{accounts, app, demo, mcp, AppState, Store};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -30,6 +30,16 @@ enum Command {
         /// Seed the demo world if the store is empty.
         #[arg(long)]
         demo: bool,
+        #[arg(long, default_value = "Countersign gateway")]
+        name: String,
+    },
+    /// Serve MCP on stdin/stdout for one agent, for MCP clients that start the gateway as a process.
+    Mcp {
+        #[arg(long, env = "COUNTERSIGN_DATABASE")]
+        database: String,
+        /// The agent's token (`agents add` prints it).
+        #[arg(long, env = "COUNTERSIGN_AGENT_TOKEN", hide_env_values = true)]
+        token: String,
         #[arg(long, default_value = "Countersign gateway")]
         name: String,
     },
@@ -110,6 +120,14 @@ async fn main() -> anyhow::Result<()> {
                     let _ = tokio::signal::ctrl_c().await;
                 })
                 .await?;
+        }
+        Command::Mcp {
+            database,
+            token,
+            name,
+        } => {
+            let store = Store::open(&database).await?;
+            mcp::serve_stdio(AppState::new(store, &name).await?, &token).await?;
         }
         Command::Approvers {
             command:

@@ -9,12 +9,19 @@ use serde_json::{json, Value};
 use sqlx::SqliteConnection;
 
 use super::world::{self, blocker, effect, effect_cost, effect_id};
-use super::{Applied, JournalEntry, Planned, PlannedEffect};
+use super::{Applied, EffectProfile, JournalEntry, Planned, PlannedEffect};
 use crate::error::ApiResult;
 use crate::ids;
 
 pub const ID: &str = "documents.document.upload";
 pub const TITLE: &str = "Upload a document";
+
+/// A new document, and the storage it uses.
+pub const EFFECTS: EffectProfile = EffectProfile {
+    kinds: &[EffectKind::Create, EffectKind::Update],
+    irreversible: false,
+    external: false,
+};
 
 const PRICE_CENTS: i64 = 9;
 

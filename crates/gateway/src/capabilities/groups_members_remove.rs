@@ -13,12 +13,19 @@ use serde_json::json;
 use sqlx::SqliteConnection;
 
 use super::world::{self, blocker, count, effect, effect_cost, effect_id, note};
-use super::{Applied, Execution, JournalEntry, Planned, PlannedEffect, Subject};
+use super::{Applied, EffectProfile, Execution, JournalEntry, Planned, PlannedEffect, Subject};
 use crate::error::ApiResult;
 use crate::ids;
 
 pub const ID: &str = "groups.members.remove";
 pub const TITLE: &str = "Remove members from a group";
+
+/// Memberships revoked, access kept through nested groups, linked entitlements lost for good, and emails.
+pub const EFFECTS: EffectProfile = EffectProfile {
+    kinds: &[EffectKind::Revoke, EffectKind::Grant, EffectKind::Notify],
+    irreversible: true,
+    external: true,
+};
 
 /// Each queued notification costs this many hundredths of a credit.
 const NOTIFICATION_CENTS: i64 = 1;

@@ -11,12 +11,19 @@ use serde_json::{json, Value};
 use sqlx::SqliteConnection;
 
 use super::world::{self, blocker, effect, effect_cost, effect_id, note};
-use super::{Applied, Execution, JournalEntry, Planned, PlannedEffect, Subject};
+use super::{Applied, EffectProfile, Execution, JournalEntry, Planned, PlannedEffect, Subject};
 use crate::error::ApiResult;
 use crate::ids;
 
 pub const ID: &str = "memberships.grant";
 pub const TITLE: &str = "Grant a project role";
+
+/// A role granted, a seat used, and an invitation emailed (the one thing that cannot be undone).
+pub const EFFECTS: EffectProfile = EffectProfile {
+    kinds: &[EffectKind::Grant, EffectKind::Update, EffectKind::Notify],
+    irreversible: false,
+    external: true,
+};
 
 /// The organisation's one seat pool.
 pub const SEATS: &str = "seats/org";

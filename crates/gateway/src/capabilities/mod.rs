@@ -16,7 +16,8 @@ use std::sync::{Arc, OnceLock};
 
 use countersign_proto::describe::Describe;
 use countersign_proto::plan::{
-    Assumption, Change, Effect, EstimatedCost, ReadRevision, Validation, ViolationDetail,
+    Assumption, Change, Effect, EffectKind, EstimatedCost, ReadRevision, Validation,
+    ViolationDetail,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -106,6 +107,17 @@ pub struct Execution<'a> {
     pub plan_id: Option<&'a str>,
 }
 
+/// What a capability's plans can hold, declared beside its evaluation: agents learn it before
+/// they ask (MCP tool annotations), and a test holds every preview to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EffectProfile {
+    pub kinds: &'static [EffectKind],
+    /// An effect inside the gateway's world that cannot be undone.
+    pub irreversible: bool,
+    /// An effect that reaches outside the gateway's world (an email).
+    pub external: bool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Capability {
     DocumentsUpload,
@@ -193,6 +205,17 @@ impl Capability {
             .collect();
         details.sort_by(|a, b| a.schema_pointer.cmp(&b.schema_pointer));
         details
+    }
+
+    pub fn effects(self) -> EffectProfile {
+        match self {
+            Capability::DocumentsUpload => documents_upload::EFFECTS,
+            Capability::ProjectsSettingsUpdate => projects_settings::EFFECTS,
+            Capability::MembershipsGrant => memberships_grant::EFFECTS,
+            Capability::GroupsMembersRemove => groups_members_remove::EFFECTS,
+            Capability::StorageQuotaUpdate => storage_quota::EFFECTS,
+            Capability::WalletGuard => wallet_guard::EFFECTS,
+        }
     }
 
     /// Whether every plan of this capability waits for a human, whatever its risk (DESIGN.md).

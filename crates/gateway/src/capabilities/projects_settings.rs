@@ -9,11 +9,18 @@ use countersign_proto::Credits;
 use serde_json::json;
 use sqlx::SqliteConnection;
 
-use super::{world, Applied, JournalEntry, Planned, PlannedEffect, Subject};
+use super::{world, Applied, EffectProfile, JournalEntry, Planned, PlannedEffect, Subject};
 use crate::error::ApiResult;
 
 pub const ID: &str = "projects.settings.update";
 pub const TITLE: &str = "Update project settings";
+
+/// Settings changed, and the expiry of the project's items recalculated.
+pub const EFFECTS: EffectProfile = EffectProfile {
+    kinds: &[EffectKind::Update],
+    irreversible: false,
+    external: false,
+};
 
 pub fn describe() -> Describe {
     world::describe(

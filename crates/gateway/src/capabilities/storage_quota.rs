@@ -12,11 +12,18 @@ use serde_json::json;
 use sqlx::SqliteConnection;
 
 use super::world::{self, blocker, count, effect, effect_id, note};
-use super::{Applied, JournalEntry, Planned, PlannedEffect, Subject};
+use super::{Applied, EffectProfile, JournalEntry, Planned, PlannedEffect, Subject};
 use crate::error::ApiResult;
 
 pub const ID: &str = "storage.quota.update";
 pub const TITLE: &str = "Change a storage quota";
+
+/// The quota changed, and uploads stopped or resumed in the projects it covers.
+pub const EFFECTS: EffectProfile = EffectProfile {
+    kinds: &[EffectKind::Update],
+    irreversible: false,
+    external: false,
+};
 
 pub fn describe() -> Describe {
     world::describe(

@@ -7,12 +7,19 @@ use countersign_proto::{Credits, ErrorCode};
 use serde_json::json;
 use sqlx::SqliteConnection;
 
-use super::{world, Applied, Execution, Planned};
+use super::{world, Applied, EffectProfile, Execution, Planned};
 use crate::error::{ApiError, ApiResult};
 use crate::wallet;
 
 pub const ID: &str = GUARD_CAPABILITY;
 pub const TITLE: &str = "Check an agent's budget";
+
+/// Nothing: the guard only reads the wallet.
+pub const EFFECTS: EffectProfile = EffectProfile {
+    kinds: &[],
+    irreversible: false,
+    external: false,
+};
 
 pub fn describe() -> Describe {
     world::describe(

@@ -6,8 +6,9 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::Json;
 use countersign_proto::describe::{CapabilityList, Describe, DryRunMode, GatewayInfo};
-use countersign_proto::plan::{DryRunRequest, InvalidPreview, Violation};
+use countersign_proto::plan::{DryRunRequest, InvalidPreview, Preview, Violation};
 use countersign_proto::{ErrorCode, INTERFACE_VERSION};
+use serde::Serialize;
 use serde_json::Value;
 
 use super::no_store;
@@ -85,7 +86,27 @@ pub async fn dry_run(
     agent: Agent,
     Body(request): Body<DryRunRequest>,
 ) -> ApiResult<Response> {
-    let capability = capability(&id)?;
+    Ok(no_store(preview(&state, &id, &agent, request).await?))
+}
+
+/// What a dry_run answers: a stored plan, seed 000's `valid: false`, or the first answer to a
+/// repeated idempotency key.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum DryRunAnswer {
+    Plan(Box<Preview>),
+    Invalid(InvalidPreview),
+    Repeated(Value),
+}
+
+/// The dry_run of capability `id` for `agent`, as the HTTP route and the MCP tools run it.
+pub async fn preview(
+    state: &AppState,
+    id: &str,
+    agent: &Agent,
+    request: DryRunRequest,
+) -> ApiResult<DryRunAnswer> {
+    let capability = capability(id)?;
     let describe = capability.describe();
     if describe.dry_run == DryRunMode::NotApplicable {
         return Err(ApiError::validation(
@@ -96,8 +117,8 @@ pub async fn dry_run(
     let request_json = serde_json::to_value(&request)?;
     let mut w = state.store.write().await?;
     if let Some(key) = &request.idempotency_key {
-        if let Some(answer) = repeated(&mut w.tx, &agent, capability, key, &request_json).await? {
-            return Ok(no_store(answer));
+        if let Some(answer) = repeated(&mut w.tx, agent, capability, key, &request_json).await? {
+            return Ok(DryRunAnswer::Repeated(answer));
         }
     }
     let audit_id = ids::random_id("aud_", 8);
@@ -110,12 +131,14 @@ pub async fn dry_run(
     if !violations.is_empty() {
         previews::write_audit(&mut w.tx, &audit, capability, &agent.id, None).await?;
         w.commit().await?;
-        return Ok(no_store(invalid_preview(capability, &audit_id, violations)));
+        return Ok(DryRunAnswer::Invalid(invalid_preview(
+            capability, &audit_id, violations,
+        )));
     }
     let preview = previews::create(
         &mut w.tx,
         capability,
-        &agent,
+        agent,
         &request.params,
         request.expected_revisions.as_ref(),
         &audit,
@@ -123,7 +146,7 @@ pub async fn dry_run(
     )
     .await?;
     w.commit().await?;
-    Ok(no_store(preview))
+    Ok(DryRunAnswer::Plan(Box::new(preview)))
 }
 
 /// A dry_run repeated with its idempotency key: the first answer again, or a conflict when the

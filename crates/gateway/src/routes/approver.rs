@@ -7,7 +7,7 @@ use axum::http::header::{ETAG, IF_NONE_MATCH};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use countersign_proto::approvals::{EnrollRequest, EnrollResponse};
+use countersign_proto::approvals::{EnrollRequest, EnrollResponse, PlanRecord};
 use countersign_proto::digest::sha256;
 use serde::Deserialize;
 
@@ -131,10 +131,15 @@ pub async fn plan(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
+    Ok(no_store(read_plan(&state, &caller, &id).await?))
+}
+
+/// A plan with its status, approvals and what moved: for any approver, and for its own agent.
+pub async fn read_plan(state: &AppState, caller: &Caller, plan_id: &str) -> ApiResult<PlanRecord> {
     let mut conn = state.store.pool().begin().await?;
-    let plan = plans::load(&mut conn, &id)
+    let plan = plans::load(&mut conn, plan_id)
         .await?
         .ok_or_else(|| ApiError::not_found("plan"))?;
-    super::plans::ensure_may_read(&caller, &plan)?;
-    Ok(no_store(plans::record(&mut conn, plan).await?))
+    super::plans::ensure_may_read(caller, &plan)?;
+    plans::record(&mut conn, plan).await
 }

@@ -27,8 +27,19 @@ pub async fn invoke(
     agent: Agent,
     Body(request): Body<InvokeRequest>,
 ) -> ApiResult<Json<SuccessEnvelope>> {
+    Ok(Json(run(&state, &id, &trace_id, &agent, request).await?))
+}
+
+/// The invoke of capability `id` by `agent`, as the HTTP route and the MCP tools run it.
+pub async fn run(
+    state: &AppState,
+    id: &str,
+    trace_id: &str,
+    agent: &Agent,
+    request: InvokeRequest,
+) -> ApiResult<SuccessEnvelope> {
     let started = Instant::now();
-    let capability = capability(&id)?;
+    let capability = capability(id)?;
     let identity = match (&request.plan_id, &request.params) {
         (Some(_), Some(_)) => {
             return Err(ApiError::validation(
@@ -50,7 +61,7 @@ pub async fn invoke(
                     format!("{id} executes only an approved plan: dry_run first."),
                 ));
             }
-            countersign_proto::digest::request_digest(&id, params).map_err(anyhow::Error::from)?
+            countersign_proto::digest::request_digest(id, params).map_err(anyhow::Error::from)?
         }
     };
 
@@ -70,17 +81,17 @@ pub async fn invoke(
                     "This idempotency key was used for another request.",
                 ));
             }
-            return Ok(Json(serde_json::from_str(&response)?));
+            return Ok(serde_json::from_str(&response)?);
         }
     }
 
     let (plan, stored) = match &request.plan_id {
         Some(plan_id) => (
-            approved_plan(&mut w.tx, capability, &agent, plan_id).await?,
+            approved_plan(&mut w.tx, capability, agent, plan_id).await?,
             true,
         ),
         None => (
-            inline_plan(&mut w.tx, capability, &agent, &request).await?,
+            inline_plan(&mut w.tx, capability, agent, &request).await?,
             false,
         ),
     };
@@ -154,7 +165,7 @@ pub async fn invoke(
         .await?;
     }
     w.commit().await?;
-    Ok(Json(response))
+    Ok(response)
 }
 
 /// The checks of PROTOCOL section 2, in order: caller, expiry, approval, read revisions.
@@ -235,7 +246,7 @@ async fn approved_plan(
 }
 
 /// A blocked plan never runs; the first blocker says why, in the violation form.
-fn blocked(plan: &Preview) -> ApiError {
+pub fn blocked(plan: &Preview) -> ApiError {
     let first = plan.validation.iter().find(|v| v.blocks_execution);
     let pointer = first.and_then(|v| v.path.clone()).unwrap_or_default();
     let message = first.map_or_else(

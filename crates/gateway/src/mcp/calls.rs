@@ -1,0 +1,273 @@
+//! What each tool does, through the same functions the HTTP routes call: a capability tool
+//! previews and runs at once what needs nobody; `countersign_execute` invokes a plan;
+//! `countersign_wait` follows the store's commits until the plan is decided.
+
+use std::future::Future;
+use std::time::Duration;
+
+use countersign_proto::approvals::{PlanRecord, PlanStatus};
+use countersign_proto::describe::DryRunMode;
+use countersign_proto::envelope::SuccessEnvelope;
+use countersign_proto::plan::{DryRunRequest, InvokeRequest, Preview, Severity};
+use countersign_proto::ErrorCode;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::tools::{self, ArgsSchema, DEFAULT_WAIT_SECONDS, EXECUTE, WAIT};
+use crate::accounts::Agent;
+use crate::auth::Caller;
+use crate::capabilities::Capability;
+use crate::error::{ApiError, ApiResult};
+use crate::routes::agent::{self, DryRunAnswer};
+use crate::routes::{approver, invoke};
+use crate::{plans, AppState};
+
+/// Writes by another process on the same database (the HTTP gateway deciding a plan that a
+/// stdio server waits for) send no commit notification here; this is how late they are seen.
+const FOREIGN_WRITES_SEEN_WITHIN: Duration = Duration::from_secs(1);
+
+/// A tool's answer: JSON for programs, and text for the model that reads it.
+pub struct Answer {
+    pub structured: Value,
+    pub text: String,
+}
+
+pub async fn capability(
+    state: &AppState,
+    agent: &Agent,
+    capability: Capability,
+    params: Value,
+    trace_id: &str,
+) -> ApiResult<Answer> {
+    let id = capability.id();
+    if capability.describe().dry_run == DryRunMode::NotApplicable {
+        let request = InvokeRequest {
+            plan_id: None,
+            params: Some(params),
+            idempotency_key: None,
+        };
+        return executed(invoke::run(state, id, trace_id, agent, request).await?);
+    }
+    let request = DryRunRequest {
+        params,
+        expected_revisions: None,
+        idempotency_key: None,
+    };
+    let plan = match agent::preview(state, id, agent, request).await? {
+        DryRunAnswer::Plan(plan) => plan,
+        DryRunAnswer::Invalid(invalid) => {
+            let message = invalid.violations.first().map_or_else(
+                || "The params are invalid.".to_owned(),
+                |v| v.message.clone(),
+            );
+            return Err(ApiError::new(ErrorCode::ValidationError, message)
+                .with_details(json!({ "violations": invalid.violations })));
+        }
+        DryRunAnswer::Repeated(first) => {
+            return Ok(Answer {
+                text: format!("The first answer to this request: {first}"),
+                structured: first,
+            })
+        }
+    };
+    if !plan.executable {
+        let mut refusal = invoke::blocked(&plan);
+        refusal.details["plan_id"] = json!(plan.plan_id);
+        return Err(refusal);
+    }
+    if !plan.would_require_approval {
+        let request = InvokeRequest {
+            plan_id: Some(plan.plan_id.clone()),
+            params: None,
+            idempotency_key: None,
+        };
+        return executed(invoke::run(state, id, trace_id, agent, request).await?);
+    }
+    let required = capability.describe().approval.required_approvals;
+    Ok(Answer {
+        text: waiting_text(&plan, required),
+        structured: json!({
+            "status": "pending_approval",
+            "plan_id": plan.plan_id,
+            "expires_at": plan.expires_at,
+            "approvals": {"required": required, "received": []},
+            "next": [WAIT, EXECUTE],
+            "plan": plan,
+        }),
+    })
+}
+
+#[derive(Deserialize)]
+struct ExecuteArgs {
+    plan_id: String,
+    idempotency_key: Option<String>,
+}
+
+pub async fn execute(
+    state: &AppState,
+    agent: &Agent,
+    arguments: Value,
+    trace_id: &str,
+) -> ApiResult<Answer> {
+    let args: ExecuteArgs = parse(tools::execute_schema(), arguments)?;
+    let caller = Caller::Agent(agent.clone());
+    let record = approver::read_plan(state, &caller, &args.plan_id).await?;
+    let request = InvokeRequest {
+        plan_id: Some(args.plan_id),
+        params: None,
+        idempotency_key: args.idempotency_key,
+    };
+    let capability = &record.plan.capability_id;
+    executed(invoke::run(state, capability, trace_id, agent, request).await?)
+}
+
+#[derive(Deserialize)]
+struct WaitArgs {
+    plan_id: String,
+    timeout_seconds: Option<u64>,
+}
+
+/// Blocks until the plan leaves `pending_approval`, the timeout passes or the client cancels;
+/// every commit of this gateway wakes it to read the plan again.
+pub async fn wait(
+    state: &AppState,
+    agent: &Agent,
+    arguments: Value,
+    cancelled: impl Future<Output = ()>,
+) -> ApiResult<Answer> {
+    let args: WaitArgs = parse(tools::wait_schema(), arguments)?;
+    let timeout = Duration::from_secs(args.timeout_seconds.unwrap_or(DEFAULT_WAIT_SECONDS));
+    let deadline = tokio::time::Instant::now() + timeout;
+    let caller = Caller::Agent(agent.clone());
+    let mut commits = state.store.commits();
+    tokio::pin!(cancelled);
+    loop {
+        commits.mark_unchanged();
+        let record = approver::read_plan(state, &caller, &args.plan_id).await?;
+        if record.status != PlanStatus::PendingApproval {
+            return Ok(decided(&record, false));
+        }
+        tokio::select! {
+            changed = commits.changed() => {
+                if changed.is_err() {
+                    return Ok(decided(&record, true));
+                }
+            }
+            () = tokio::time::sleep(FOREIGN_WRITES_SEEN_WITHIN) => {}
+            () = tokio::time::sleep_until(deadline) => return Ok(decided(&record, true)),
+            () = &mut cancelled => return Ok(decided(&record, true)),
+        }
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(schema: &ArgsSchema, arguments: Value) -> ApiResult<T> {
+    let details = schema.violations(&arguments);
+    if let Some(first) = details.first() {
+        let mut error = ApiError::validation(&first.schema_pointer, first.message.clone());
+        error.details["violations"][0]["details"] = json!(details);
+        return Err(error);
+    }
+    serde_json::from_value(arguments).map_err(|e| ApiError::validation("", e.to_string()))
+}
+
+fn executed(envelope: SuccessEnvelope) -> ApiResult<Answer> {
+    let mut text = envelope.content.clone();
+    if let Some(plan_id) = envelope.metadata.get("plan_id").and_then(Value::as_str) {
+        text.push_str(&format!(" (plan {plan_id})"));
+    }
+    if let Some(charged) = envelope.metadata.get("charged") {
+        text.push_str(&format!(
+            " Charged {} {}.",
+            charged["amount"].as_str().unwrap_or("0"),
+            charged["currency"].as_str().unwrap_or("credits")
+        ));
+    }
+    Ok(Answer {
+        structured: serde_json::to_value(&envelope)?,
+        text,
+    })
+}
+
+fn waiting_text(plan: &Preview, required: u32) -> String {
+    let approvals = if required == 1 {
+        "1 approval".to_owned()
+    } else {
+        format!("{required} approvals")
+    };
+    let mut lines = vec![format!(
+        "Waiting for approval: plan {} needs {approvals}, expires at {}; call {WAIT}, then {EXECUTE} with this plan_id.",
+        plan.plan_id,
+        crate::ids::to_text(plan.expires_at),
+    )];
+    lines.push("Effects:".to_owned());
+    for effect in &plan.effects {
+        let kind = serde_json::to_value(effect.kind).unwrap_or_default();
+        lines.push(format!(
+            "- {} {} {}: {}",
+            effect.id,
+            kind.as_str().unwrap_or("effect"),
+            effect.resource,
+            effect.description
+        ));
+    }
+    let cost = &plan.estimated_cost;
+    lines.push(format!(
+        "Cost: {} to {} {}.",
+        cost.amount_min, cost.amount_max, cost.currency
+    ));
+    for v in &plan.validation {
+        let severity = match v.severity {
+            Severity::Error => "Error",
+            Severity::Warning => "Warning",
+            Severity::Info => "Note",
+        };
+        lines.push(format!("{severity} ({}): {}", v.code, v.message));
+    }
+    lines.join("\n")
+}
+
+fn decided(record: &PlanRecord, timed_out: bool) -> Answer {
+    let plan_id = &record.plan.plan_id;
+    let approvals = &record.approvals;
+    let approved = approvals
+        .received
+        .iter()
+        .filter(|a| a.decision == countersign_proto::decision::Decision::Approve)
+        .count();
+    let text = match record.status {
+        PlanStatus::PendingApproval => format!(
+            "Plan {plan_id} is still waiting for approval ({approved} of {} so far); call {WAIT} again.",
+            approvals.required
+        ),
+        PlanStatus::Approved => {
+            format!("Plan {plan_id} is approved; call {EXECUTE} with this plan_id.")
+        }
+        PlanStatus::Rejected => format!("Plan {plan_id} was rejected; do not execute it."),
+        PlanStatus::Stale => {
+            let moved = record.stale.as_ref().map_or_else(String::new, |s| {
+                s.moved
+                    .iter()
+                    .map(|m| format!("{} moved from {} to {}", m.resource, m.planned, m.current))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            });
+            format!("Plan {plan_id} is stale ({moved}); call the capability again for a fresh plan.")
+        }
+        other => format!(
+            "Plan {plan_id} is {}; it will not run.",
+            plans::status_text(other)
+        ),
+    };
+    Answer {
+        structured: json!({
+            "plan_id": plan_id,
+            "status": record.status,
+            "decided": record.status != PlanStatus::PendingApproval,
+            "timed_out": timed_out,
+            "approvals": approvals,
+            "stale": record.stale,
+            "superseded_by": record.superseded_by,
+        }),
+        text,
+    }
+}

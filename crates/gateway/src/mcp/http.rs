@@ -1,0 +1,54 @@
+//! `/mcp` over streamable HTTP. The bearer token is checked before the MCP layer sees the
+//! request, so a wrong token is an HTTP 401 in the protocol's error contract and no session
+//! starts; the agent it names rides along in the request's extensions.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::Router;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+use super::McpGateway;
+use crate::auth::{self, Caller};
+use crate::error::ApiResult;
+use crate::{AppState, BODY_LIMIT};
+
+/// Stateless: every request stands alone (the engine keeps all state in the store), so any
+/// instance sharing the database can answer it. Any `Host` is accepted: a page that rebinds a
+/// name to this address still has no agent token to send.
+pub fn routes(state: Arc<AppState>) -> Router<Arc<AppState>> {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_max_request_body_bytes(BODY_LIMIT)
+        .disable_allowed_hosts();
+    let for_service = state.clone();
+    let service = StreamableHttpService::new(
+        move || {
+            Ok(McpGateway {
+                state: for_service.clone(),
+                agent: None,
+            })
+        },
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    Router::new()
+        .route_service("/mcp", service)
+        .route_layer(middleware::from_fn_with_state(state, authenticate))
+}
+
+async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> ApiResult<Response> {
+    let token = auth::bearer(request.headers())?;
+    let agent = auth::caller(&state, token).await?;
+    let agent = Caller::into_agent(agent)?;
+    request.extensions_mut().insert(agent);
+    Ok(next.run(request).await)
+}

@@ -1,0 +1,184 @@
+//! The tools an MCP client sees: one per capability, with the capability's own input schema, and
+//! the two that finish what a capability tool started (`countersign_wait`, `countersign_execute`).
+
+use std::sync::{Arc, OnceLock};
+
+use countersign_proto::describe::DryRunMode;
+use countersign_proto::plan::{EffectKind, ViolationDetail};
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde_json::{json, Value};
+
+use crate::capabilities::Capability;
+
+pub const EXECUTE: &str = "countersign_execute";
+pub const WAIT: &str = "countersign_wait";
+
+/// The longest a `countersign_wait` call may block, so a client's request never hangs.
+pub const MAX_WAIT_SECONDS: u64 = 60;
+pub const DEFAULT_WAIT_SECONDS: u64 = 30;
+
+/// Every tool, built once: the list never changes while the gateway runs.
+pub fn all() -> &'static [Tool] {
+    static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        Capability::ALL
+            .iter()
+            .map(|c| capability_tool(*c))
+            .chain([execute_tool(), wait_tool()])
+            .collect()
+    })
+}
+
+/// Hints that follow the capability's declared effects: nothing written is read-only; what can
+/// revoke, delete, archive or do something irreversible inside the world is destructive; what
+/// reaches outside it (emails) is open-world.
+pub fn annotations(capability: Capability) -> ToolAnnotations {
+    let effects = capability.effects();
+    let read_only = effects.kinds.is_empty();
+    let removes = effects.kinds.iter().any(|k| {
+        matches!(
+            k,
+            EffectKind::Delete | EffectKind::Revoke | EffectKind::Archive
+        )
+    });
+    ToolAnnotations::with_title(capability.title())
+        .read_only(read_only)
+        .destructive(removes || effects.irreversible)
+        .idempotent(read_only)
+        .open_world(effects.external)
+}
+
+fn capability_tool(capability: Capability) -> Tool {
+    let describe = capability.describe();
+    let flow = if describe.dry_run == DryRunMode::NotApplicable {
+        "It runs at once and answers the result envelope.".to_owned()
+    } else {
+        let approvers = match describe.approval.required_approvals {
+            1 => "one approver".to_owned(),
+            n => format!("{n} approvers"),
+        };
+        let when = if capability.always_requires_approval() {
+            format!("Every call needs a signed approval by {approvers}")
+        } else {
+            format!("A risky call needs a signed approval by {approvers}; others run at once")
+        };
+        format!(
+            "Each call is previewed against the current state first. {when}: the answer is then \
+             the plan (effects, validation, cost, plan_id, expiry), waiting for approval; call \
+             {WAIT} and then {EXECUTE} with its plan_id."
+        )
+    };
+    Tool::new(
+        capability.id(),
+        format!("{}. {flow}", capability.title()),
+        schema(&describe.input_schema),
+    )
+    .with_title(capability.title())
+    .with_annotations(annotations(capability))
+}
+
+/// A tool's own input schema, compiled once.
+pub struct ArgsSchema {
+    pub value: Value,
+    validator: Result<jsonschema::Validator, String>,
+}
+
+impl ArgsSchema {
+    fn new(value: Value) -> ArgsSchema {
+        let validator = jsonschema::validator_for(&value).map_err(|e| e.to_string());
+        ArgsSchema { value, validator }
+    }
+
+    /// Every field of `arguments` that violates the schema, in seed 000's detail form.
+    pub fn violations(&self, arguments: &Value) -> Vec<ViolationDetail> {
+        match &self.validator {
+            Ok(validator) => validator
+                .iter_errors(arguments)
+                .map(|e| ViolationDetail {
+                    schema_pointer: e.instance_path.to_string(),
+                    message: e.to_string(),
+                })
+                .collect(),
+            Err(e) => vec![ViolationDetail {
+                schema_pointer: String::new(),
+                message: format!("The tool's schema is unusable: {e}"),
+            }],
+        }
+    }
+}
+
+pub fn execute_schema() -> &'static ArgsSchema {
+    static SCHEMA: OnceLock<ArgsSchema> = OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        ArgsSchema::new(json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["plan_id"],
+            "properties": {
+                "plan_id": {"type": "string", "pattern": "^plan_[A-Za-z0-9_]{1,64}$"},
+                "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200}
+            }
+        }))
+    })
+}
+
+pub fn wait_schema() -> &'static ArgsSchema {
+    static SCHEMA: OnceLock<ArgsSchema> = OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        ArgsSchema::new(json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["plan_id"],
+            "properties": {
+                "plan_id": {"type": "string", "pattern": "^plan_[A-Za-z0-9_]{1,64}$"},
+                "timeout_seconds": {
+                    "type": "integer", "minimum": 1, "maximum": MAX_WAIT_SECONDS,
+                    "default": DEFAULT_WAIT_SECONDS
+                }
+            }
+        }))
+    })
+}
+
+fn execute_tool() -> Tool {
+    Tool::new(
+        EXECUTE,
+        "Execute an approved plan by its plan_id. Answers the result envelope, or the refusal: \
+         approval_required (not yet approved), plan_stale (what it read has changed since: \
+         details.moved names each revision; call the capability again for a fresh plan), \
+         plan_expired.",
+        schema(&execute_schema().value),
+    )
+    .with_title("Execute an approved plan")
+    .with_annotations(
+        ToolAnnotations::with_title("Execute an approved plan")
+            .read_only(false)
+            .destructive(true)
+            .idempotent(false)
+            .open_world(true),
+    )
+}
+
+fn wait_tool() -> Tool {
+    Tool::new(
+        WAIT,
+        format!(
+            "Wait until a plan is decided (approved, rejected, stale or expired), at most \
+             timeout_seconds (1 to {MAX_WAIT_SECONDS}, default {DEFAULT_WAIT_SECONDS}). Answers \
+             the plan's status and approvals; call it again while the plan is still pending."
+        ),
+        schema(&wait_schema().value),
+    )
+    .with_title("Wait for a decision")
+    .with_annotations(
+        ToolAnnotations::with_title("Wait for a decision")
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false),
+    )
+}
+
+fn schema(value: &Value) -> Arc<JsonObject> {
+    Arc::new(value.as_object().cloned().unwrap_or_default())
+}

@@ -1,0 +1,141 @@
+//! `/mcp` admits only agents, before any MCP session starts; tool hints follow each
+//! capability's declared effects, and no preview holds an effect its capability did not declare.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use common::{assert_error, Gateway, Reply};
+use countersign_gateway::capabilities::Capability;
+use countersign_gateway::mcp::annotations;
+use countersign_proto::plan::{EffectKind, Preview};
+use serde_json::{json, Value};
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}})
+}
+
+async fn post_mcp(gw: &Gateway, token: Option<&str>) -> Reply {
+    let mut request = Request::post("/mcp")
+        .header("host", "gateway.example")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    gw.send(request.body(Body::from(initialize().to_string())).unwrap())
+        .await
+}
+
+#[tokio::test]
+async fn only_an_agent_token_opens_mcp() {
+    let gw = Gateway::new().await;
+    assert_error(&post_mcp(&gw, None).await, "unauthenticated", 401);
+    let unknown = post_mcp(&gw, Some("csa_not_a_token")).await;
+    assert_error(&unknown, "unauthenticated", 401);
+    assert!(unknown.body["metadata"]["trace_id"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("trc_")));
+    let approver = gw.enroll("Dana").await;
+    assert_error(
+        &post_mcp(&gw, Some(&approver.token)).await,
+        "forbidden",
+        403,
+    );
+
+    let agent = post_mcp(&gw, Some(&gw.agent)).await;
+    assert_eq!(agent.status, StatusCode::OK, "{}", agent.body);
+    assert_eq!(
+        agent.body["result"]["serverInfo"]["name"],
+        "countersign-gateway"
+    );
+    assert!(agent.body["result"]["capabilities"]["tools"].is_object());
+}
+
+#[test]
+fn hints_follow_the_declared_effects() {
+    let hints = |c: Capability| {
+        let a = annotations(c);
+        (
+            a.read_only_hint,
+            a.destructive_hint,
+            a.open_world_hint,
+            a.idempotent_hint,
+        )
+    };
+    let (f, t) = (Some(false), Some(true));
+    assert_eq!(hints(Capability::WalletGuard), (t, f, f, t));
+    assert_eq!(hints(Capability::GroupsMembersRemove), (f, t, t, f));
+    assert_eq!(hints(Capability::MembershipsGrant), (f, f, t, f));
+    assert_eq!(hints(Capability::ProjectsSettingsUpdate), (f, f, f, f));
+    assert_eq!(hints(Capability::StorageQuotaUpdate), (f, f, f, f));
+    assert_eq!(hints(Capability::DocumentsUpload), (f, f, f, f));
+}
+
+/// What the previews of one capability showed, to hold against what it declares.
+#[derive(Default)]
+struct Seen {
+    kinds: BTreeSet<String>,
+    irreversible: bool,
+    external: bool,
+}
+
+fn kind_name(kind: EffectKind) -> String {
+    serde_json::to_value(kind)
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn previews_hold_exactly_the_declared_effects() {
+    let gw = Gateway::new().await;
+    let requests = [
+        (
+            Capability::ProjectsSettingsUpdate,
+            json!({"project": "prj_184", "retention_days": 7}),
+        ),
+        (
+            Capability::GroupsMembersRemove,
+            json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
+        ),
+        (
+            Capability::MembershipsGrant,
+            json!({"project": "prj_184", "subject": "usr_92", "role": "admin"}),
+        ),
+        (
+            Capability::StorageQuotaUpdate,
+            json!({"quota": "sq_product", "quota_bytes": 1}),
+        ),
+        (
+            Capability::DocumentsUpload,
+            json!({"project": "prj_421", "filename": "a.md", "mime_type": "text/markdown", "size_bytes": 5}),
+        ),
+    ];
+    let mut seen: Vec<(Capability, Seen)> = Vec::new();
+    for (capability, params) in requests {
+        let preview: Preview =
+            serde_json::from_value(gw.preview(capability.id(), params).await).unwrap();
+        let mut s = Seen::default();
+        for effect in &preview.effects {
+            s.kinds.insert(kind_name(effect.kind));
+            s.irreversible |= !effect.reversible && !effect.external;
+            s.external |= effect.external;
+        }
+        seen.push((capability, s));
+    }
+    seen.push((Capability::WalletGuard, Seen::default()));
+    for (capability, s) in seen {
+        let declared = capability.effects();
+        let kinds: BTreeSet<String> = declared.kinds.iter().map(|k| kind_name(*k)).collect();
+        let id = capability.id();
+        assert_eq!(s.kinds, kinds, "{id}: effect kinds");
+        assert_eq!(s.irreversible, declared.irreversible, "{id}: irreversible");
+        assert_eq!(s.external, declared.external, "{id}: external");
+    }
+}
