@@ -143,9 +143,16 @@ mod tests {
     fn billing_is_inside_the_digest() {
         let flagged = json!({"plan_id": "p", "billing": {"preflight": "estimate", "cost_class": "external_passthrough"}});
         let dropped = json!({"plan_id": "p"});
-        let relabelled = json!({"plan_id": "p", "billing": {"preflight": "estimate", "cost_class": "free"}});
-        assert_ne!(plan_digest(&flagged).unwrap(), plan_digest(&dropped).unwrap());
-        assert_ne!(plan_digest(&flagged).unwrap(), plan_digest(&relabelled).unwrap());
+        let relabelled =
+            json!({"plan_id": "p", "billing": {"preflight": "estimate", "cost_class": "free"}});
+        assert_ne!(
+            plan_digest(&flagged).unwrap(),
+            plan_digest(&dropped).unwrap()
+        );
+        assert_ne!(
+            plan_digest(&flagged).unwrap(),
+            plan_digest(&relabelled).unwrap()
+        );
     }
 
     #[test]
