@@ -94,5 +94,6 @@ package: deps ui
 
 ## The debug build `desktop` already made, bundled (nothing recompiles), installed, run, removed.
 deb-check: desktop
+	rm -rf $(TARGET_DIR)/debug/bundle/deb
 	$(TAURI) bundle --ci --no-sign --no-binary-patching --debug --bundles deb $(call deb_config,debug)
 	tests/deb-check.sh $(TARGET_DIR)/debug/bundle/deb/*.deb
