@@ -76,3 +76,24 @@ $(MCP_VENV)/.mcp-$(MCP_SDK_VERSION):
 	python3 -m venv $(MCP_VENV)
 	$(MCP_VENV)/bin/pip install --quiet --disable-pip-version-check mcp==$(MCP_SDK_VERSION)
 	touch $@
+
+# --- Debian package: the desktop app, countersign-gateway and countersign-cli ---
+TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),target))
+TAURI := ui/node_modules/.bin/tauri
+# The two command-line binaries ride along in /usr/bin; $(1) is the profile (debug or release).
+deb_config = --config src-tauri/tauri.deb.conf.json --config '{"bundle":{"linux":{"deb":{"files":{ \
+	"/usr/bin/countersign-gateway":"$(TARGET_DIR)/$(1)/countersign-gateway", \
+	"/usr/bin/countersign-cli":"$(TARGET_DIR)/$(1)/countersign-cli"}}}}}'
+.PHONY: package deb-check
+test: deb-check
+
+## The release .deb, in target/release/bundle/deb/.
+package: deps ui
+	cargo build --release -p countersign-gateway -p countersign-cli
+	$(TAURI) build --ci --no-sign --bundles deb $(call deb_config,release)
+
+## The debug build `desktop` already made, bundled (nothing recompiles), installed, run, removed.
+deb-check: desktop
+	rm -rf $(TARGET_DIR)/debug/bundle/deb
+	$(TAURI) bundle --ci --no-sign --no-binary-patching --debug --bundles deb $(call deb_config,debug)
+	tests/deb-check.sh $(TARGET_DIR)/debug/bundle/deb/*.deb

@@ -7,10 +7,27 @@ mod commands;
 mod config;
 mod sync_loop;
 
+use clap::Parser;
 use tauri::Manager;
 use tracing_subscriber::EnvFilter;
 
+/// Read before Tauri starts, so `--version` and `--help` answer without a display.
+#[derive(Parser)]
+#[command(
+    name = "countersign",
+    version,
+    about = "Countersign: review and sign what AI agents want to do",
+    after_help = "Environment:
+  COUNTERSIGN_GATEWAY_URL      the gateway to follow (none: an in-process demo gateway)
+  COUNTERSIGN_ENROLLMENT_CODE  the code from `countersign-gateway approvers invite`, the first time
+  COUNTERSIGN_APPROVER_NAME    the name approvals are signed under
+  COUNTERSIGN_DATA_DIR         where the journal and gateway list are kept
+  COUNTERSIGN_SIM_INTERVAL_MS  the demo agent's pace (0 stops it)"
+)]
+struct Args {}
+
 fn main() {
+    Args::parse();
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs a Countersign .deb the way a user would (apt pulls its dependencies), checks what it
+# put on the system, runs the three commands from /usr/bin without a display, and removes it
+# again, also when a check fails.
+set -euo pipefail
+deb=$(realpath "${1:?usage: tests/deb-check.sh COUNTERSIGN.deb}")
+package=$(dpkg-deb --field "$deb" Package)
+sudo=$([ "$(id -u)" = 0 ] || echo sudo)
+export DEBIAN_FRONTEND=noninteractive
+
+remove() { $sudo apt-get remove -y -qq "$package" >/dev/null; }
+$sudo apt-get install -y -qq --no-install-recommends "$deb" >/dev/null
+trap remove EXIT
+
+fail() { echo "deb-check: $*" >&2; exit 1; }
+files=$(dpkg -L "$package")
+for path in /usr/bin/countersign /usr/bin/countersign-gateway /usr/bin/countersign-cli; do
+  grep -qx "$path" <<<"$files" || fail "$path is not in the package"
+done
+grep -qx '/usr/share/applications/.*\.desktop' <<<"$files" || fail "no .desktop entry"
+desktop=$(grep -x '/usr/share/applications/.*\.desktop' <<<"$files")
+grep -qx 'Exec=countersign' "$desktop" || fail "$desktop does not start countersign"
+for size in 16x16 24x24 32x32 48x48 64x64 128x128 256x256 512x512; do
+  grep -qx "/usr/share/icons/hicolor/$size/apps/countersign.png" <<<"$files" ||
+    fail "no $size icon"
+done
+
+# What a shell on a server (no display, no session bus) sees.
+run() { env -u DISPLAY -u WAYLAND_DISPLAY -u DBUS_SESSION_BUS_ADDRESS "$@"; }
+version=$(run /usr/bin/countersign --version) || fail "countersign --version failed"
+[ "$version" = "countersign $(dpkg-deb --field "$deb" Version)" ] || fail "countersign --version said: $version"
+run /usr/bin/countersign --help | grep -q COUNTERSIGN_GATEWAY_URL || fail "countersign --help"
+run /usr/bin/countersign-cli --help | grep -q 'pending' || fail "countersign-cli --help"
+run /usr/bin/countersign-gateway --help | grep -q 'mcp' || fail "countersign-gateway --help"
+echo "deb-check: $package $(dpkg-deb --field "$deb" Version) installed, ran and was removed"
+echo "deb-check: 1 passed, 0 failed"
