@@ -15,7 +15,8 @@ ifeq ($(findstring $(HOME)/.cargo/bin,$(PATH)),)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 endif
 
-.PHONY: run test deps system-deps tauri-driver ui ui-test desktop lint rust-test
+.PHONY: run test deps system-deps tauri-driver ui ui-test desktop lint rust-test \
+	bench bench-quick bench-deps bench-build bench-build-quick
 
 ## Build and start the desktop app on its embedded demo gateway.
 run: desktop
@@ -27,8 +28,8 @@ test: deps ui ui-test lint desktop rust-test
 deps: system-deps tauri-driver ui/node_modules/.installed
 
 # Installs only what is missing, so a prepared machine pays nothing.
-system-deps:
-	@missing=$$(for p in $(APT_PACKAGES); do \
+define apt_install_missing
+	@missing=$$(for p in $(1); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "Installing Debian packages:" $$missing; \
@@ -36,6 +37,10 @@ system-deps:
 		$$SUDO apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+
+system-deps:
+	$(call apt_install_missing,$(APT_PACKAGES))
 
 tauri-driver:
 	@command -v tauri-driver >/dev/null || cargo install tauri-driver --locked --version $(TAURI_DRIVER_VERSION)
@@ -97,3 +102,31 @@ deb-check: desktop
 	rm -rf $(TARGET_DIR)/debug/bundle/deb
 	$(TAURI) bundle --ci --no-sign --no-binary-patching --debug --bundles deb $(call deb_config,debug)
 	tests/deb-check.sh $(TARGET_DIR)/debug/bundle/deb/*.deb
+
+## Benchmarks (not part of `make test`): one table of every measured bar, also written to
+## target/bench/report.md. `bench` measures everything (about 10 minutes on 2 cores after the
+## release build); `bench-quick` a subset in under 2.
+BENCH_TARGET := $(or $(CARGO_TARGET_DIR),target)
+
+bench: bench-build
+	tests/with-keyring.sh tests/with-display.sh $(BENCH_TARGET)/release/countersign-bench
+
+bench-quick: bench-build-quick
+	tests/with-keyring.sh $(BENCH_TARGET)/release/countersign-bench --quick
+
+bench-deps: deps
+	$(call apt_install_missing,wrk)
+
+# Release builds, timed apart from the run: the gateway, the harness, the desktop app with the
+# UI embedded, and the criterion benches.
+bench-build: bench-deps ui
+	@start=$$(date +%s); \
+	cargo build --release -p countersign-gateway -p countersign-e2e -p countersign-desktop --bins && \
+	cargo bench --no-run --bench '*' -p countersign-proto -p countersign-console; \
+	status=$$?; echo "Release build: $$(( $$(date +%s) - start )) s"; exit $$status
+
+bench-build-quick: bench-deps
+	@start=$$(date +%s); \
+	cargo build --release -p countersign-gateway -p countersign-e2e --bins && \
+	cargo bench --no-run --bench '*' -p countersign-proto; \
+	status=$$?; echo "Release build: $$(( $$(date +%s) - start )) s"; exit $$status

@@ -12,7 +12,7 @@ use ts_rs::TS;
 pub const LINE_DEADLINE: Duration = Duration::from_millis(200);
 /// Inline (word) highlighting is skipped past this many changed lines or this much time.
 const INLINE_LINES: usize = 2_000;
-const INLINE_BUDGET: Duration = Duration::from_millis(100);
+pub const INLINE_BUDGET: Duration = Duration::from_millis(100);
 /// Texts longer than this, or with a line break, get a line diff.
 const SHORT_TEXT: usize = 80;
 /// A structural diff names at most this many pointers; the rest is counted.

@@ -1,0 +1,204 @@
+//! The desktop app as an approver starts it: the release `countersign` binary under Xvfb, pointed
+//! at a bench gateway holding 1,000 pending plans and the bulk plan. Per launch: cold start to the
+//! first queue row, memory idle (PSS of the app and its WebKit processes, summed), time from a click
+//! on the bulk plan to its first screen, and memory with it open.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+
+use crate::gateway::{bulk_plan, pending_plan, Gateway};
+use crate::procmem;
+use crate::settings::Settings;
+use crate::stats::Summary;
+use crate::table::{Goal, Row, Unit};
+use crate::webdriver::{self, Driver, QUEUE_ROW};
+
+const PENDING: usize = 1_000;
+const IDLE_PSS: f64 = 250e6;
+const BULK_PSS: f64 = 300e6;
+const FIRST_SCREEN_MS: f64 = 300.0;
+/// Launches measured after the first, which enrolls and is not counted.
+const LAUNCHES: usize = 3;
+/// Time given to the page to finish its work before its memory is read.
+const SETTLE: Duration = Duration::from_secs(3);
+
+struct Launch {
+    cold_start: f64,
+    idle_pss: f64,
+    first_screen: f64,
+    bulk_pss: f64,
+    /// PSS by process name with the bulk plan open.
+    parts: Vec<(String, u64)>,
+}
+
+fn template(subjects: &str) -> [Row; 4] {
+    [
+        Row::new(
+            format!(
+                "desktop cold start → first queue row ({} pending)",
+                Unit::Count.format(PENDING as f64)
+            ),
+            Unit::Time,
+        ),
+        Row::new(
+            format!(
+                "desktop PSS idle, {} pending (app + WebKit)",
+                Unit::Count.format(PENDING as f64)
+            ),
+            Unit::Bytes,
+        )
+        .goal(Goal::AtMost(IDLE_PSS)),
+        Row::new(
+            format!("desktop click → first screen of the {subjects}-subject plan"),
+            Unit::Time,
+        )
+        .goal(Goal::AtMost(FIRST_SCREEN_MS * 1e6)),
+        Row::new(
+            format!("desktop PSS with the {subjects}-subject plan open"),
+            Unit::Bytes,
+        )
+        .goal(Goal::AtMost(BULK_PSS)),
+    ]
+}
+
+fn desktop_binary(settings: &Settings) -> PathBuf {
+    std::env::var_os("COUNTERSIGN_DESKTOP_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| settings.bin_dir.join("countersign"))
+}
+
+/// Why the desktop rows cannot run here, if they cannot.
+fn missing(binary: &std::path::Path) -> Option<String> {
+    if std::env::var_os("DISPLAY").is_none() {
+        return Some("no display (make bench runs Xvfb)".to_owned());
+    }
+    if let Some(why) = crate::settings::keyring_missing() {
+        return Some(why.to_owned());
+    }
+    if !binary.exists() {
+        return Some(format!("{} is not built", binary.display()));
+    }
+    for tool in ["tauri-driver", "WebKitWebDriver"] {
+        let found = std::process::Command::new("which")
+            .arg(tool)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !found {
+            return Some(format!("{tool} is not installed (make deps installs it)"));
+        }
+    }
+    None
+}
+
+pub async fn rows(settings: &Settings) -> Vec<Row> {
+    let binary = desktop_binary(settings);
+    if let Some(why) = missing(&binary) {
+        return template("bulk").map(|r| r.skipped(why.clone())).into();
+    }
+    match measure(settings, &binary).await {
+        Ok(rows) => rows,
+        Err(e) => template("bulk")
+            .map(|r| r.skipped(format!("failed: {e:#}")))
+            .into(),
+    }
+}
+
+async fn measure(settings: &Settings, binary: &std::path::Path) -> anyhow::Result<Vec<Row>> {
+    let gateway = Gateway::start(&settings.bin_dir).await?;
+    let agent = gateway.agent("desk").await?;
+    gateway.seed(&agent, PENDING, pending_plan).await?;
+    let (capability, params) = bulk_plan();
+    let bulk = gateway.api.dry_run(&agent, capability, &params).await?;
+    let bulk_id = bulk["plan_id"].as_str().context("a plan id")?.to_owned();
+    let subjects = Unit::Count.format(
+        bulk["effects"][0]["subjects"]["total"]
+            .as_f64()
+            .unwrap_or(0.0),
+    );
+    let code = gateway.invite("Bench desktop").await?;
+    let data_dir = tempfile::tempdir()?;
+    let env = [
+        ("COUNTERSIGN_GATEWAY_URL", gateway.api.url.clone()),
+        ("COUNTERSIGN_ENROLLMENT_CODE", code),
+        ("COUNTERSIGN_APPROVER_NAME", "Bench desktop".to_owned()),
+        (
+            "COUNTERSIGN_DATA_DIR",
+            data_dir.path().display().to_string(),
+        ),
+        ("COUNTERSIGN_SIM_INTERVAL_MS", "0".to_owned()),
+        ("WEBKIT_DISABLE_DMABUF_RENDERER", "1".to_owned()),
+    ];
+
+    eprintln!("  desktop: first launch (enrolls, not counted)");
+    launch(binary, &env, &bulk_id).await?;
+    let mut launches = Vec::new();
+    for n in 1..=LAUNCHES {
+        eprintln!("  desktop: launch {n} of {LAUNCHES}");
+        launches.push(launch(binary, &env, &bulk_id).await?);
+    }
+    countersign_console::signer::Signer::forget(&gateway.gateway_id)?;
+
+    let column = |f: fn(&Launch) -> f64| -> anyhow::Result<Summary> {
+        let values: Vec<f64> = launches.iter().map(f).collect();
+        Summary::median(&values).context("no launch")
+    };
+    let [cold, idle, first, open] = template(&subjects);
+    let parts = launches
+        .last()
+        .map(|l| {
+            l.parts
+                .iter()
+                .map(|(name, bytes)| format!("{name} {}", Unit::Bytes.format(*bytes as f64)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    Ok(vec![
+        cold.result(column(|l| l.cold_start))
+            .note("release build, Xvfb; launch → first row in the DOM"),
+        idle.result(column(|l| l.idle_pss)),
+        first
+            .result(column(|l| l.first_screen))
+            .note("click → first effect painted, timed in the page"),
+        open.result(column(|l| l.bulk_pss)).note(parts),
+    ])
+}
+
+async fn launch(
+    binary: &std::path::Path,
+    env: &[(&str, String)],
+    bulk_id: &str,
+) -> anyhow::Result<Launch> {
+    let driver = Driver::start(env).await?;
+    let started = Instant::now();
+    let client = driver.session(binary).await?;
+    let result = async {
+        webdriver::wait_for(&client, QUEUE_ROW, Duration::from_secs(60)).await?;
+        let cold_start = started.elapsed().as_nanos() as f64;
+        webdriver::wait_for_count(&client, QUEUE_ROW, PENDING, Duration::from_secs(60)).await?;
+        tokio::time::sleep(SETTLE).await;
+        let name = binary
+            .file_name()
+            .context("a binary name")?
+            .to_string_lossy()
+            .into_owned();
+        let app = procmem::find_below(driver.pid(), &name).context("the app's process")?;
+        let (idle_pss, _) = procmem::tree_pss(app)?;
+        let first_screen = webdriver::time_to_first_screen(&client, bulk_id).await? * 1e6;
+        tokio::time::sleep(SETTLE).await;
+        let (bulk_pss, parts) = procmem::tree_pss(app)?;
+        anyhow::Ok(Launch {
+            cold_start,
+            idle_pss: idle_pss as f64,
+            first_screen,
+            bulk_pss: bulk_pss as f64,
+            parts,
+        })
+    }
+    .await;
+    let _ = client.close().await;
+    result
+}

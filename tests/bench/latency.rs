@@ -1,0 +1,166 @@
+//! Latency as an approver feels it, through the console core on loopback: a plan created by an
+//! agent until the console's live queue holds it (over SSE; DESIGN: ≤ 100 ms p50), and a decision's
+//! round trip — fetch, digest, sign, journal, send, the gateway's verification and record (DESIGN:
+//! ≤ 10 ms p50) — next to Ed25519 sign + verify alone, its floor.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use countersign_console::journal::Journal;
+use countersign_console::live::{Link, Live, Timing};
+use countersign_console::signer::Signer;
+use countersign_console::Console;
+
+use crate::gateway::{pending_plan, Gateway};
+use crate::settings::{keyring_missing, Settings};
+use crate::stats::{ns, Summary};
+use crate::table::{Goal, Row, Unit};
+
+const SSE_P50: Duration = Duration::from_millis(100);
+const DECISION_P50: Duration = Duration::from_millis(10);
+/// The longest a plan may take to show up before the sample counts as lost.
+const ARRIVAL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Between samples, so that one sample's work does not queue behind the last.
+const GAP: Duration = Duration::from_millis(20);
+
+fn percentile_row(row: Row, samples: &[f64], p: f64) -> Row {
+    row.result(Summary::percentile(samples, p).ok_or_else(|| anyhow::anyhow!("no samples")))
+}
+
+/// `floor`: Ed25519 sign + verify of a decision statement, from criterion, when it ran.
+pub async fn rows(settings: &Settings, floor: Option<f64>) -> Vec<Row> {
+    let sse = [
+        Row::new(
+            "plan created → in the console's live queue over SSE, p50",
+            Unit::Time,
+        )
+        .goal(Goal::AtMost(ns(SSE_P50))),
+        Row::new(
+            "plan created → in the console's live queue over SSE, p99",
+            Unit::Time,
+        ),
+    ];
+    let floor_text = floor.map(|f| format!("Ed25519 sign + verify: {}", Unit::Time.format(f)));
+    let decisions = [
+        Row::new(
+            "decision round trip (console `approve`, journaled), p50",
+            Unit::Time,
+        )
+        .goal(Goal::AtMost(ns(DECISION_P50))),
+        Row::new(
+            "decision round trip (console `approve`, journaled), p99",
+            Unit::Time,
+        ),
+    ]
+    .map(|row| match &floor_text {
+        Some(text) => row.reference(text.clone()),
+        None => row.reference("Ed25519 floor not measured (criterion failed)"),
+    });
+    if let Some(why) = keyring_missing() {
+        return sse
+            .into_iter()
+            .chain(decisions)
+            .map(|r| r.skipped(why))
+            .collect();
+    }
+    match measure(settings, sse.clone(), decisions.clone()).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            let why = format!("failed: {e:#}");
+            sse.into_iter()
+                .chain(decisions)
+                .map(|r| r.skipped(why.clone()))
+                .collect()
+        }
+    }
+}
+
+async fn measure(
+    settings: &Settings,
+    sse: [Row; 2],
+    decisions: [Row; 2],
+) -> anyhow::Result<Vec<Row>> {
+    let gateway = Gateway::start(&settings.bin_dir).await?;
+    let agent = gateway.agent("latency").await?;
+    let code = gateway.invite("Bench approver").await?;
+    let dir = tempfile::tempdir()?;
+    let journal = Journal::open(&dir.path().join("journal.db")).await?;
+    let mut console = Console::enroll(&gateway.api.url, &code, "Bench approver")
+        .await?
+        .with_journal(journal);
+
+    let (live, mut snapshots) = Live::new(console.client().clone(), Timing::default());
+    let live = tokio::spawn(live.run());
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        snapshots.wait_for(|s| s.link == Link::Online),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("the console's event stream did not open within 30 s"))??;
+    let seen: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let watcher = {
+        let seen = seen.clone();
+        let mut snapshots = snapshots.clone();
+        tokio::spawn(async move {
+            while snapshots.changed().await.is_ok() {
+                let now = Instant::now();
+                let snapshot = snapshots.borrow_and_update();
+                let mut seen = seen.lock().expect("not poisoned");
+                for item in &snapshot.items {
+                    seen.entry(item.plan_id.clone()).or_insert(now);
+                }
+            }
+        })
+    };
+
+    let mut arrivals = Vec::new();
+    let mut answered = Vec::new();
+    let mut plans = Vec::new();
+    for i in 0..settings.latency_samples() {
+        let (capability, params) = pending_plan(i);
+        let sent = Instant::now();
+        let preview = gateway.api.dry_run(&agent, capability, &params).await?;
+        answered.push(ns(sent.elapsed()));
+        let plan_id = preview["plan_id"].as_str().unwrap_or_default().to_owned();
+        let deadline = sent + ARRIVAL_TIMEOUT;
+        let arrived = loop {
+            if let Some(at) = seen.lock().expect("not poisoned").get(&plan_id) {
+                break *at;
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "{plan_id} never reached the live queue"
+            );
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        };
+        arrivals.push(ns(arrived.saturating_duration_since(sent)));
+        plans.push(plan_id);
+        tokio::time::sleep(GAP).await;
+    }
+    watcher.abort();
+    live.abort();
+
+    let mut round_trips = Vec::new();
+    for plan_id in &plans {
+        let view = console.plan_view(plan_id).await?;
+        let started = Instant::now();
+        console.approve(plan_id, &view.digest, None).await?;
+        round_trips.push(ns(started.elapsed()));
+        tokio::time::sleep(GAP).await;
+    }
+    Signer::forget(&gateway.gateway_id)?;
+
+    let dry_run = Summary::median(&answered).map(|s| Unit::Time.format(s.value));
+    let [p50, p99] = sse.map(|row| match &dry_run {
+        Some(text) => row.reference(format!("dry_run answered (p50): {text}")),
+        None => row,
+    });
+    let [d50, d99] = decisions;
+    Ok(vec![
+        percentile_row(p50, &arrivals, 50.0),
+        percentile_row(p99, &arrivals, 99.0),
+        percentile_row(d50, &round_trips, 50.0),
+        percentile_row(d99, &round_trips, 99.0),
+    ])
+}

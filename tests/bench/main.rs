@@ -1,0 +1,144 @@
+//! `countersign-bench`: measures every bar of DESIGN's "Quality bars" and issue 9 that a benchmark
+//! covers, and prints one table (also written to `target/bench/report.md`). `make bench` runs it
+//! in release under a private Secret Service and Xvfb; `--quick` (`make bench-quick`) measures a
+//! subset in under two minutes. It measures; it never decides a test.
+
+mod bulk;
+mod criterion;
+mod desktop;
+mod gateway;
+mod latency;
+mod polls;
+mod procmem;
+mod settings;
+mod stats;
+mod table;
+mod throughput;
+mod webdriver;
+mod wrk;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use settings::Settings;
+use table::{Row, Verdict};
+
+/// Runs one part of the benchmark and keeps how long it took.
+async fn section<T>(
+    name: &str,
+    timings: &mut Vec<(String, Duration)>,
+    part: impl Future<Output = T>,
+) -> T {
+    eprintln!("== {name}");
+    let started = Instant::now();
+    let result = part.await;
+    let took = started.elapsed();
+    eprintln!("   {name}: {:.1} s", took.as_secs_f64());
+    timings.push((name.to_owned(), took));
+    result
+}
+
+fn git_head(settings: &Settings) -> String {
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(&settings.workspace)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+fn report(
+    settings: &Settings,
+    rows: &[Row],
+    timings: &[(String, Duration)],
+    total: Duration,
+) -> String {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mut out = format!(
+        "# Countersign benchmarks ({})\n\ncommit {}, {cores} cores, {}\n\n",
+        if settings.quick {
+            "make bench-quick: a subset"
+        } else {
+            "make bench"
+        },
+        git_head(settings),
+        chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
+    );
+    out.push_str(&table::render(rows));
+    out.push_str(
+        "\nRates are the median of the wrk runs; times the median of the samples; rows named p50 or \
+         p99 show that percentile of all samples. min – max is the range of runs or samples.\n",
+    );
+    let count = |v: Verdict| rows.iter().filter(|r| r.verdict() == v).count();
+    out.push_str(&format!(
+        "\n{} pass, {} fail, {} info, {} skipped.\n",
+        count(Verdict::Pass),
+        count(Verdict::Fail),
+        count(Verdict::Info),
+        count(Verdict::Skipped)
+    ));
+    let parts: Vec<String> = timings
+        .iter()
+        .map(|(name, took)| format!("{name} {:.0} s", took.as_secs_f64()))
+        .collect();
+    out.push_str(&format!(
+        "Run time {:.0} s ({}).\n",
+        total.as_secs_f64(),
+        parts.join(", ")
+    ));
+    if settings.quick {
+        out.push_str(
+            "make bench adds the 10,000-pending rows, dry_runs, decisions and invokes per second, \
+             the bulk plan, the console diffs and the desktop.\n",
+        );
+    }
+    out
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let settings = Settings::from_args()?;
+    let started = Instant::now();
+    let mut timings = Vec::new();
+    let mut rows = Vec::new();
+
+    let benches = section(
+        "criterion (in-process)",
+        &mut timings,
+        criterion::run(&settings),
+    )
+    .await;
+    rows.extend(benches.rows());
+    rows.extend(
+        section(
+            "304 polls and listings",
+            &mut timings,
+            polls::rows(&settings),
+        )
+        .await,
+    );
+    if !settings.quick {
+        rows.extend(
+            section(
+                "writes per second",
+                &mut timings,
+                throughput::rows(&settings),
+            )
+            .await,
+        );
+        rows.extend(section("bulk plan", &mut timings, bulk::rows(&settings)).await);
+    }
+    let floor = benches.signature_floor();
+    rows.extend(section("latency", &mut timings, latency::rows(&settings, floor)).await);
+    if !settings.quick {
+        rows.extend(section("desktop", &mut timings, desktop::rows(&settings)).await);
+    }
+
+    let text = report(&settings, &rows, &timings, started.elapsed());
+    let path = settings.out_dir.join("report.md");
+    std::fs::write(&path, &text)?;
+    println!("{text}\nWritten to {}", path.display());
+    Ok(())
+}

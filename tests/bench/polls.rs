@@ -1,0 +1,158 @@
+//! The approval queue under polling: `304` answers per second at 10, 1,000 and 10,000 pending
+//! plans (DESIGN: ≥ 5,000/s, and the same cost at 10,000 as at 10), and the full listing's time at
+//! 1,000 and 10,000 (issue 9: ≤ 20 ms and ≤ 200 ms).
+
+use std::time::Instant;
+
+use crate::gateway::{pending_plan, Api, Gateway};
+use crate::settings::Settings;
+use crate::stats::Summary;
+use crate::table::{Goal, Row, Unit};
+use crate::wrk::{self, Load, Order};
+
+const POLLS_PER_SECOND: f64 = 5_000.0;
+const CONNECTIONS: u32 = 4;
+const MANY_CONNECTIONS: u32 = 32;
+
+fn listing_goal(pending: usize) -> Option<Goal> {
+    match pending {
+        1_000 => Some(Goal::AtMost(20e6)),
+        10_000 => Some(Goal::AtMost(200e6)),
+        _ => None,
+    }
+}
+
+fn thousands(n: usize) -> String {
+    Unit::Count.format(n as f64)
+}
+
+pub async fn rows(settings: &Settings) -> Vec<Row> {
+    match measure(settings).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            vec![Row::new("304 polls and listings", Unit::Rate).skipped(format!("failed: {e:#}"))]
+        }
+    }
+}
+
+async fn measure(settings: &Settings) -> anyhow::Result<Vec<Row>> {
+    let gateway = Gateway::start(&settings.bin_dir).await?;
+    let agent = gateway.agent("poll-seeder").await?;
+    let approver = gateway.approver("Bench poller").await?;
+    let dir = tempfile::tempdir()?;
+    let mut rows = Vec::new();
+    let mut medians = Vec::new();
+    let mut seeded = 0;
+    for &pending in settings.pending_stages() {
+        let started = Instant::now();
+        gateway
+            .seed(&agent, pending - seeded, move |i| pending_plan(seeded + i))
+            .await?;
+        seeded = pending;
+        eprintln!(
+            "  {} pending plans seeded in {:.1} s",
+            thousands(pending),
+            started.elapsed().as_secs_f64()
+        );
+        let listing = gateway.api.pending(&approver.token).await?;
+        anyhow::ensure!(
+            listing.items == pending,
+            "the queue lists {} plans, {pending} were made",
+            listing.items
+        );
+        let line = wrk::request_line(
+            "GET",
+            "/v1/approvals?status=pending",
+            &approver.token,
+            Some(&listing.etag),
+            None,
+        )?;
+        let requests =
+            wrk::write_requests(&dir.path().join(format!("poll-{pending}.txt")), &[line])?;
+        let load = Load {
+            base_url: gateway.api.url.clone(),
+            requests,
+            order: Order::Cycle,
+            connections: CONNECTIONS,
+            duration: settings.wrk_duration(),
+        };
+        let bar = format!(
+            "`304` polls/s, {} pending (wrk, 4 connections)",
+            thousands(pending)
+        );
+        let row = Row::new(bar, Unit::Rate).goal(Goal::AtLeast(POLLS_PER_SECOND));
+        let row = match wrk::repeat(&load, settings.wrk_runs()).await {
+            Ok(runs) => wrk::rate_row(row, &runs, &[304]),
+            Err(e) => row.skipped(format!("failed: {e:#}")),
+        };
+        medians.push((pending, row.value()));
+        rows.push(row);
+
+        if pending == 10 && !settings.quick {
+            let load = Load {
+                connections: MANY_CONNECTIONS,
+                ..load.clone()
+            };
+            let row = Row::new("`304` polls/s, 10 pending, 32 connections", Unit::Rate);
+            rows.push(match wrk::repeat(&load, settings.wrk_runs()).await {
+                Ok(runs) => wrk::rate_row(row, &runs, &[304]),
+                Err(e) => row.skipped(format!("failed: {e:#}")),
+            });
+        }
+        if let Some(goal) = listing_goal(pending) {
+            let bar = format!("`GET /v1/approvals`, all {} pending", thousands(pending));
+            let row = Row::new(bar, Unit::Time).goal(goal);
+            rows.push(listing_row(row, &gateway.api, &approver.token, settings.repeats()).await);
+        }
+    }
+    rows.push(spread(&medians));
+    Ok(rows)
+}
+
+async fn listing_row(row: Row, api: &Api, token: &str, repeats: usize) -> Row {
+    let mut times = Vec::new();
+    let mut pages = 0;
+    for _ in 0..repeats {
+        let started = Instant::now();
+        match api.pending(token).await {
+            Ok(listing) => pages = listing.pages,
+            Err(e) => return row.skipped(format!("failed: {e:#}")),
+        }
+        times.push(started.elapsed().as_nanos() as f64);
+    }
+    let row = row.result(Summary::of(&times));
+    if pages > 1 {
+        row.note(format!("{pages} pages"))
+    } else {
+        row
+    }
+}
+
+/// Slowest over fastest of the `304` medians: DESIGN wants the same cost at every queue length.
+fn spread(medians: &[(usize, Option<f64>)]) -> Row {
+    let (first, last) = (medians.first(), medians.last());
+    let bar = match (first, last) {
+        (Some((a, _)), Some((b, _))) => format!(
+            "`304` spread {} → {} pending (fastest ÷ slowest)",
+            thousands(*a),
+            thousands(*b)
+        ),
+        _ => "`304` spread".to_owned(),
+    };
+    let row = Row::new(bar, Unit::Ratio).goal(Goal::Below(2.0));
+    let rates: Option<Vec<f64>> = medians.iter().map(|(_, rate)| *rate).collect();
+    let Some(rates) = rates.filter(|r| r.len() >= 2) else {
+        return row.skipped("a `304` row was not measured");
+    };
+    let fastest = rates.iter().copied().fold(f64::MIN, f64::max);
+    let slowest = rates.iter().copied().fold(f64::MAX, f64::min);
+    let shown: Vec<String> = medians
+        .iter()
+        .zip(&rates)
+        .map(|((pending, _), rate)| {
+            format!("{}: {}", thousands(*pending), Unit::Rate.format(*rate))
+        })
+        .collect();
+    row.measured(Summary::single(fastest / slowest.max(f64::MIN_POSITIVE)))
+        .reference(shown.join(", "))
+}

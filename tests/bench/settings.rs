@@ -1,0 +1,89 @@
+//! How much each part of a run measures: `make bench` (everything, repeated) or `make bench-quick`
+//! (a subset, fewer and shorter runs), and where binaries and results are.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+/// Why the console core cannot keep a key here, if it cannot: it needs a Secret Service.
+pub fn keyring_missing() -> Option<&'static str> {
+    std::env::var_os("DBUS_SESSION_BUS_ADDRESS")
+        .is_none()
+        .then_some("no Secret Service (make bench starts one)")
+}
+
+pub struct Settings {
+    pub quick: bool,
+    /// Where `countersign-bench` itself and the release binaries it starts live.
+    pub bin_dir: PathBuf,
+    pub workspace: PathBuf,
+    /// `target/bench`: the report and criterion's results.
+    pub out_dir: PathBuf,
+}
+
+impl Settings {
+    pub fn from_args() -> anyhow::Result<Settings> {
+        let mut quick = false;
+        for arg in std::env::args().skip(1) {
+            match arg.as_str() {
+                "--quick" => quick = true,
+                other => anyhow::bail!("unknown argument {other:?} (only --quick)"),
+            }
+        }
+        let exe = std::env::current_exe()?;
+        let bin_dir = exe
+            .parent()
+            .context("the bench binary's folder")?
+            .to_owned();
+        // <target>/release/countersign-bench → <target>/bench
+        let out_dir = bin_dir.parent().context("the target folder")?.join("bench");
+        std::fs::create_dir_all(&out_dir)?;
+        Ok(Settings {
+            quick,
+            bin_dir,
+            workspace: Path::new(env!("CARGO_MANIFEST_DIR")).join(".."),
+            out_dir,
+        })
+    }
+
+    /// wrk runs per row: the median of these is the row's value.
+    pub fn wrk_runs(&self) -> usize {
+        if self.quick {
+            1
+        } else {
+            3
+        }
+    }
+
+    pub fn wrk_duration(&self) -> Duration {
+        Duration::from_secs(if self.quick { 2 } else { 3 })
+    }
+
+    /// Pending plans at which the `304` rate is measured.
+    pub fn pending_stages(&self) -> &'static [usize] {
+        if self.quick {
+            &[10, 1_000]
+        } else {
+            &[10, 1_000, 10_000]
+        }
+    }
+
+    /// Timed repetitions of one in-process or single-request measurement.
+    pub fn repeats(&self) -> usize {
+        if self.quick {
+            3
+        } else {
+            5
+        }
+    }
+
+    /// Latency samples (SSE arrival, decision round trip).
+    pub fn latency_samples(&self) -> usize {
+        if self.quick {
+            20
+        } else {
+            100
+        }
+    }
+}
