@@ -20,6 +20,8 @@ use tokio::process::{Child, ChildStdout, Command};
 
 /// Requests in flight while seeding: enough to keep both cores busy, few enough not to queue.
 const SEED_CONCURRENCY: usize = 4;
+/// Tries of an admin command that finds the database locked.
+const ADMIN_ATTEMPTS: u64 = 5;
 
 pub struct Gateway {
     pub api: Api,
@@ -101,21 +103,29 @@ impl Gateway {
         self.child.id().context("the gateway has exited")
     }
 
-    /// Runs an admin command against this gateway's database; its last line of output.
+    /// Runs an admin command against this gateway's database; its last line of output. SQLite
+    /// may refuse a second process's write while the server checkpoints: that is tried again.
     async fn admin(&self, args: &[&str]) -> anyhow::Result<String> {
-        let output = Command::new(&self.binary)
-            .args(args)
-            .args(["--database", &self.database])
-            .output()
-            .await?;
-        ensure!(
-            output.status.success(),
-            "countersign-gateway {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-        let stdout = String::from_utf8(output.stdout)?;
-        Ok(stdout.lines().last().unwrap_or_default().trim().to_owned())
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let output = Command::new(&self.binary)
+                .args(args)
+                .args(["--database", &self.database])
+                .env("RUST_BACKTRACE", "0")
+                .output()
+                .await?;
+            if output.status.success() {
+                let stdout = String::from_utf8(output.stdout)?;
+                return Ok(stdout.lines().last().unwrap_or_default().trim().to_owned());
+            }
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let first = stderr.lines().next().unwrap_or_default().trim().to_owned();
+            if attempt >= ADMIN_ATTEMPTS || !stderr.contains("database is locked") {
+                bail!("countersign-gateway {}: {first}", args.join(" "));
+            }
+            tokio::time::sleep(Duration::from_millis(250 * attempt)).await;
+        }
     }
 
     /// An agent acting for the demo world's team lead; its token.

@@ -136,6 +136,11 @@ async fn main() -> anyhow::Result<()> {
         rows.extend(section("desktop", &mut timings, desktop::rows(&settings)).await);
     }
 
+    for row in &rows {
+        if let table::Outcome::Skipped(why) = &row.outcome {
+            eprintln!("skipped: {}: {why}", row.bar);
+        }
+    }
     let text = report(&settings, &rows, &timings, started.elapsed());
     let path = settings.out_dir.join("report.md");
     std::fs::write(&path, &text)?;

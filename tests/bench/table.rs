@@ -21,7 +21,7 @@ impl Unit {
             Unit::Rate if value < 100.0 => format!("{value:.1}/s"),
             Unit::Rate => format!("{}/s", thousands(value.round() as u64)),
             Unit::Time => time(value),
-            Unit::Bytes => format!("{:.1} MB", value / 1e6),
+            Unit::Bytes => format!("{} MB", decimal(value / 1e6, 1)),
             Unit::Count => thousands(value.round() as u64),
             Unit::Ratio => format!("{value:.2}×"),
         }
@@ -193,7 +193,7 @@ impl Row {
                     format!("{} – {}", self.unit.format(s.min), self.unit.format(s.max))
                 },
             ),
-            Outcome::Skipped(reason) => (format!("skipped: {reason}"), "—".to_owned()),
+            Outcome::Skipped(reason) => (format!("skipped: {}", clipped(reason)), "—".to_owned()),
         };
         let reference: Vec<&str> = self
             .reference
@@ -221,6 +221,17 @@ impl Row {
             result.to_owned(),
         ]
         .map(|cell| cell.replace('|', "\\|").replace('\n', " "))
+    }
+}
+
+/// A reason short enough for a table cell; the full text of a failure is in the run's output.
+fn clipped(reason: &str) -> String {
+    const LIMIT: usize = 200;
+    let line = reason.lines().next().unwrap_or_default();
+    if line.chars().count() > LIMIT {
+        format!("{}…", line.chars().take(LIMIT).collect::<String>())
+    } else {
+        line.to_owned()
     }
 }
 
@@ -274,6 +285,7 @@ mod tests {
         assert_eq!(Unit::Time.format(20_000_000.0), "20 ms");
         assert_eq!(Unit::Time.format(3_400_000.0), "3.4 ms");
         assert_eq!(Unit::Bytes.format(96_300_000.0), "96.3 MB");
+        assert_eq!(Unit::Bytes.format(250e6), "250 MB");
         assert_eq!(Unit::Count.format(1_000_000.0), "1,000,000");
         assert_eq!(Unit::Ratio.format(1.234), "1.23×");
     }

@@ -180,6 +180,9 @@ pub fn rate_row(row: Row, runs: &[WrkRun], expected: &[u16]) -> Row {
             "{failures} of {requests} answers unexpected or failed"
         ));
     }
+    if runs.iter().any(|r| r.requests == 0) {
+        row = row.note("a run completed no request: each took longer than the run");
+    }
     if runs.iter().any(WrkRun::exhausted) {
         row = row.note("the request list ran out: a lower bound");
     }
