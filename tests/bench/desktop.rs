@@ -178,7 +178,7 @@ async fn launch(
     let result = async {
         webdriver::wait_for(&client, QUEUE_ROW, Duration::from_secs(60)).await?;
         let cold_start = started.elapsed().as_nanos() as f64;
-        webdriver::wait_for_count(&client, QUEUE_ROW, PENDING, Duration::from_secs(60)).await?;
+        webdriver::wait_for_pending(&client, PENDING, Duration::from_secs(60)).await?;
         tokio::time::sleep(SETTLE).await;
         let name = binary
             .file_name()

@@ -28,15 +28,26 @@ pub fn plan_effect(plan_id: &str) -> String {
 /// first effect is in the DOM and a frame with it has been painted.
 const TIME_TO_FIRST_SCREEN: &str = r#"
 const [rowSelector, effectSelector, done] = arguments;
-const row = document.querySelector(rowSelector);
-if (!row) { done(-1); return; }
-const start = performance.now();
-const painted = () => requestAnimationFrame(() => done(performance.now() - start));
-const observer = new MutationObserver(() => {
-  if (document.querySelector(effectSelector)) { observer.disconnect(); painted(); }
-});
-observer.observe(document.body, { childList: true, subtree: true });
-row.click();
+const rows = document.querySelector("[data-testid='queue-rows']");
+// The queue renders only the rows in view: scroll it a screen at a time until the row is there.
+const seek = (top) => {
+  const row = document.querySelector(rowSelector);
+  if (row) { measure(row); return; }
+  if (!rows || top > rows.scrollHeight) { done(-1); return; }
+  rows.scrollTop = top;
+  rows.dispatchEvent(new Event('scroll'));
+  requestAnimationFrame(() => seek(top + Math.max(rows.clientHeight, 100)));
+};
+const measure = (row) => {
+  const start = performance.now();
+  const painted = () => requestAnimationFrame(() => done(performance.now() - start));
+  const observer = new MutationObserver(() => {
+    if (document.querySelector(effectSelector)) { observer.disconnect(); painted(); }
+  });
+  observer.observe(document.body, { childList: true, subtree: true });
+  row.click();
+};
+seek(0);
 "#;
 
 /// tauri-driver in its own process group, so that WebKitWebDriver and the app end with it.
@@ -122,10 +133,10 @@ pub async fn wait_for(client: &Client, selector: &str, within: Duration) -> anyh
     Ok(())
 }
 
-/// Waits until the page holds at least `count` elements matching `selector`.
-pub async fn wait_for_count(
+/// Waits until the header counts at least `count` pending plans (the queue renders only the rows
+/// in view, so the DOM never holds them all).
+pub async fn wait_for_pending(
     client: &Client,
-    selector: &str,
     count: usize,
     within: Duration,
 ) -> anyhow::Result<()> {
@@ -133,8 +144,9 @@ pub async fn wait_for_count(
     loop {
         let found = client
             .execute(
-                "return document.querySelectorAll(arguments[0]).length;",
-                vec![json!(selector)],
+                "const c = document.querySelector(\"[data-testid='pending-count']\");
+                 return c ? parseInt(c.textContent, 10) || 0 : 0;",
+                vec![],
             )
             .await?
             .as_u64()
@@ -143,7 +155,7 @@ pub async fn wait_for_count(
             return Ok(());
         }
         if Instant::now() > deadline {
-            bail!("{found} of {count} {selector} after {within:?}");
+            bail!("{found} of {count} pending plans after {within:?}");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
