@@ -26,13 +26,16 @@ fn require_secret_service() {
     );
 }
 
+/// A path and what to do to the JSON that travels on it.
+type Rewrite = Option<(&'static str, fn(&mut Value))>;
+
 /// What the relay does to the traffic of one path.
 #[derive(Default)]
 struct Tamper {
     /// Rewrites the JSON request sent to this path.
-    request: Option<(&'static str, fn(&mut Value))>,
+    request: Rewrite,
     /// Rewrites the JSON answer of this path.
-    answer: Option<(&'static str, fn(&mut Value))>,
+    answer: Rewrite,
     /// Answers this path itself (status, body), without asking the gateway.
     forged: Mutex<Option<(&'static str, u16, String)>>,
 }
@@ -74,7 +77,7 @@ impl Relay {
     }
 }
 
-fn rewritten(rule: Option<(&str, fn(&mut Value))>, path: &str, bytes: Vec<u8>) -> Vec<u8> {
+fn rewritten(rule: Rewrite, path: &str, bytes: Vec<u8>) -> Vec<u8> {
     match rule {
         Some((on, rewrite)) if on == path => {
             let mut value: Value = serde_json::from_slice(&bytes).unwrap();
