@@ -274,3 +274,64 @@ fn invites_are_bound_and_expire_and_revocations_take_effect() {
     ]);
     assert!(!ok && stderr.contains("agt_nobody"), "{stderr}");
 }
+
+/// An MCP stdio session checks its agent's token on every call: revoked mid-session, refused.
+#[test]
+fn a_stdio_mcp_session_ends_with_its_revoked_token() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let token = last_line(&["agents", "add", "--database", &database, "--name", "ops"]);
+    let mut session = Command::new(BIN)
+        .args(["mcp", "--database", &database, "--token", &token])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = session.stdin.take().unwrap();
+    let mut stdout = BufReader::new(session.stdout.take().unwrap());
+    let mut ask = |message: serde_json::Value, answered: bool| {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+        answered.then(|| {
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            serde_json::from_str::<serde_json::Value>(&line).unwrap()
+        })
+    };
+    ask(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "cli-test", "version": "1"}}}),
+        true,
+    );
+    ask(
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        false,
+    );
+    let check = |id: u32| {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "wallet.agent_budget.guard.check",
+            "arguments": {"estimated_cost_credits": 1}}})
+    };
+    let before = ask(check(2), true).unwrap();
+    assert_ne!(before["result"]["isError"], true, "{before}");
+
+    let (ok, _) = run(&[
+        "revoke-agent",
+        "--database",
+        &database,
+        "--agent",
+        "agt_ops",
+    ]);
+    assert!(ok);
+    let after = ask(check(3), true).unwrap();
+    drop(stdin);
+    session.wait().unwrap();
+    assert_eq!(after["result"]["isError"], true, "{after}");
+    assert_eq!(
+        after["result"]["structuredContent"]["error"]["code"], "unauthenticated",
+        "{after}"
+    );
+}
