@@ -8,6 +8,7 @@ use axum::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, IF_NONE_MATCH};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use countersign_console::journal::Journal;
+use countersign_console::session::{Session, SessionConfig};
 use countersign_console::signer::Signer;
 use countersign_console::{transport, Console, GatewayClient};
 use countersign_e2e::TestGateway;
@@ -403,6 +404,28 @@ async fn history_verifies_against_the_keyring_not_the_journal_row() -> anyhow::R
     let envelope = serde_json::from_value(forged.envelope.clone())?;
     assert!(Statement::open(&envelope, &row_key).is_ok());
     assert!(forged.verify().is_err(), "the forged row verified");
+    Signer::forget(&gateway_id)?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_desktop_demo_enrolls_through_the_bound_flow() -> anyhow::Result<()> {
+    require_secret_service();
+    let dir = tempfile::tempdir()?;
+    let mut session = Session::start(SessionConfig {
+        gateway_url: None,
+        enrollment_code: None,
+        display_name: "Dana".to_owned(),
+        data_dir: dir.path().to_owned(),
+        simulate_every: None,
+    })
+    .await?;
+    let status = session.status();
+    assert!(status.demo);
+    assert_eq!(status.approver, "Dana");
+    session.sync().await?;
+    let gateway_id = session.console.signer().gateway_id().to_owned();
+    assert!(Signer::load(&gateway_id)?.is_some());
     Signer::forget(&gateway_id)?;
     Ok(())
 }
