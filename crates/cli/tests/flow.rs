@@ -48,6 +48,20 @@ impl World {
         }
     }
 
+    /// A world with an enrollment code for `name`; the key will go to the Secret Service.
+    fn invited(name: &str) -> (World, String) {
+        assert!(
+            std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+            "no D-Bus session: run through tests/with-keyring.sh (make test does)"
+        );
+        let world = World::start();
+        let code = world
+            .runtime
+            .block_on(accounts::invite_approver(&world.state.store, name, None))
+            .unwrap();
+        (world, code)
+    }
+
     fn cli(&self) -> Command {
         let mut command = Command::cargo_bin("countersign-cli").unwrap();
         command
@@ -114,15 +128,7 @@ impl World {
 
 #[test]
 fn enroll_review_and_approve_from_the_terminal() {
-    assert!(
-        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
-        "no D-Bus session: run through tests/with-keyring.sh (make test does)"
-    );
-    let world = World::start();
-    let code = world
-        .runtime
-        .block_on(accounts::invite_approver(&world.state.store, "Dana", None))
-        .unwrap();
+    let (world, code) = World::invited("Dana");
 
     let enrolled = world.json(&[
         "--url", &world.url, "enroll", "--code", &code, "--name", "Dana",
@@ -249,15 +255,7 @@ fn enroll_review_and_approve_from_the_terminal() {
 #[test]
 fn agent_text_stays_inert_and_the_data_dir_stays_private() {
     use std::os::unix::fs::PermissionsExt as _;
-    assert!(
-        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
-        "no D-Bus session: run through tests/with-keyring.sh (make test does)"
-    );
-    let world = World::start();
-    let code = world
-        .runtime
-        .block_on(accounts::invite_approver(&world.state.store, "Dana", None))
-        .unwrap();
+    let (world, code) = World::invited("Dana");
     world.json(&[
         "--url", &world.url, "enroll", "--code", &code, "--name", "Dana",
     ]);
