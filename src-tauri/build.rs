@@ -1,3 +1,11 @@
+/// The app's commands, each with an `allow-<command>` permission; capabilities/default.json
+/// grants the window exactly these. Declaring them is what makes an ungranted one refused.
+const COMMANDS: &[&str] = &["status", "queue", "plan", "approve"];
+
 fn main() {
-    tauri_build::build()
+    tauri_build::try_build(
+        tauri_build::Attributes::new()
+            .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS)),
+    )
+    .expect("the Tauri configuration and capabilities are valid");
 }

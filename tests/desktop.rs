@@ -1,5 +1,6 @@
 //! The real `countersign` binary, driven by tauri-driver and WebKitWebDriver: a plan appears in
-//! the queue, a click on Approve makes the gateway report it approved.
+//! the queue, a click on Approve makes the gateway report it approved; the page reaches only the
+//! commands its capability grants.
 //! Run under Xvfb and `tests/with-keyring.sh` (as `make test` does).
 
 use std::net::TcpListener;
@@ -74,6 +75,28 @@ async fn connect(port: u16, binary: &Path) -> anyhow::Result<Client> {
     }
 }
 
+/// Starts tauri-driver with `env` for the app and opens a session on `binary`.
+async fn launch(binary: &Path, env: &[(&str, &str)]) -> anyhow::Result<(Driver, Client)> {
+    let port = free_port();
+    let driver = Driver(
+        Command::new("tauri-driver")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--native-port",
+                &free_port().to_string(),
+            ])
+            .envs(env.iter().copied())
+            .env("WEBKIT_DISABLE_DMABUF_RENDERER", "1")
+            .stdout(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("tauri-driver is installed by make deps"),
+    );
+    let client = connect(port, binary).await?;
+    Ok((driver, client))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approving_in_the_window_approves_at_the_gateway() -> anyhow::Result<()> {
     assert!(
@@ -93,26 +116,19 @@ async fn approving_in_the_window_approves_at_the_gateway() -> anyhow::Result<()>
     let plan_id = preview["plan_id"].as_str().unwrap().to_owned();
 
     let data_dir = tempfile::tempdir()?;
-    let port = free_port();
-    let _driver = Driver(
-        Command::new("tauri-driver")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--native-port",
-                &free_port().to_string(),
-            ])
-            .env("COUNTERSIGN_GATEWAY_URL", &gateway.url)
-            .env("COUNTERSIGN_ENROLLMENT_CODE", &code)
-            .env("COUNTERSIGN_APPROVER_NAME", "Dana")
-            .env("COUNTERSIGN_DATA_DIR", data_dir.path())
-            .env("WEBKIT_DISABLE_DMABUF_RENDERER", "1")
-            .stdout(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("tauri-driver is installed by make deps"),
-    );
-    let client = connect(port, &binary).await?;
+    let (_driver, client) = launch(
+        &binary,
+        &[
+            ("COUNTERSIGN_GATEWAY_URL", gateway.url.as_str()),
+            ("COUNTERSIGN_ENROLLMENT_CODE", code.as_str()),
+            ("COUNTERSIGN_APPROVER_NAME", "Dana"),
+            (
+                "COUNTERSIGN_DATA_DIR",
+                &data_dir.path().display().to_string(),
+            ),
+        ],
+    )
+    .await?;
 
     let row = format!("[data-testid='queue-row'][data-plan-id='{plan_id}']");
     client
@@ -150,6 +166,65 @@ async fn approving_in_the_window_approves_at_the_gateway() -> anyhow::Result<()>
         .at_most(Duration::from_secs(10))
         .for_element(Locator::Css("[data-testid='notice']"))
         .await?;
+    client.close().await?;
+    Ok(())
+}
+
+/// What a script in the page gets when it invokes `command` over the IPC bridge directly.
+async fn invoke_from_page(client: &Client, command: &str) -> anyhow::Result<serde_json::Value> {
+    let script = "const [command, done] = arguments;
+        window.__TAURI_INTERNALS__.invoke(command, {label: 'main'})
+            .then(value => done({ok: value ?? null}),
+                  error => done({refused: typeof error === 'string' ? error : JSON.stringify(error)}));";
+    Ok(client.execute_async(script, vec![json!(command)]).await?)
+}
+
+/// The capability file grants the window the app's own commands and event listening, nothing
+/// else: a script that got into the page cannot reach the rest of Tauri's core.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_webview_may_call_only_what_its_capability_grants() -> anyhow::Result<()> {
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "no X display: run through `make test`, which starts Xvfb"
+    );
+    let data_dir = tempfile::tempdir()?;
+    let (_driver, client) = launch(
+        &desktop_binary(),
+        &[
+            (
+                "COUNTERSIGN_DATA_DIR",
+                &data_dir.path().display().to_string(),
+            ),
+            ("COUNTERSIGN_SIM_INTERVAL_MS", "0"),
+        ],
+    )
+    .await?;
+    client
+        .wait()
+        .at_most(Duration::from_secs(60))
+        .for_element(Locator::Css("[data-testid='pending-count']"))
+        .await?;
+
+    // Granted: the command runs (its own answer may be an error, as long as it is not the ACL's).
+    let granted = invoke_from_page(&client, "status").await?;
+    let answer = granted["refused"].as_str().unwrap_or_default();
+    assert!(
+        !answer.contains("not allowed"),
+        "status is granted: {granted}"
+    );
+    assert!(
+        granted.get("ok").is_some() || answer.contains("\"code\""),
+        "{granted}"
+    );
+    for command in [
+        "plugin:app|version",
+        "plugin:window|close",
+        "plugin:webview|print",
+    ] {
+        let answer = invoke_from_page(&client, command).await?;
+        let refused = answer["refused"].as_str().unwrap_or_default();
+        assert!(refused.contains("not allowed"), "{command}: {answer}");
+    }
     client.close().await?;
     Ok(())
 }

@@ -41,6 +41,7 @@ fn main() {
             commands::approve
         ])
         .setup(|app| {
+            countersign_console::os_keyring::check()?;
             let config = config::from_env(app.handle())?;
             let handle = app.handle().clone();
             tauri::async_runtime::spawn(async move {

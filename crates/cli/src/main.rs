@@ -1,6 +1,7 @@
 //! `countersign-cli`: the console's functions in a terminal, for approvers on servers and for
 //! scripts. Exit codes: 0 done, 1 refused (the code is printed), 2 usage, 3 gateway unreachable.
 
+mod json;
 mod render;
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
@@ -134,7 +135,7 @@ fn main() -> ExitCode {
             if json {
                 println!(
                     "{}",
-                    serde_json::json!({"error": {"code": code, "message": message}})
+                    json::line(&serde_json::json!({"error": {"code": code, "message": message}}))
                 );
             } else {
                 eprintln!("error [{code}]: {}", render::clean(&message));
@@ -168,10 +169,7 @@ fn gateway_url(cli: &Cli, dir: &Path) -> Result<String, Failure> {
 
 fn print<T: Serialize>(json: bool, value: &T, text: impl FnOnce() -> String) {
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(value).unwrap_or_default()
-        );
+        println!("{}", json::pretty(value));
     } else {
         print!("{}", render::finish(&text()));
     }
@@ -187,7 +185,7 @@ async fn open(cli: &Cli) -> Result<Console, Failure> {
         eprintln!(
             "note: the queued decision on {} was refused [{}]: {}",
             render::clean(&plan_id),
-            why.code,
+            render::clean(&why.code),
             render::clean(&why.message)
         );
     }
@@ -236,8 +234,7 @@ async fn run(cli: Cli) -> Outcome {
             let code = enrollment_code(code.as_deref())?;
             let (console, gateway_name) =
                 session::connect(&dir, &url, Some(&code), name.as_deref()).await?;
-            std::fs::write(dir.join(CURRENT), &url)
-                .map_err(|e| Failure::Console(ConsoleError::Storage(e.to_string())))?;
+            countersign_console::private_files::write(&dir.join(CURRENT), url.as_bytes())?;
             let signer = console.signer();
             let out = serde_json::json!({
                 "gateway_id": signer.gateway_id(), "gateway_name": gateway_name,
@@ -447,7 +444,9 @@ async fn watch(console: Console, json: bool) -> Outcome {
         let text = if json {
             format!(
                 "{}\n",
-                serde_json::json!({"link": snapshot.link, "last_sync": last, "queue": view})
+                json::line(
+                    &serde_json::json!({"link": snapshot.link, "last_sync": last, "queue": view})
+                )
             )
         } else {
             format!(

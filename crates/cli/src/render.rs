@@ -52,11 +52,20 @@ impl Style {
 const OPEN: char = '\u{E000}';
 const CLOSE: char = '\u{E001}';
 
-/// Characters that reorder or hide text on a terminal (bidirectional controls, zero-width marks).
-fn hidden(c: char) -> bool {
+/// Characters that reorder, hide or break text on a terminal: bidirectional controls, zero-width
+/// and invisible marks, the soft hyphen, Unicode line and paragraph separators, tag characters.
+pub fn hidden(c: char) -> bool {
     matches!(
         c,
-        '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}'
+        '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{FEFF}'
+            | '\u{E0000}'..='\u{E007F}'
     )
 }
 
@@ -91,12 +100,17 @@ pub fn finish(text: &str) -> String {
     out
 }
 
+/// Rows as aligned columns; every cell is [`clean`]ed, whoever wrote it.
 fn table(rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| clean(cell)).collect())
+        .collect();
     let widths: Vec<usize> = (0..rows.first().map_or(0, Vec::len))
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
-    for row in rows {
+    for row in &rows {
         let line: Vec<String> = row
             .iter()
             .zip(&widths)
@@ -228,8 +242,8 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
         out,
         "{}  {} {}",
         style.bold(&clean(&view.title)),
-        view.capability_id,
-        view.version
+        clean(&view.capability_id),
+        clean(&view.version)
     );
     let digest = if view.digest_matches {
         style.green("digest ok")
@@ -239,7 +253,11 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
     let _ = writeln!(
         out,
         "{}  {}  {}  status {}  expires {}",
-        view.plan_id, view.digest, digest, view.status, view.expires_at
+        clean(&view.plan_id),
+        clean(&view.digest),
+        digest,
+        clean(&view.status),
+        clean(&view.expires_at)
     );
     let caller = match &view.on_behalf_of {
         Some(user) => format!("{} for {user}", view.agent_id),
@@ -258,7 +276,7 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
         }
     );
     if !view.risk.is_empty() {
-        let _ = writeln!(out, "risk {}", style.yellow(&view.risk.join(", ")));
+        let _ = writeln!(out, "risk {}", style.yellow(&clean(&view.risk.join(", "))));
     }
     if !view.changes.is_empty() {
         let _ = writeln!(out, "\n{}", style.bold("Changes"));
@@ -287,7 +305,7 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
             if group.badges.is_empty() {
                 String::new()
             } else {
-                format!("  [{}]", group.badges.join(", "))
+                format!("  [{}]", clean(&group.badges.join(", ")))
             }
         );
     }
@@ -297,14 +315,14 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
         let _ = writeln!(
             out,
             "{indent}{branch}{} {} {}  {}{}",
-            effect.id,
+            clean(&effect.id),
             effect.kind,
             clean(&effect.effect_type),
             clean(&effect.description),
             if effect.badges.is_empty() {
                 String::new()
             } else {
-                style.yellow(&format!("  [{}]", effect.badges.join(", ")))
+                style.yellow(&format!("  [{}]", clean(&effect.badges.join(", "))))
             }
         );
         if let Some(total) = effect.subjects_total {
@@ -367,7 +385,9 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
                 "{}",
                 style.red(&format!(
                     "moved: {} {} → {}",
-                    m.resource, m.planned, m.current
+                    clean(&m.resource),
+                    clean(&m.planned),
+                    clean(&m.current)
                 ))
             );
         }
@@ -377,7 +397,11 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
             let _ = writeln!(out, "{}", style.green("Approvable."));
         }
         Some(why) => {
-            let _ = writeln!(out, "{}", style.red(&format!("Not approvable: {why}")));
+            let _ = writeln!(
+                out,
+                "{}",
+                style.red(&format!("Not approvable: {}", clean(why)))
+            );
         }
     }
     out
@@ -386,12 +410,19 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
 pub fn decision(view: &DecisionView) -> String {
     format!(
         "{}: {} ({}/{} approvals)\n",
-        view.plan_id, view.status, view.approvals_received, view.approvals_required
+        clean(&view.plan_id),
+        clean(&view.status),
+        view.approvals_received,
+        view.approvals_required
     )
 }
 
 pub fn changed(style: &Style, changed: &WhatChanged) -> String {
-    let mut out = format!("{} supersedes {}\n", changed.to_plan, changed.from_plan);
+    let mut out = format!(
+        "{} supersedes {}\n",
+        clean(&changed.to_plan),
+        clean(&changed.from_plan)
+    );
     if changed.is_empty() {
         out.push_str("Nothing changed but the revisions read.\n");
     }
@@ -401,8 +432,8 @@ pub fn changed(style: &Style, changed: &WhatChanged) -> String {
             "{}",
             style.green(&format!(
                 "+ {} on {}: {}",
-                e.effect_type,
-                e.resource,
+                clean(&e.effect_type),
+                clean(&e.resource),
                 clean(&e.description)
             ))
         );
@@ -413,14 +444,14 @@ pub fn changed(style: &Style, changed: &WhatChanged) -> String {
             "{}",
             style.red(&format!(
                 "- {} on {}: {}",
-                e.effect_type,
-                e.resource,
+                clean(&e.effect_type),
+                clean(&e.resource),
                 clean(&e.description)
             ))
         );
     }
     for e in &changed.effects_changed {
-        let _ = writeln!(out, "~ {} on {}", e.effect_type, e.resource);
+        let _ = writeln!(out, "~ {} on {}", clean(&e.effect_type), clean(&e.resource));
         if e.description_before != e.description_after {
             let _ = writeln!(
                 out,
@@ -430,21 +461,27 @@ pub fn changed(style: &Style, changed: &WhatChanged) -> String {
             );
         }
         for v in &e.values {
-            let _ = write!(out, "    {}:", v.path);
+            let _ = write!(out, "    {}:", clean(&v.path));
             diff(style, &v.diff, &mut out);
         }
         if !e.subjects_added.is_empty() {
             let _ = writeln!(
                 out,
                 "    {}",
-                style.green(&format!("+ subjects {}", e.subjects_added.join(", ")))
+                style.green(&format!(
+                    "+ subjects {}",
+                    clean(&e.subjects_added.join(", "))
+                ))
             );
         }
         if !e.subjects_removed.is_empty() {
             let _ = writeln!(
                 out,
                 "    {}",
-                style.red(&format!("- subjects {}", e.subjects_removed.join(", ")))
+                style.red(&format!(
+                    "- subjects {}",
+                    clean(&e.subjects_removed.join(", "))
+                ))
             );
         }
     }
@@ -453,9 +490,9 @@ pub fn changed(style: &Style, changed: &WhatChanged) -> String {
         let _ = writeln!(
             out,
             "moved {} {} → {}",
-            m.resource,
-            m.before.as_deref().unwrap_or("∅"),
-            m.after.as_deref().unwrap_or("∅")
+            clean(&m.resource),
+            clean(m.before.as_deref().unwrap_or("∅")),
+            clean(m.after.as_deref().unwrap_or("∅"))
         );
     }
     out
@@ -464,8 +501,8 @@ pub fn changed(style: &Style, changed: &WhatChanged) -> String {
 pub fn check(check: &SubjectCheck) -> String {
     format!(
         "{} {}: {} of {} subjects, {}, digest {} ({})\n",
-        check.plan_id,
-        check.effect_id,
+        clean(&check.plan_id),
+        clean(&check.effect_id),
         check.received,
         check.total,
         if check.ascending {
@@ -478,7 +515,7 @@ pub fn check(check: &SubjectCheck) -> String {
         } else {
             "DOES NOT MATCH"
         },
-        check.computed_digest
+        clean(&check.computed_digest)
     )
 }
 

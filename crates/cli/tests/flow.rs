@@ -48,6 +48,20 @@ impl World {
         }
     }
 
+    /// A world with an enrollment code for `name`; the key will go to the Secret Service.
+    fn invited(name: &str) -> (World, String) {
+        assert!(
+            std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+            "no D-Bus session: run through tests/with-keyring.sh (make test does)"
+        );
+        let world = World::start();
+        let code = world
+            .runtime
+            .block_on(accounts::invite_approver(&world.state.store, name, None))
+            .unwrap();
+        (world, code)
+    }
+
     fn cli(&self) -> Command {
         let mut command = Command::cargo_bin("countersign-cli").unwrap();
         command
@@ -81,7 +95,10 @@ impl World {
                 .await
                 .unwrap()
         });
-        body["plan_id"].as_str().unwrap().to_owned()
+        body["plan_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no plan: {body}"))
+            .to_owned()
     }
 
     fn invoke(&self, capability: &str, plan_id: &str) {
@@ -111,15 +128,7 @@ impl World {
 
 #[test]
 fn enroll_review_and_approve_from_the_terminal() {
-    assert!(
-        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
-        "no D-Bus session: run through tests/with-keyring.sh (make test does)"
-    );
-    let world = World::start();
-    let code = world
-        .runtime
-        .block_on(accounts::invite_approver(&world.state.store, "Dana", None))
-        .unwrap();
+    let (world, code) = World::invited("Dana");
 
     let enrolled = world.json(&[
         "--url", &world.url, "enroll", "--code", &code, "--name", "Dana",
@@ -241,14 +250,61 @@ fn enroll_review_and_approve_from_the_terminal() {
     countersign_console::signer::Signer::forget(&world.state.gateway_id).unwrap();
 }
 
+/// An agent's file name full of terminal tricks reaches the approver's screen and `--json` inert;
+/// what the CLI keeps on disk is readable by its user only.
+#[test]
+fn agent_text_stays_inert_and_the_data_dir_stays_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (world, code) = World::invited("Dana");
+    world.json(&[
+        "--url", &world.url, "enroll", "--code", &code, "--name", "Dana",
+    ]);
+    let hostile =
+        "cv\u{202e}fdp.exe\u{1b}]0;pwned\u{7}\u{85}\u{9b}2J\u{2028}\u{2066}\u{e0041}\u{ad}.txt";
+    let plan = world.dry_run(
+        "documents.document.upload",
+        json!({"project": "prj_184", "filename": hostile, "mime_type": "text/plain", "size_bytes": 10}),
+    );
+    let is_trick = |c: char| {
+        c.is_control() && c != '\n' || "\u{202e}\u{2028}\u{2066}\u{e0041}\u{ad}".contains(c)
+    };
+    for args in [vec!["--json", "show", &plan], vec!["show", &plan]] {
+        let out = world.cli().args(&args).output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains("cv"), "{args:?}: {text}");
+        assert!(
+            !text.chars().any(is_trick),
+            "{args:?} let a trick through: {text:?}"
+        );
+    }
+    let view = world.json(&["show", &plan]);
+    assert!(
+        view.to_string()
+            .contains(&serde_json::to_string(hostile).unwrap()),
+        "--json still carries the file name, escaped: {view}"
+    );
+
+    let home = world.data.path().join("home");
+    let mode = |name: &str| {
+        std::fs::metadata(home.join(name))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode(""), 0o700);
+    for file in std::fs::read_dir(&home).unwrap() {
+        let name = file.unwrap().file_name().into_string().unwrap();
+        assert_eq!(mode(&name), 0o600, "{name}");
+    }
+    assert!(home.join("journal.db").exists());
+}
+
 /// The invite's code, so it need not appear in the process list: `--code -` reads standard input.
 #[test]
 fn enroll_reads_the_code_from_standard_input() {
-    let world = World::start();
-    let code = world
-        .runtime
-        .block_on(accounts::invite_approver(&world.state.store, "Dana", None))
-        .unwrap();
+    let (world, code) = World::invited("Dana");
     let output = world
         .cli()
         .args(["--json", "--url", &world.url, "enroll", "--code", "-"])
@@ -267,11 +323,7 @@ fn enroll_reads_the_code_from_standard_input() {
 
 #[test]
 fn enroll_reads_the_code_from_the_environment() {
-    let world = World::start();
-    let code = world
-        .runtime
-        .block_on(accounts::invite_approver(&world.state.store, "Dana", None))
-        .unwrap();
+    let (world, code) = World::invited("Dana");
     // Nothing to read: a usage error, nothing spent.
     world
         .cli()

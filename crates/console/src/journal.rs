@@ -21,6 +21,7 @@ use ts_rs::TS;
 
 use crate::client::GatewayClient;
 use crate::error::{ConsoleError, ErrorView};
+use crate::private_files;
 use crate::signer::Signer;
 
 const PENDING: &str = "pending";
@@ -170,8 +171,7 @@ impl Journal {
     /// Opens (creating) the journal at `path`.
     pub async fn open(path: &Path) -> Result<Journal, ConsoleError> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| ConsoleError::Storage(format!("{}: {e}", dir.display())))?;
+            private_files::create_dir(dir)?;
         }
         let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))
             .map_err(store_error)?
@@ -187,6 +187,12 @@ impl Journal {
             .run(&pool)
             .await
             .map_err(|e| ConsoleError::Storage(e.to_string()))?;
+        let sidecar = |suffix: &str| {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            std::path::PathBuf::from(name)
+        };
+        private_files::restrict(&[path, &sidecar("-wal"), &sidecar("-shm")])?;
         Ok(Journal { pool })
     }
 

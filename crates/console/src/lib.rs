@@ -10,6 +10,8 @@ pub mod events;
 pub mod journal;
 pub mod live;
 pub mod notify;
+pub mod os_keyring;
+pub mod private_files;
 pub mod review;
 pub mod session;
 pub mod signer;

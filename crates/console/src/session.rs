@@ -12,6 +12,7 @@ use crate::client::GatewayClient;
 use crate::console::Console;
 use crate::error::{ConsoleError, ErrorView};
 use crate::journal::Journal;
+use crate::private_files;
 use crate::signer::Signer;
 
 pub struct SessionConfig {
@@ -74,8 +75,7 @@ pub async fn connect(
     display_name: Option<&str>,
 ) -> Result<(Console, String), ConsoleError> {
     // Before anything is spent: an enrollment code works once.
-    std::fs::create_dir_all(data_dir)
-        .map_err(|e| ConsoleError::Storage(format!("cannot create {}: {e}", data_dir.display())))?;
+    private_files::create_dir(data_dir)?;
     let known = remembered(data_dir, url)
         .map(|id| Signer::load(&id))
         .transpose()?
@@ -115,18 +115,12 @@ fn remember(data_dir: &Path, url: &str, gateway_id: &str) -> Result<(), ConsoleE
         gateway_id: gateway_id.to_owned(),
     })
     .map_err(|e| ConsoleError::Invalid(e.to_string()))?;
-    let path = data_dir.join(REMEMBERED);
-    let partial = path.with_extension("json.partial");
-    std::fs::write(&partial, text)
-        .and_then(|()| std::fs::rename(&partial, &path))
-        .map_err(|e| ConsoleError::Invalid(format!("cannot write {}: {e}", path.display())))
+    private_files::write(&data_dir.join(REMEMBERED), text.as_bytes())
 }
 
 impl Session {
     pub async fn start(config: SessionConfig) -> Result<Session, ConsoleError> {
-        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
-            ConsoleError::Invalid(format!("cannot create {}: {e}", config.data_dir.display()))
-        })?;
+        private_files::create_dir(&config.data_dir)?;
         match &config.gateway_url {
             Some(url) => Session::remote(&config, url).await,
             None => Session::demo(&config).await,

@@ -67,7 +67,7 @@ impl std::fmt::Debug for Signer {
 }
 
 fn entry(gateway_id: &str) -> Result<keyring::Entry, ConsoleError> {
-    Ok(keyring::Entry::new(KEYRING_SERVICE, gateway_id)?)
+    crate::os_keyring::require(keyring::Entry::new(KEYRING_SERVICE, gateway_id)?)
 }
 
 fn ensure_not_enrolled(gateway_id: &str) -> Result<(), ConsoleError> {

@@ -20,6 +20,15 @@ pub struct Poller {
 /// Used until the gateway says otherwise (PROTOCOL section 4).
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(5);
 
+/// The longest wait the gateway may ask for: a gateway (or a relay) that says "come back in a
+/// day" would otherwise hide new plans from the approver for that long.
+pub const MAX_POLL_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The wait the gateway's `X-Poll-Interval` asks for, kept within 1 s and [`MAX_POLL_INTERVAL`].
+fn asked_interval(seconds: u64) -> Duration {
+    Duration::from_secs(seconds).clamp(Duration::from_secs(1), MAX_POLL_INTERVAL)
+}
+
 impl Poller {
     /// Polls once; `Ok(true)` when the queue changed.
     pub async fn poll(&mut self, client: &GatewayClient) -> Result<bool, ConsoleError> {
@@ -38,7 +47,7 @@ impl Poller {
             }
         };
         if let Some(seconds) = interval {
-            self.interval = Some(Duration::from_secs(seconds.max(1)));
+            self.interval = Some(asked_interval(seconds));
         }
         Ok(changed)
     }
@@ -100,6 +109,14 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gateway_cannot_stretch_the_poll_interval_past_a_minute() {
+        assert_eq!(asked_interval(5), Duration::from_secs(5));
+        assert_eq!(asked_interval(0), Duration::from_secs(1));
+        assert_eq!(asked_interval(86_400), MAX_POLL_INTERVAL);
+        assert_eq!(asked_interval(u64::MAX), MAX_POLL_INTERVAL);
+    }
 
     #[test]
     fn backoff_grows_within_its_cap_and_resets() {

@@ -75,6 +75,28 @@ fn a_changed_plan_does_not_match_its_digest_and_cannot_be_approved() {
     assert!(view.not_approvable_reason.unwrap().contains("digest"));
 }
 
+/// `billing` is inside `plan_core`: a relay that drops it or relabels the cost class (and with it
+/// the `money` flag, the prompt and the notification) breaks the digest.
+#[test]
+fn a_relay_that_drops_or_relabels_billing_is_caught_by_the_digest() {
+    let mut relabelled = fixture("plan-bulk.json");
+    relabelled["billing"]["cost_class"] = json!("free");
+    let view = plan_view(
+        &fetched(relabelled, PlanStatus::PendingApproval),
+        None,
+        None,
+        before_expiry(),
+    );
+    assert!(!view.digest_matches);
+    assert!(!view.approvable);
+    let mut dropped = fixture("plan-bulk.json");
+    dropped.as_object_mut().unwrap().remove("billing");
+    assert!(
+        serde_json::from_value::<countersign_proto::plan::Preview>(dropped).is_err(),
+        "a plan without billing is not a plan"
+    );
+}
+
 #[test]
 fn another_currency_blocks_approval_with_the_seed_000_reason() {
     let mut raw = fixture("plan-small.json");

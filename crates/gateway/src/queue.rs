@@ -25,7 +25,24 @@ pub async fn publish(
     kind: EventKind,
 ) -> ApiResult<i64> {
     store_summary(conn, plan_id).await?;
+    forget_reads_when_finished(conn, plan_id).await?;
     Ok(events::record(conn, plan_id, kind).await?)
+}
+
+/// A finished plan can no longer go stale: its reads leave the index writes consult, which so
+/// stays as large as the live queue, not as the gateway's history.
+async fn forget_reads_when_finished(
+    conn: &mut SqliteConnection,
+    plan_id: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "DELETE FROM plan_reads WHERE plan_id = ?1 AND EXISTS (SELECT 1 FROM plans WHERE id = ?1
+           AND status IN ('executed', 'rejected', 'superseded', 'expired', 'failed'))",
+    )
+    .bind(plan_id)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 async fn store_summary(conn: &mut SqliteConnection, plan_id: &str) -> ApiResult<()> {
@@ -81,31 +98,42 @@ pub async fn page(store: &Store, limit: u32, cursor: Option<&str>) -> ApiResult<
     };
     let mut conn = store.pool().begin().await?;
     let revision = events::revision(&mut conn).await?;
-    let mut rows: Vec<(String, String, String)> = sqlx::query_as(
-        "SELECT summary, expires_at, id FROM plans
-         WHERE status IN ('pending_approval', 'stale') AND (expires_at, id) > (?, ?)
-         ORDER BY expires_at, id LIMIT ?",
-    )
-    .bind(&after_expiry)
-    .bind(&after_id)
-    .bind(i64::from(limit) + 1)
-    .fetch_all(&mut *conn)
-    .await?;
-    conn.commit().await?;
-    let next_cursor = (rows.len() > limit as usize).then(|| {
-        rows.truncate(limit as usize);
-        rows.last()
-            .map(|(_, expires_at, id)| encode_cursor(expires_at, id))
-            .unwrap_or_default()
-    });
-    let mut body = String::with_capacity(rows.iter().map(|r| r.0.len() + 1).sum::<usize>() + 64);
-    body.push_str("{\"items\":[");
-    for (i, (summary, _, _)) in rows.iter().enumerate() {
-        if i > 0 {
-            body.push(',');
+    // Joined by SQLite into one value: thousands of rows, each its own trip through the driver,
+    // cost more than the JSON they carry.
+    let (count, items, last_expiry, last_id): (i64, String, Option<String>, Option<String>) =
+        sqlx::query_as(
+            "WITH page AS MATERIALIZED (
+                 SELECT summary, expires_at, id FROM plans
+                 WHERE status IN ('pending_approval', 'stale') AND (expires_at, id) > (?, ?)
+                 ORDER BY expires_at, id LIMIT ?)
+             SELECT count(*), coalesce(group_concat(summary, ',' ORDER BY expires_at, id), ''),
+                    (SELECT expires_at FROM page ORDER BY expires_at DESC, id DESC LIMIT 1),
+                    (SELECT id FROM page ORDER BY expires_at DESC, id DESC LIMIT 1)
+             FROM page",
+        )
+        .bind(&after_expiry)
+        .bind(&after_id)
+        .bind(i64::from(limit))
+        .fetch_one(&mut *conn)
+        .await?;
+    let next_cursor = match (last_expiry, last_id) {
+        (Some(expires_at), Some(id)) if count >= i64::from(limit) => {
+            let more: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM plans
+                 WHERE status IN ('pending_approval', 'stale') AND (expires_at, id) > (?, ?))",
+            )
+            .bind(&expires_at)
+            .bind(&id)
+            .fetch_one(&mut *conn)
+            .await?;
+            more.then(|| encode_cursor(&expires_at, &id))
         }
-        body.push_str(summary);
-    }
+        _ => None,
+    };
+    conn.commit().await?;
+    let mut body = String::with_capacity(items.len() + 128);
+    body.push_str("{\"items\":[");
+    body.push_str(&items);
     body.push_str("],\"revision\":\"");
     body.push_str(&revision.to_string());
     body.push('"');

@@ -192,6 +192,47 @@ async fn an_execution_makes_its_readers_stale_and_not_itself() {
 }
 
 #[tokio::test]
+async fn finished_plans_leave_the_read_index() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let run = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    let refused = gw
+        .dry_run(json!({"project": "prj_200", "retention_days": 21}))
+        .await;
+    let waiting = gw
+        .dry_run(json!({"project": "prj_200", "retention_days": 60}))
+        .await;
+    common::approve_by(&gw, &run, &[&dana]).await;
+    let executed = gw.invoke(json!({"plan_id": run["plan_id"]})).await;
+    assert_eq!(executed.status, StatusCode::OK, "{}", executed.body);
+    let mut reject = dana.statement(&gw, &refused);
+    reject.decision = countersign_proto::decision::Decision::Reject;
+    reject.reason = Some("Not now.".to_owned());
+    let rejected = dana
+        .send(
+            &gw,
+            refused["plan_id"].as_str().unwrap(),
+            &dana.sign(&reject),
+        )
+        .await;
+    assert_eq!(rejected.status, StatusCode::OK, "{}", rejected.body);
+
+    let reads = |plan: &Value| {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM plan_reads WHERE plan_id = ?")
+            .bind(plan["plan_id"].as_str().unwrap().to_owned())
+            .fetch_one(gw.state.store.pool())
+    };
+    assert_eq!(reads(&run).await.unwrap(), 0, "executed");
+    assert_eq!(reads(&refused).await.unwrap(), 0, "rejected");
+    assert!(
+        reads(&waiting).await.unwrap() > 0,
+        "a pending plan still can go stale"
+    );
+}
+
+#[tokio::test]
 async fn read_connections_cannot_write() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("gw.db").display());
