@@ -8,9 +8,13 @@ use tauri::{AppHandle, Manager};
 
 /// `COUNTERSIGN_GATEWAY_URL` selects a gateway (with `COUNTERSIGN_ENROLLMENT_CODE` on first
 /// contact); without it the demo gateway runs in-process. `COUNTERSIGN_DATA_DIR` overrides the
-/// data directory, `COUNTERSIGN_SIM_INTERVAL_MS` the demo agent's pace (0 stops it).
+/// data directory, `COUNTERSIGN_SIM_INTERVAL_MS` the demo agent's pace (0 stops it),
+/// `COUNTERSIGN_CA_CERT` names a PEM file of certificates to trust besides the system's roots.
 pub fn from_env(app: &AppHandle) -> Result<SessionConfig, Box<dyn std::error::Error>> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    if let Some(path) = var("COUNTERSIGN_CA_CERT") {
+        countersign_console::transport::trust_ca_file(std::path::Path::new(&path))?;
+    }
     let data_dir = match var("COUNTERSIGN_DATA_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => app.path().app_data_dir()?,

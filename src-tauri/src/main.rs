@@ -20,7 +20,8 @@ use tracing_subscriber::EnvFilter;
     after_help = "Environment:
   COUNTERSIGN_GATEWAY_URL      the gateway to follow (none: an in-process demo gateway)
   COUNTERSIGN_ENROLLMENT_CODE  the code from `countersign-gateway approvers invite`, the first time
-  COUNTERSIGN_APPROVER_NAME    the name approvals are signed under
+  COUNTERSIGN_APPROVER_NAME    the name the demo gateway invites (a real invite carries its own)
+  COUNTERSIGN_CA_CERT          a PEM file of certificates to trust besides the system's roots
   COUNTERSIGN_DATA_DIR         where the journal and gateway list are kept
   COUNTERSIGN_SIM_INTERVAL_MS  the demo agent's pace (0 stops it)"
 )]

@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 use countersign_console::live::{Live, Timing};
 use countersign_console::review;
 use countersign_console::session::{self, JOURNAL};
+use countersign_console::signer::Signer;
 use countersign_console::{Console, ConsoleError};
 use serde::Serialize;
 
@@ -31,18 +32,25 @@ struct Cli {
     /// Machine-readable output: one JSON document (or one per line for `watch`).
     #[arg(long, global = true)]
     json: bool,
+    /// A PEM file of certificates to trust besides the system's roots (a private CA, or a
+    /// self-signed gateway).
+    #[arg(long, global = true, env = "COUNTERSIGN_CA_CERT")]
+    ca_cert: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// Make a key in the OS keyring and enroll it with a single-use code.
+    /// Make a key in the OS keyring and enroll it with a single-use invite.
     Enroll {
-        #[arg(long)]
-        code: String,
-        #[arg(long, env = "COUNTERSIGN_APPROVER_NAME", default_value = "Approver")]
-        name: String,
+        /// The invite `approvers invite` printed; `-` reads it from standard input. Prefer
+        /// `-` or the environment: arguments are visible to other users of the machine.
+        #[arg(long, env = "COUNTERSIGN_ENROLLMENT_CODE", hide_env_values = true)]
+        code: Option<String>,
+        /// Only to check: the invite carries the name it was issued for.
+        #[arg(long, env = "COUNTERSIGN_APPROVER_NAME")]
+        name: Option<String>,
     },
     /// The plans waiting for a decision.
     Pending,
@@ -116,7 +124,9 @@ fn main() -> ExitCode {
                 Failure::Console(e) => {
                     let exit = match &e {
                         ConsoleError::Unreachable { .. } | ConsoleError::Queued(_) => 3,
-                        ConsoleError::NotEnrolled | ConsoleError::Invalid(_) => 2,
+                        ConsoleError::NotEnrolled
+                        | ConsoleError::Invalid(_)
+                        | ConsoleError::InsecureTransport(_) => 2,
                         _ => 1,
                     };
                     (e.code(), e.to_string(), exit)
@@ -168,7 +178,7 @@ fn print<T: Serialize>(json: bool, value: &T, text: impl FnOnce() -> String) {
 async fn open(cli: &Cli) -> Result<Console, Failure> {
     let dir = data_dir(cli)?;
     let url = gateway_url(cli, &dir)?;
-    let (console, _) = session::connect(&dir, &url, None, "").await?;
+    let (console, _) = session::connect(&dir, &url, None, None).await?;
     // Whatever an earlier run could not deliver goes out first; a refusal is reported, not lost.
     let flushed = console.flush().await?;
     for (plan_id, why) in flushed.refused {
@@ -182,7 +192,36 @@ async fn open(cli: &Cli) -> Result<Console, Failure> {
     Ok(console)
 }
 
+/// The invite from `--code`, from standard input for `--code -`, or from
+/// `COUNTERSIGN_ENROLLMENT_CODE` (which clap reads into `--code`).
+fn enrollment_code(code: Option<&str>) -> Result<String, Failure> {
+    let code = match code {
+        Some("-") => {
+            let mut line = String::new();
+            std::io::stdin()
+                .lock()
+                .read_line(&mut line)
+                .map_err(|e| Failure::Usage(format!("cannot read the code: {e}")))?;
+            line
+        }
+        Some(code) => code.to_owned(),
+        None => String::new(),
+    };
+    let code = code.trim();
+    if code.is_empty() {
+        return Err(Failure::Usage(
+            "enroll needs the invite: --code -, with the code on standard input, or \
+             COUNTERSIGN_ENROLLMENT_CODE"
+                .to_owned(),
+        ));
+    }
+    Ok(code.to_owned())
+}
+
 async fn run(cli: Cli) -> Outcome {
+    if let Some(path) = &cli.ca_cert {
+        countersign_console::transport::trust_ca_file(path)?;
+    }
     let style = render::Style::detect();
     let json = cli.json;
     match &cli.command {
@@ -192,7 +231,9 @@ async fn run(cli: Cli) -> Outcome {
                 .url
                 .clone()
                 .ok_or_else(|| Failure::Usage("enroll needs --url".to_owned()))?;
-            let (console, gateway_name) = session::connect(&dir, &url, Some(code), name).await?;
+            let code = enrollment_code(code.as_deref())?;
+            let (console, gateway_name) =
+                session::connect(&dir, &url, Some(&code), name.as_deref()).await?;
             countersign_console::private_files::write(&dir.join(CURRENT), url.as_bytes())?;
             let signer = console.signer();
             let out = serde_json::json!({
@@ -302,15 +343,19 @@ async fn run(cli: Cli) -> Outcome {
                 }
                 return Ok(());
             }
-            let entries: Vec<_> = journal
-                .entries(None)
-                .await?
-                .into_iter()
-                .map(|e| {
-                    let verified = e.verify().is_ok();
-                    (e, verified)
-                })
-                .collect();
+            // Against the keys the keyring holds for each gateway, loaded once per gateway.
+            let mut signers = std::collections::HashMap::new();
+            let mut entries = Vec::new();
+            for e in journal.entries(None).await? {
+                if !signers.contains_key(&e.gateway_id) {
+                    let signer = Signer::load(&e.gateway_id)?;
+                    signers.insert(e.gateway_id.clone(), signer);
+                }
+                let verified = signers[&e.gateway_id]
+                    .as_ref()
+                    .is_some_and(|signer| e.verify_with(signer).is_ok());
+                entries.push((e, verified));
+            }
             let out: Vec<_> = entries
                 .iter()
                 .map(|(e, verified)| serde_json::json!({"entry": e, "verified": verified}))

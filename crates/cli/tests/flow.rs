@@ -300,3 +300,69 @@ fn agent_text_stays_inert_and_the_data_dir_stays_private() {
     }
     assert!(home.join("journal.db").exists());
 }
+
+/// The invite's code, so it need not appear in the process list: `--code -` reads standard input.
+#[test]
+fn enroll_reads_the_code_from_standard_input() {
+    let (world, code) = World::invited("Dana");
+    let output = world
+        .cli()
+        .args(["--json", "--url", &world.url, "enroll", "--code", "-"])
+        .write_stdin(format!("{code}\n"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let enrolled: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(enrolled["gateway_id"], world.state.gateway_id.as_str());
+    countersign_console::signer::Signer::forget(&world.state.gateway_id).unwrap();
+}
+
+#[test]
+fn enroll_reads_the_code_from_the_environment() {
+    let (world, code) = World::invited("Dana");
+    // Nothing to read: a usage error, nothing spent.
+    world
+        .cli()
+        .args(["--url", &world.url, "enroll"])
+        .env_remove("COUNTERSIGN_ENROLLMENT_CODE")
+        .assert()
+        .code(2);
+    world
+        .cli()
+        .args(["--url", &world.url, "enroll", "--code", "-"])
+        .write_stdin("\n")
+        .assert()
+        .code(2);
+    // Plain HTTP to another machine is refused before anything is sent.
+    let refused = world
+        .cli()
+        .args(["--json", "--url", "http://192.0.2.1:7780", "enroll"])
+        .env("COUNTERSIGN_ENROLLMENT_CODE", &code)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let error: Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert_eq!(error["error"]["code"], "insecure_transport");
+
+    let enrolled = world
+        .cli()
+        .args(["--json", "--url", &world.url, "enroll"])
+        .env("COUNTERSIGN_ENROLLMENT_CODE", &code)
+        .output()
+        .unwrap();
+    assert!(
+        enrolled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&enrolled.stdout)
+    );
+    let enrolled: Value = serde_json::from_slice(&enrolled.stdout).unwrap();
+    assert_eq!(
+        enrolled["approver_id"].as_str().map(|a| &a[..4]),
+        Some("apr_")
+    );
+    countersign_console::signer::Signer::forget(&world.state.gateway_id).unwrap();
+}

@@ -2,11 +2,12 @@
 
 use std::time::Duration;
 
-use countersign_proto::approvals::{
-    ApprovalList, DecisionResponse, EnrollRequest, EnrollResponse, PlanRecord,
-};
+use countersign_proto::approvals::{ApprovalList, DecisionResponse, PlanRecord};
 use countersign_proto::describe::GatewayInfo;
 use countersign_proto::dsse::Envelope;
+use countersign_proto::enrollment::{
+    BoundEnrollRequest, BoundEnrollResponse, IdentityProof, IdentityRequest,
+};
 use countersign_proto::error::ErrorEnvelope;
 use countersign_proto::guard::SubjectPage;
 use countersign_proto::keys::RotatedKey;
@@ -18,6 +19,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::ConsoleError;
+use crate::transport;
 
 /// Plans may be large; anything beyond this is refused rather than held in memory.
 const MAX_PLAN_BYTES: usize = 64 * 1024 * 1024;
@@ -68,13 +70,15 @@ pub enum Poll {
 }
 
 impl GatewayClient {
+    /// A client for the gateway at `base`: `https://`, or `http://` to loopback only.
     pub fn new(base: &str, token: Option<String>) -> Result<GatewayClient, ConsoleError> {
-        let http = reqwest::Client::builder()
+        transport::check_url(base)?;
+        let http = transport::client_builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| ConsoleError::Protocol(e.to_string()))?;
-        let stream_http = reqwest::Client::builder()
+        let stream_http = transport::client_builder()
             .connect_timeout(Duration::from_secs(5))
             .read_timeout(STREAM_SILENCE)
             .build()
@@ -160,8 +164,20 @@ impl GatewayClient {
         self.call::<(), _>(Method::GET, "/v1/gateway", None).await
     }
 
-    pub async fn enroll(&self, request: &EnrollRequest) -> Result<EnrollResponse, ConsoleError> {
-        self.call(Method::POST, "/v1/approvers/enroll", Some(request))
+    /// The gateway's identity key and its signature over `nonce`.
+    pub async fn identity(&self, nonce: &str) -> Result<IdentityProof, ConsoleError> {
+        let request = IdentityRequest {
+            nonce: nonce.to_owned(),
+        };
+        self.call(Method::POST, "/v1/gateway/identity", Some(&request))
+            .await
+    }
+
+    pub async fn enroll_bound(
+        &self,
+        request: &BoundEnrollRequest,
+    ) -> Result<BoundEnrollResponse, ConsoleError> {
+        self.call(Method::POST, "/v1/approvers/enroll/bound", Some(request))
             .await
     }
 
@@ -230,10 +246,30 @@ impl GatewayClient {
         fetched(plan_id, raw)
     }
 
-    /// Enrolls a new key for the calling approver; `proof` is signed with the current one.
+    /// Enrolls a new key for the calling approver; `proof` is signed with the current one. Only
+    /// a 200 that names a key is an acceptance, and only an error envelope whose code travels
+    /// with its own HTTP status is a refusal (`ConsoleError::Gateway`); anything else is
+    /// `Protocol` or `Unreachable`, so the caller can tell a refusal from noise.
     pub async fn rotate_key(&self, proof: &Envelope) -> Result<RotatedKey, ConsoleError> {
-        self.call(Method::POST, "/v1/approvers/keys", Some(proof))
-            .await
+        let response = self
+            .send(self.request(Method::POST, "/v1/approvers/keys").json(proof))
+            .await?;
+        let status = response.status();
+        let bytes = self.body(response).await?;
+        if status == StatusCode::OK {
+            let rotated: RotatedKey = serde_json::from_slice(&bytes)
+                .map_err(|e| ConsoleError::Protocol(format!("the rotation's answer: {e}")))?;
+            id_checked(&rotated.key_id, "key").map_err(|_| {
+                ConsoleError::Protocol("the rotation's answer names no key".to_owned())
+            })?;
+            return Ok(rotated);
+        }
+        match gateway_error(status, &bytes) {
+            ConsoleError::Gateway { code, .. } if code.http_status() != status.as_u16() => Err(
+                ConsoleError::Protocol(format!("HTTP {status} with the error code {code}")),
+            ),
+            e => Err(e),
+        }
     }
 
     /// An agent's budget: `limit_credits`, `spent_credits`, `remaining_credits`.
@@ -355,8 +391,8 @@ impl GatewayClient {
     }
 }
 
-/// Ids go into URL paths: only the characters the gateway's ids are made of.
-fn id_checked(id: &str, what: &str) -> Result<(), ConsoleError> {
+/// Ids go into URL paths and keyring entries: only the characters the gateway's ids are made of.
+pub(crate) fn id_checked(id: &str, what: &str) -> Result<(), ConsoleError> {
     let fine = !id.is_empty()
         && id.len() <= 200
         && id

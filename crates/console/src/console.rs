@@ -165,13 +165,15 @@ impl Console {
         self.signer.rotate(&self.client).await
     }
 
-    /// Enrolls with the gateway at `url` and opens a console on it.
+    /// Enrolls with the gateway at `url` with an invite issued for `display_name`, and opens a
+    /// console on it.
     pub async fn enroll(
         url: &str,
         code: &str,
         display_name: &str,
     ) -> Result<Console, ConsoleError> {
-        let signer = Signer::enroll(&GatewayClient::new(url, None)?, code, display_name).await?;
+        let client = GatewayClient::new(url, None)?;
+        let signer = Signer::enroll(&client, code, Some(display_name)).await?;
         Console::with_signer(url, signer)
     }
 

@@ -24,6 +24,18 @@ pub enum ConsoleError {
     NotApprovable(String),
     #[error("not enrolled with this gateway")]
     NotEnrolled,
+    /// Plain HTTP to a host that is not this machine.
+    #[error("refusing an unencrypted connection: {0}")]
+    InsecureTransport(String),
+    /// The gateway did not prove the identity key the invite names, or did not sign what it
+    /// registered: a relay, or another gateway.
+    #[error("the gateway's identity does not match the invite: {0}")]
+    GatewayIdentity(String),
+    /// This machine already holds credentials for the gateway; they are kept, not replaced.
+    #[error(
+        "this machine is already enrolled with gateway {gateway_id}; its credentials are kept"
+    )]
+    AlreadyEnrolled { gateway_id: String },
     #[error("the OS keyring failed: {0}")]
     Keyring(String),
     #[error("the local journal failed: {0}")]
@@ -52,6 +64,9 @@ impl ConsoleError {
             ConsoleError::DigestMismatch { .. } => "digest_mismatch".to_owned(),
             ConsoleError::NotApprovable(_) => "not_approvable".to_owned(),
             ConsoleError::NotEnrolled => "not_enrolled".to_owned(),
+            ConsoleError::InsecureTransport(_) => "insecure_transport".to_owned(),
+            ConsoleError::GatewayIdentity(_) => "gateway_identity_mismatch".to_owned(),
+            ConsoleError::AlreadyEnrolled { .. } => "already_enrolled".to_owned(),
             ConsoleError::Keyring(_) => "keyring_error".to_owned(),
             ConsoleError::Storage(_) => "storage_error".to_owned(),
             ConsoleError::Queued(_) => "queued".to_owned(),

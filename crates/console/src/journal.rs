@@ -1,7 +1,8 @@
 //! The decision outbox and journal (SQLite in the app data directory). A decision is written
 //! before it is sent and resent, byte for byte, until the gateway answers definitively: never
 //! lost, and counted once, since the gateway answers an identical envelope as it did the first
-//! time. Every entry keeps its envelope and the signer's public key, so it verifies offline.
+//! time. Every entry keeps its envelope; it verifies offline against the keys this machine holds
+//! in the keyring for the approver, never against a key the journal row itself names.
 
 use std::io::Write;
 use std::path::Path;
@@ -10,7 +11,7 @@ use std::str::FromStr;
 use chrono::Utc;
 use countersign_proto::approvals::DecisionResponse;
 use countersign_proto::decision::{Decision, Statement};
-use countersign_proto::dsse::{decode_public_key, Envelope};
+use countersign_proto::dsse::Envelope;
 use countersign_proto::ErrorCode;
 use serde::Serialize;
 use serde_json::Value;
@@ -21,6 +22,7 @@ use ts_rs::TS;
 use crate::client::GatewayClient;
 use crate::error::{ConsoleError, ErrorView};
 use crate::private_files;
+use crate::signer::Signer;
 
 const PENDING: &str = "pending";
 const ANSWERED: &str = "answered";
@@ -47,14 +49,37 @@ pub struct JournalEntry {
 }
 
 impl JournalEntry {
-    /// Re-verifies the signed statement with the key it was signed with, without the gateway.
+    /// Re-verifies the signed statement, without the gateway, against the keys this machine's
+    /// keyring holds for the entry's gateway (see [`JournalEntry::verify_with`]).
     pub fn verify(&self) -> Result<Statement, ConsoleError> {
-        let envelope: Envelope = serde_json::from_value(self.envelope.clone())
-            .map_err(|e| ConsoleError::Protocol(format!("journal entry {}: {e}", self.id)))?;
-        let key = decode_public_key(&self.public_key)
-            .map_err(|e| ConsoleError::Protocol(format!("journal entry {}: {e}", self.id)))?;
-        Statement::open(&envelope, &key)
-            .map_err(|e| ConsoleError::Protocol(format!("journal entry {}: {e}", self.id)))
+        let signer = Signer::load(&self.gateway_id)?.ok_or(ConsoleError::NotEnrolled)?;
+        self.verify_with(&signer)
+    }
+
+    /// Re-verifies the signed statement with the key of `signer` (current or retired) that the
+    /// envelope names: a row whose envelope another key signed does not verify, whatever public
+    /// key the row carries.
+    pub fn verify_with(&self, signer: &Signer) -> Result<Statement, ConsoleError> {
+        let broken = |e: &dyn std::fmt::Display| {
+            ConsoleError::Protocol(format!("journal entry {}: {e}", self.id))
+        };
+        if signer.gateway_id() != self.gateway_id {
+            return Err(broken(&"recorded for another gateway"));
+        }
+        let envelope: Envelope =
+            serde_json::from_value(self.envelope.clone()).map_err(|e| broken(&e))?;
+        let key_id = &envelope.signature().map_err(|e| broken(&e))?.keyid;
+        let key = signer.verifying_key(key_id).ok_or_else(|| {
+            broken(&format!(
+                "signed with {key_id}, which is not a key this machine holds for {}",
+                signer.approver_id()
+            ))
+        })?;
+        let statement = Statement::open(&envelope, &key).map_err(|e| broken(&e))?;
+        if statement.approver_id != signer.approver_id() {
+            return Err(broken(&"the statement names another approver"));
+        }
+        Ok(statement)
     }
 }
 

@@ -16,6 +16,7 @@ pub mod review;
 pub mod session;
 pub mod signer;
 pub mod sync;
+pub mod transport;
 
 pub use client::GatewayClient;
 pub use console::Console;

@@ -20,6 +20,7 @@ pub struct SessionConfig {
     pub gateway_url: Option<String>,
     /// Spent on first contact with a configured gateway this machine is not enrolled with.
     pub enrollment_code: Option<String>,
+    /// The name the demo gateway invites; a configured gateway's invite carries its own.
     pub display_name: String,
     /// Where the demo gateway's database and the remembered gateway id live.
     pub data_dir: PathBuf,
@@ -65,12 +66,13 @@ pub fn default_data_dir() -> Option<PathBuf> {
 }
 
 /// A console on the gateway at `url` with its journal: this machine's credential for it, or a new
-/// enrollment with `code`. Checks that the gateway still is the one enrolled with; its name.
+/// enrollment with the invite `code` (and `display_name`, when given, must be the invited name).
+/// Checks that the gateway still is the one enrolled with; its name.
 pub async fn connect(
     data_dir: &Path,
     url: &str,
     code: Option<&str>,
-    display_name: &str,
+    display_name: Option<&str>,
 ) -> Result<(Console, String), ConsoleError> {
     // Before anything is spent: an enrollment code works once.
     private_files::create_dir(data_dir)?;
@@ -81,7 +83,9 @@ pub async fn connect(
     let console = match (known, code) {
         (Some(signer), _) => Console::with_signer(url, signer)?,
         (None, Some(code)) => {
-            let console = Console::enroll(url, code, display_name).await?;
+            let client = GatewayClient::new(url, None)?;
+            let signer = Signer::enroll(&client, code, display_name).await?;
+            let console = Console::with_signer(url, signer)?;
             remember(data_dir, url, console.signer().gateway_id())?;
             console
         }
@@ -124,11 +128,12 @@ impl Session {
     }
 
     async fn remote(config: &SessionConfig, url: &str) -> Result<Session, ConsoleError> {
+        // A configured gateway's invite carries the approver's name.
         let (console, gateway_name) = connect(
             &config.data_dir,
             url,
             config.enrollment_code.as_deref(),
-            &config.display_name,
+            None,
         )
         .await?;
         Ok(Session {
@@ -158,7 +163,7 @@ impl Session {
                 let client = GatewayClient::new(&demo.url, None)?;
                 Console::with_signer(
                     &demo.url,
-                    Signer::enroll(&client, &code, &config.display_name).await?,
+                    Signer::enroll(&client, &code, Some(&config.display_name)).await?,
                 )?
             }
         }

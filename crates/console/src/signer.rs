@@ -2,14 +2,15 @@
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use countersign_proto::approvals::EnrollRequest;
 use countersign_proto::decision::Statement;
-use countersign_proto::dsse::{encode_public_key, Envelope};
+use countersign_proto::dsse::{decode_public_key, encode_public_key, Envelope};
+use countersign_proto::enrollment::{self, BoundEnrollRequest, Invite, Receipt};
 use countersign_proto::keys::KeyRotation;
-use ed25519_dalek::SigningKey;
+use countersign_proto::ErrorCode;
+use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
 
-use crate::client::GatewayClient;
+use crate::client::{id_checked, GatewayClient};
 use crate::error::ConsoleError;
 
 /// The keyring service every Countersign secret is filed under; the account is the gateway id.
@@ -69,6 +70,25 @@ fn entry(gateway_id: &str) -> Result<keyring::Entry, ConsoleError> {
     crate::os_keyring::require(keyring::Entry::new(KEYRING_SERVICE, gateway_id)?)
 }
 
+fn ensure_not_enrolled(gateway_id: &str) -> Result<(), ConsoleError> {
+    match entry(gateway_id)?.get_password() {
+        Err(keyring::Error::NoEntry) => Ok(()),
+        Ok(_) => Err(ConsoleError::AlreadyEnrolled {
+            gateway_id: gateway_id.to_owned(),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Refusals of a rotation on its merits: resending the same proof cannot succeed. Anything else
+/// (no answer, 5xx, an unknown code, an answer out of the protocol) may be a relay's doing.
+const DEFINITIVE_REFUSALS: [ErrorCode; 4] = [
+    ErrorCode::BadSignature,
+    ErrorCode::ValidationError,
+    ErrorCode::AudienceMismatch,
+    ErrorCode::StatementExpired,
+];
+
 impl Signer {
     /// The credential for `gateway_id`, if this machine enrolled with it.
     pub fn load(gateway_id: &str) -> Result<Option<Signer>, ConsoleError> {
@@ -97,34 +117,71 @@ impl Signer {
         }))
     }
 
-    /// Makes a key, enrolls its public half with the gateway's single-use code, and files the key
-    /// and the issued token in the keyring under the gateway's id.
+    /// Enrolls with the single-use `invite` (`cse_<code>.<fingerprint>`, as `approvers invite`
+    /// prints it) and files the key and the issued token in the keyring under the gateway's id.
+    /// The gateway first proves the identity key the invite names; the code itself never
+    /// travels, only a proof of it for this key; the gateway's answer must be signed over this
+    /// key. Credentials this machine already holds for the gateway are never replaced.
+    /// `display_name` is absent or the name the invite was issued for.
     pub async fn enroll(
         client: &GatewayClient,
-        code: &str,
-        display_name: &str,
+        invite: &str,
+        display_name: Option<&str>,
     ) -> Result<Signer, ConsoleError> {
+        let invite = Invite::parse(invite).ok_or_else(|| {
+            ConsoleError::Invalid(
+                "the enrollment code is not an invite (cse_….<fingerprint>): give the whole \
+                 line `countersign-gateway approvers invite` printed"
+                    .to_owned(),
+            )
+        })?;
+        let nonce = enrollment::new_nonce();
+        let proof = client.identity(&nonce).await?;
+        let identity = proof.verify(&invite.fingerprint, &nonce).ok_or_else(|| {
+            ConsoleError::GatewayIdentity(format!(
+                "{} did not prove the identity key {} the invite names",
+                client.base(),
+                invite.fingerprint
+            ))
+        })?;
+        let gateway_id = proof.gateway_id;
+        id_checked(&gateway_id, "gateway")?;
+        // Before the code is spent: a second enrollment would orphan the first key's approver.
+        ensure_not_enrolled(&gateway_id)?;
         let key = SigningKey::generate(&mut rand::rngs::OsRng);
-        let response = client
-            .enroll(&EnrollRequest {
-                enrollment_code: code.trim().to_owned(),
-                display_name: display_name.to_owned(),
-                public_key: encode_public_key(&key.verifying_key()),
-            })
-            .await?;
-        // The gateway names the keyring slot; make it prove the name before anything is filed.
-        let info = client.with_token(&response.token).gateway().await?;
-        if info.gateway_id != response.gateway_id {
-            return Err(ConsoleError::Protocol(format!(
-                "enrollment says gateway {}, the gateway says {}",
-                response.gateway_id, info.gateway_id
-            )));
+        let public_key = encode_public_key(&key.verifying_key());
+        let request = BoundEnrollRequest {
+            code_id: enrollment::code_id(&invite.code),
+            proof: enrollment::enrollment_proof(
+                &enrollment::code_hash(&invite.code),
+                &public_key,
+                &nonce,
+            ),
+            nonce: nonce.clone(),
+            public_key: public_key.clone(),
+            display_name: display_name.map(|n| n.trim().to_owned()),
+        };
+        let response = client.enroll_bound(&request).await?;
+        let receipt = Receipt::new(
+            &gateway_id,
+            &response.approver_id,
+            &response.key_id,
+            &response.display_name,
+            &public_key,
+            &nonce,
+        );
+        if response.gateway_id != gateway_id || !receipt.verify(&identity, &response.receipt) {
+            return Err(ConsoleError::GatewayIdentity(
+                "the enrollment answer is not the gateway's signed receipt for this key".to_owned(),
+            ));
         }
+        id_checked(&response.key_id, "key")?;
+        ensure_not_enrolled(&gateway_id)?;
         let signer = Signer {
-            gateway_id: response.gateway_id,
+            gateway_id,
             approver_id: response.approver_id,
             key_id: response.key_id,
-            display_name: display_name.to_owned(),
+            display_name: response.display_name,
             token: response.token,
             key,
             retired: Vec::new(),
@@ -187,6 +244,19 @@ impl Signer {
         &self.retired
     }
 
+    /// The public half of key `key_id` if this machine signed with it for this approver: the
+    /// current key or a retired one. History verifies against these, not against what a journal
+    /// row claims.
+    pub fn verifying_key(&self, key_id: &str) -> Option<VerifyingKey> {
+        if key_id == self.key_id {
+            return Some(self.key.verifying_key());
+        }
+        self.retired
+            .iter()
+            .find(|r| r.key_id == key_id)
+            .and_then(|r| decode_public_key(&r.public_key).ok())
+    }
+
     /// Whether a rotation was sent without a definitive answer: [`Signer::rotate`] finishes it.
     pub fn rotation_pending(&self) -> bool {
         self.rotating.is_some()
@@ -220,12 +290,13 @@ impl Signer {
         };
         let rotated = match client.rotate_key(&pending.proof).await {
             Ok(rotated) => rotated,
-            Err(e @ ConsoleError::Gateway { .. }) => {
+            Err(e @ ConsoleError::Gateway { code, .. }) if DEFINITIVE_REFUSALS.contains(&code) => {
                 // Refused: the current key stays the key.
                 self.rotating = None;
                 self.save()?;
                 return Err(e);
             }
+            // Kept for a resend: the gateway may have taken it.
             Err(e) => return Err(e),
         };
         let seed: [u8; 32] = STANDARD

@@ -2,14 +2,18 @@
 
 use countersign_proto::approvals::{EnrollRequest, EnrollResponse};
 use countersign_proto::dsse::decode_public_key;
+use countersign_proto::enrollment::{
+    self, BoundEnrollRequest, BoundEnrollResponse, Invite, Receipt,
+};
 use countersign_proto::ErrorCode;
-use ed25519_dalek::VerifyingKey;
+use ed25519_dalek::{SigningKey, VerifyingKey};
 use sqlx::SqlitePool;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::store::Store;
+use crate::{identity, names};
 
 #[derive(Debug, Clone)]
 pub struct Agent {
@@ -62,65 +66,225 @@ pub async fn add_agent(
     Ok((id, token))
 }
 
+/// How long an enrollment code is valid unless the invite says otherwise.
+pub const DEFAULT_CODE_HOURS: i64 = 72;
+
 /// Makes a single-use enrollment code for an approver called `display_name`, who is the demo
-/// world's user `user_id` when given.
+/// world's user `user_id` when given, valid for [`DEFAULT_CODE_HOURS`]. Returns the invite (the
+/// code and the fingerprint of this gateway's identity key).
 pub async fn invite_approver(
     store: &Store,
     display_name: &str,
     user_id: Option<&str>,
 ) -> anyhow::Result<String> {
+    let valid_for = chrono::Duration::hours(DEFAULT_CODE_HOURS);
+    invite_approver_for(store, display_name, user_id, valid_for).await
+}
+
+/// [`invite_approver`] with a code that expires after `valid_for` (at most a year).
+pub async fn invite_approver_for(
+    store: &Store,
+    display_name: &str,
+    user_id: Option<&str>,
+    valid_for: chrono::Duration,
+) -> anyhow::Result<String> {
+    let display_name = names::approver_name(display_name).map_err(anyhow::Error::msg)?;
     anyhow::ensure!(
-        !display_name.trim().is_empty() && display_name.len() <= 80,
-        "an approver name is 1-80 characters"
+        valid_for > chrono::Duration::zero() && valid_for <= chrono::Duration::days(365),
+        "an enrollment code is valid for more than nothing and at most a year"
     );
+    let identity = identity::load_or_create(store).await?;
     let code = ids::new_secret("cse_");
+    let now = ids::now();
     let mut w = store.write().await?;
     sqlx::query(
-        "INSERT INTO enrollment_codes (code_hash, display_name, created_at, user_id)
-         VALUES (?, ?, ?, ?)",
+        "INSERT INTO enrollment_codes
+             (code_hash, display_name, created_at, user_id, expires_at, code_id)
+         VALUES (?, ?, ?, ?, ?, ?)",
     )
     .bind(ids::secret_hash(&code))
-    .bind(display_name.trim())
-    .bind(ids::to_text(ids::now()))
+    .bind(display_name)
+    .bind(ids::to_text(now))
     .bind(user_id)
+    .bind(ids::to_text(now + valid_for))
+    .bind(enrollment::code_id(&code))
     .execute(&mut *w.tx)
     .await?;
     w.commit().await?;
-    Ok(code)
+    Ok(Invite::new(&code, &identity.verifying_key()).to_string())
 }
 
-/// Spends an enrollment code: creates the approver, records the key, issues the token.
+/// How an enrollment names its code: the code itself (the plain endpoint), or its id and a proof
+/// of knowing it for one key and nonce (the bound endpoint).
+enum CodeRef<'a> {
+    Plain(&'a str),
+    Proven {
+        code_id: &'a str,
+        nonce: &'a str,
+        proof: &'a str,
+    },
+}
+
+/// An approver just registered.
+struct Registered {
+    approver_id: String,
+    key_id: String,
+    token: String,
+    display_name: String,
+}
+
+/// Spends an enrollment code (`POST /v1/approvers/enroll`): creates the approver, records the
+/// key, issues the token. The code may be sent as the invite or as its `cse_` half.
 pub async fn enroll(
     store: &Store,
     gateway_id: &str,
     request: &EnrollRequest,
 ) -> ApiResult<EnrollResponse> {
-    decode_public_key(&request.public_key).map_err(|e| {
-        ApiError::validation("/public_key", format!("The public key is invalid: {e}."))
-    })?;
-    let display_name = request.display_name.trim();
-    if display_name.is_empty() || display_name.len() > 80 {
+    let code = Invite::parse(&request.enrollment_code)
+        .map(|invite| invite.code)
+        .unwrap_or_else(|| request.enrollment_code.trim().to_owned());
+    let registered = register(
+        store,
+        CodeRef::Plain(&code),
+        &request.public_key,
+        request.display_name.as_deref(),
+    )
+    .await?;
+    Ok(EnrollResponse {
+        approver_id: registered.approver_id,
+        key_id: registered.key_id,
+        token: registered.token,
+        gateway_id: gateway_id.to_owned(),
+    })
+}
+
+/// `POST /v1/approvers/enroll/bound`: the code proven, not sent; the answer signed with the
+/// identity key over the key registered and the console's nonce.
+pub async fn enroll_bound(
+    store: &Store,
+    gateway_id: &str,
+    identity: &SigningKey,
+    request: &BoundEnrollRequest,
+) -> ApiResult<BoundEnrollResponse> {
+    if !enrollment::nonce_is_valid(&request.nonce) {
         return Err(ApiError::validation(
-            "/display_name",
-            "The display name must be 1-80 characters.",
+            "/nonce",
+            "The nonce is 16 to 128 base64url characters.",
         ));
     }
-    let mut w = store.write().await?;
-    let now = ids::to_text(ids::now());
-    let spent: Option<Option<String>> = sqlx::query_scalar(
-        "UPDATE enrollment_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL
-         RETURNING user_id",
+    let code = CodeRef::Proven {
+        code_id: &request.code_id,
+        nonce: &request.nonce,
+        proof: &request.proof,
+    };
+    let registered = register(
+        store,
+        code,
+        &request.public_key,
+        request.display_name.as_deref(),
     )
-    .bind(&now)
-    .bind(ids::secret_hash(&request.enrollment_code))
-    .fetch_optional(&mut *w.tx)
     .await?;
-    let Some(user_id) = spent else {
-        return Err(ApiError::new(
+    let receipt = Receipt::new(
+        gateway_id,
+        &registered.approver_id,
+        &registered.key_id,
+        &registered.display_name,
+        &request.public_key,
+        &request.nonce,
+    )
+    .sign(identity);
+    Ok(BoundEnrollResponse {
+        approver_id: registered.approver_id,
+        key_id: registered.key_id,
+        token: registered.token,
+        gateway_id: gateway_id.to_owned(),
+        display_name: registered.display_name,
+        receipt,
+    })
+}
+
+type CodeRow = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+async fn register(
+    store: &Store,
+    code: CodeRef<'_>,
+    public_key: &str,
+    display_name: Option<&str>,
+) -> ApiResult<Registered> {
+    decode_public_key(public_key).map_err(|e| {
+        ApiError::validation("/public_key", format!("The public key is invalid: {e}."))
+    })?;
+    let unknown = || {
+        ApiError::new(
             ErrorCode::Unauthenticated,
             "The enrollment code is unknown or already used.",
-        ));
+        )
     };
+    let mut w = store.write().await?;
+    let select = "SELECT code_hash, display_name, user_id, used_at, expires_at
+                  FROM enrollment_codes WHERE ";
+    let row: Option<CodeRow> = match &code {
+        CodeRef::Plain(code) => {
+            sqlx::query_as(&format!("{select} code_hash = ?"))
+                .bind(ids::secret_hash(code))
+                .fetch_optional(&mut *w.tx)
+                .await?
+        }
+        CodeRef::Proven { code_id, .. } => {
+            sqlx::query_as(&format!("{select} code_id = ?"))
+                .bind(code_id)
+                .fetch_optional(&mut *w.tx)
+                .await?
+        }
+    };
+    let (code_hash, invited, user_id, used_at, expires_at) = row.ok_or_else(unknown)?;
+    if let CodeRef::Proven { nonce, proof, .. } = code {
+        if !enrollment::proof_matches(&code_hash, public_key, nonce, proof) {
+            return Err(ApiError::new(
+                ErrorCode::Unauthenticated,
+                "The enrollment proof does not match the code and this public key.",
+            ));
+        }
+    }
+    if used_at.is_some() {
+        return Err(unknown());
+    }
+    let now = ids::now();
+    let expired_at = expires_at
+        .as_deref()
+        .map(ids::from_text)
+        .transpose()?
+        .filter(|at| *at <= now);
+    if let Some(at) = expired_at {
+        let at = ids::to_text(at);
+        return Err(ApiError::new(
+            ErrorCode::Unauthenticated,
+            format!("The enrollment code expired at {at}: ask for a new invite."),
+        )
+        .with_details(serde_json::json!({"reason": "code_expired", "expired_at": at})));
+    }
+    if let Some(asked) = display_name {
+        if asked.trim() != invited {
+            return Err(ApiError::validation(
+                "/display_name",
+                format!(
+                    "This code was issued for {invited}: leave the display name out or give that name."
+                ),
+            ));
+        }
+    }
+    let now = ids::to_text(now);
+    sqlx::query("UPDATE enrollment_codes SET used_at = ? WHERE code_hash = ?")
+        .bind(&now)
+        .bind(&code_hash)
+        .execute(&mut *w.tx)
+        .await?;
     let approver_id = ids::random_id("apr_", 6);
     let key_id = ids::random_id("key_", 6);
     let token = ids::new_secret("csp_");
@@ -129,7 +293,7 @@ pub async fn enroll(
          VALUES (?, ?, ?, ?, ?)",
     )
     .bind(&approver_id)
-    .bind(display_name)
+    .bind(&invited)
     .bind(ids::secret_hash(&token))
     .bind(&now)
     .bind(user_id)
@@ -141,25 +305,28 @@ pub async fn enroll(
     )
     .bind(&key_id)
     .bind(&approver_id)
-    .bind(&request.public_key)
+    .bind(public_key)
     .bind(&now)
     .execute(&mut *w.tx)
     .await?;
     w.commit().await?;
-    Ok(EnrollResponse {
+    Ok(Registered {
         approver_id,
         key_id,
         token,
-        gateway_id: gateway_id.to_owned(),
+        display_name: invited,
     })
 }
 
-/// Whoever holds `token`, agent or approver, in one lookup: every request pays for it.
+/// Whoever holds `token`, agent or approver, unless revoked, in one lookup: every request pays
+/// for it.
 pub async fn by_token(pool: &SqlitePool, token: &str) -> Result<Option<Caller>, sqlx::Error> {
     let row: Option<(String, String, Option<String>, Option<String>)> = sqlx::query_as(
-        "SELECT 'agent', id, on_behalf_of, NULL FROM agents WHERE token_hash = ?1
+        "SELECT 'agent', id, on_behalf_of, NULL FROM agents
+          WHERE token_hash = ?1 AND revoked_at IS NULL
          UNION ALL
-         SELECT 'approver', id, user_id, display_name FROM approvers WHERE token_hash = ?1
+         SELECT 'approver', id, user_id, display_name FROM approvers
+          WHERE token_hash = ?1 AND revoked_at IS NULL
          LIMIT 1",
     )
     .bind(ids::secret_hash(token))
@@ -181,14 +348,15 @@ pub async fn by_token(pool: &SqlitePool, token: &str) -> Result<Option<Caller>, 
     }))
 }
 
-/// The approver's active key `key_id`, if it is theirs.
+/// The approver's active key `key_id`, if it is theirs and not revoked.
 pub async fn active_key(
     pool: &SqlitePool,
     approver_id: &str,
     key_id: &str,
 ) -> Result<Option<VerifyingKey>, sqlx::Error> {
     let text: Option<String> = sqlx::query_scalar(
-        "SELECT public_key FROM approver_keys WHERE id = ? AND approver_id = ? AND active = 1",
+        "SELECT public_key FROM approver_keys
+         WHERE id = ? AND approver_id = ? AND active = 1 AND revoked_at IS NULL",
     )
     .bind(key_id)
     .bind(approver_id)
@@ -239,9 +407,10 @@ pub async fn rotate_key(
         ));
     }
     // Any key of this approver, retired ones too: a rotation resent after it took effect was
-    // signed by the key it retired.
+    // signed by the key it retired. Revoked keys vouch for nothing.
     let signer: Option<(String, bool)> = sqlx::query_as(
-        "SELECT public_key, active FROM approver_keys WHERE id = ? AND approver_id = ?",
+        "SELECT public_key, active FROM approver_keys
+         WHERE id = ? AND approver_id = ? AND revoked_at IS NULL",
     )
     .bind(&signature.keyid)
     .bind(&approver.id)

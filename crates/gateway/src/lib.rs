@@ -8,14 +8,18 @@ pub mod demo;
 pub mod embedded;
 mod error;
 pub mod events;
+pub mod identity;
 pub mod ids;
 pub mod mcp;
+mod names;
 pub mod plans;
 pub mod previews;
 pub mod queue;
+pub mod revocation;
 mod routes;
 pub mod sim;
 pub mod store;
+pub mod tls;
 pub mod wallet;
 
 use std::sync::Arc;
@@ -34,6 +38,8 @@ pub const BODY_LIMIT: usize = 1024 * 1024;
 pub struct AppState {
     pub store: Store,
     pub gateway_id: String,
+    /// Signs identity proofs and enrollment receipts; invites carry its fingerprint.
+    pub identity: ed25519_dalek::SigningKey,
     pub name: String,
     /// Seconds a console should wait between polls of the approval queue.
     pub poll_interval: u32,
@@ -44,12 +50,14 @@ pub struct AppState {
 impl AppState {
     pub async fn new(store: Store, name: &str) -> anyhow::Result<Arc<AppState>> {
         let gateway_id = store.gateway_id().await?;
+        let identity = identity::load_or_create(&store).await?;
         queue::backfill(&store)
             .await
             .map_err(|e| anyhow::anyhow!("the queue could not be rebuilt: {}", e.message))?;
         let state = Arc::new(AppState {
             store,
             gateway_id,
+            identity,
             name: name.to_owned(),
             poll_interval: 5,
             heartbeat: Duration::from_secs(15),
@@ -67,7 +75,9 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/capabilities/{id}", get(agent::describe))
         .route("/v1/capabilities/{id}/dry_run", post(agent::dry_run))
         .route("/v1/capabilities/{id}/invoke", post(invoke::invoke))
+        .route("/v1/gateway/identity", post(approver::identity))
         .route("/v1/approvers/enroll", post(approver::enroll))
+        .route("/v1/approvers/enroll/bound", post(approver::enroll_bound))
         .route("/v1/approvers/keys", post(approver::rotate_key))
         .route("/v1/agents/{id}/wallet", get(approver::wallet))
         .route("/v1/approvals", get(approver::approvals))

@@ -1,11 +1,12 @@
 //! `countersign-gateway`: serve, and the admin commands that print secrets.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use countersign_gateway::sim::AgentSim;
-use countersign_gateway::{accounts, app, demo, mcp, AppState, Store};
+use countersign_gateway::{accounts, app, demo, mcp, revocation, tls, AppState, Store};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -21,10 +22,16 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the HTTP API.
+    /// Serve the HTTP API: HTTPS with --tls-cert and --tls-key, plain HTTP on loopback only.
     Serve {
         #[arg(long, env = "COUNTERSIGN_ADDR", default_value = "127.0.0.1:7780")]
         addr: SocketAddr,
+        /// PEM certificate chain to serve HTTPS with.
+        #[arg(long, env = "COUNTERSIGN_TLS_CERT", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// PEM private key of --tls-cert.
+        #[arg(long, env = "COUNTERSIGN_TLS_KEY", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
         #[arg(long, env = "COUNTERSIGN_DATABASE")]
         database: String,
         /// Seed the demo world if the store is empty.
@@ -53,6 +60,30 @@ enum Command {
         #[command(subcommand)]
         command: AgentCommand,
     },
+    /// Revoke an approver: their token and every key of theirs.
+    RevokeApprover {
+        #[arg(long, env = "COUNTERSIGN_DATABASE")]
+        database: String,
+        /// The approver's id (`apr_…`).
+        #[arg(long)]
+        approver: String,
+    },
+    /// Revoke one approver key: decisions signed with it are refused from now on.
+    RevokeKey {
+        #[arg(long, env = "COUNTERSIGN_DATABASE")]
+        database: String,
+        /// The key's id (`key_…`).
+        #[arg(long)]
+        key: String,
+    },
+    /// Revoke an agent's token.
+    RevokeAgent {
+        #[arg(long, env = "COUNTERSIGN_DATABASE")]
+        database: String,
+        /// The agent's id (`agt_…`).
+        #[arg(long)]
+        agent: String,
+    },
     /// Run a simulated agent against a gateway.
     AgentSim {
         #[arg(long)]
@@ -66,12 +97,17 @@ enum Command {
 
 #[derive(Subcommand)]
 enum ApproverCommand {
-    /// Print a single-use enrollment code (last line of stdout).
+    /// Print a single-use enrollment code (last line of stdout), bound to this gateway's identity.
     Invite {
         #[arg(long, env = "COUNTERSIGN_DATABASE")]
         database: String,
+        /// The approver's display name; the enrollee cannot choose another.
         #[arg(long)]
         name: String,
+        /// Hours until the code expires.
+        #[arg(long, default_value_t = accounts::DEFAULT_CODE_HOURS,
+              value_parser = clap::value_parser!(i64).range(1..=8760))]
+        expires_in_hours: i64,
         /// The demo world's user id of this person (they may not approve their own agents' plans).
         #[arg(long)]
         user: Option<String>,
@@ -100,26 +136,45 @@ async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Serve {
             addr,
+            tls_cert,
+            tls_key,
             database,
             demo: with_demo,
             name,
         } => {
+            let tls = match (tls_cert, tls_key) {
+                (Some(cert), Some(key)) => Some(tls::server_config(&cert, &key)?),
+                _ => {
+                    tls::ensure_plain_http_allowed(addr)?;
+                    None
+                }
+            };
             let store = Store::open(&database).await?;
             if with_demo {
                 demo::seed(&store).await?;
             }
             let state = AppState::new(store, &name).await?;
+            let gateway_id = state.gateway_id.clone();
             let listener = tokio::net::TcpListener::bind(addr).await?;
-            println!(
-                "countersign-gateway {} listening on http://{}",
-                state.gateway_id,
-                listener.local_addr()?
-            );
-            axum::serve(listener, app(state))
-                .with_graceful_shutdown(async {
-                    let _ = tokio::signal::ctrl_c().await;
-                })
-                .await?;
+            let local = listener.local_addr()?;
+            let stop = async {
+                let _ = tokio::signal::ctrl_c().await;
+            };
+            match tls {
+                Some(config) => {
+                    println!("countersign-gateway {gateway_id} listening on https://{local}");
+                    let listener = tls::TlsListener::new(listener, config)?;
+                    axum::serve(listener, app(state))
+                        .with_graceful_shutdown(stop)
+                        .await?;
+                }
+                None => {
+                    println!("countersign-gateway {gateway_id} listening on http://{local}");
+                    axum::serve(listener, app(state))
+                        .with_graceful_shutdown(stop)
+                        .await?;
+                }
+            }
         }
         Command::Mcp {
             database,
@@ -134,13 +189,34 @@ async fn main() -> anyhow::Result<()> {
                 ApproverCommand::Invite {
                     database,
                     name,
+                    expires_in_hours,
                     user,
                 },
         } => {
             let store = Store::open(&database).await?;
-            let code = accounts::invite_approver(&store, &name, user.as_deref()).await?;
-            println!("Enrollment code for {name} (single use):");
+            let valid_for = chrono::Duration::hours(expires_in_hours);
+            let code =
+                accounts::invite_approver_for(&store, &name, user.as_deref(), valid_for).await?;
+            println!(
+                "Enrollment code for {} (single use, expires in {expires_in_hours} h):",
+                name.trim()
+            );
             println!("{code}");
+        }
+        Command::RevokeApprover { database, approver } => {
+            let store = Store::open(&database).await?;
+            revocation::revoke_approver(&store, &approver).await?;
+            println!("Revoked approver {approver} and every key of theirs.");
+        }
+        Command::RevokeKey { database, key } => {
+            let store = Store::open(&database).await?;
+            let approver = revocation::revoke_key(&store, &key).await?;
+            println!("Revoked key {key} of approver {approver}.");
+        }
+        Command::RevokeAgent { database, agent } => {
+            let store = Store::open(&database).await?;
+            revocation::revoke_agent(&store, &agent).await?;
+            println!("Revoked agent {agent}.");
         }
         Command::Agents {
             command:

@@ -74,3 +74,264 @@ fn admin_commands_print_secrets_and_serve_accepts_them() {
     assert!(info["gateway_id"].as_str().unwrap().starts_with("gw_"));
     assert_eq!(info["interface_version"], "1.0");
 }
+
+/// Runs the binary; its exit status and standard error.
+fn run(args: &[&str]) -> (bool, String) {
+    let output = Command::new(BIN).args(args).output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn plain_http_off_loopback_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("gw.db").display());
+    for addr in ["0.0.0.0:0", "[::]:0"] {
+        let (ok, stderr) = run(&["serve", "--addr", addr, "--database", &database]);
+        assert!(!ok, "plain HTTP served on {addr}");
+        assert!(
+            stderr.contains("refusing to serve plain HTTP") && stderr.contains("--tls-cert"),
+            "{stderr}"
+        );
+    }
+    let (ok, stderr) = run(&[
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--database",
+        &database,
+        "--tls-cert",
+        "/nonexistent.pem",
+    ]);
+    assert!(!ok && stderr.contains("--tls-key"), "{stderr}");
+}
+
+#[test]
+fn serve_with_a_certificate_answers_over_https_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.key_pair.serialize_pem()).unwrap();
+    let token = last_line(&["agents", "add", "--database", &database, "--name", "ops"]);
+    let mut server = Command::new(BIN)
+        .args(["serve", "--addr", "0.0.0.0:0", "--database", &database])
+        .args(["--tls-cert", cert.to_str().unwrap()])
+        .args(["--tls-key", key.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line.trim().rsplit(':').next().unwrap().to_owned();
+    assert!(line.contains("https://"), "{line}");
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (secure, plain) = runtime.block_on(async {
+        let root = reqwest::Certificate::from_pem(certified.cert.pem().as_bytes()).unwrap();
+        let client = reqwest::Client::builder()
+            .add_root_certificate(root)
+            .build()
+            .unwrap();
+        let secure: serde_json::Value = client
+            .get(format!("https://localhost:{port}/v1/gateway"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let plain = reqwest::Client::new()
+            .get(format!("http://127.0.0.1:{port}/v1/gateway"))
+            .bearer_auth(&token)
+            .send()
+            .await;
+        (secure, plain)
+    });
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(secure["gateway_id"].as_str().unwrap().starts_with("gw_"));
+    assert!(
+        !plain.is_ok_and(|r| r.status().is_success()),
+        "plain HTTP answered on the TLS port"
+    );
+}
+
+#[test]
+fn invites_are_bound_and_expire_and_revocations_take_effect() {
+    use countersign_gateway::{accounts, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let (ok, stderr) = run(&[
+        "approvers",
+        "invite",
+        "--database",
+        &database,
+        "--name",
+        "Dana",
+        "--expires-in-hours",
+        "0",
+    ]);
+    assert!(!ok, "a code that is expired when made");
+    assert!(stderr.contains("expires-in-hours"), "{stderr}");
+    let (ok, stderr) = run(&[
+        "approvers",
+        "invite",
+        "--database",
+        &database,
+        "--name",
+        "Dana\u{202E}",
+    ]);
+    assert!(!ok && stderr.contains("printable"), "{stderr}");
+    let invite = last_line(&[
+        "approvers",
+        "invite",
+        "--database",
+        &database,
+        "--name",
+        "Dana",
+        "--expires-in-hours",
+        "5",
+    ]);
+    assert!(
+        countersign_proto::enrollment::Invite::parse(&invite).is_some(),
+        "{invite}"
+    );
+    let agent = last_line(&["agents", "add", "--database", &database, "--name", "ops"]);
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = runtime.block_on(Store::open(&database)).unwrap();
+    let hours: i64 = runtime
+        .block_on(
+            sqlx::query_scalar(
+                "SELECT (julianday(expires_at) - julianday(created_at)) * 24 FROM enrollment_codes",
+            )
+            .fetch_one(store.pool()),
+        )
+        .map(|h: f64| h.round() as i64)
+        .unwrap();
+    assert_eq!(hours, 5);
+    let key = ed25519_dalek::SigningKey::from_bytes(&[9; 32]);
+    let request = countersign_proto::approvals::EnrollRequest {
+        enrollment_code: invite,
+        display_name: None,
+        public_key: countersign_proto::dsse::encode_public_key(&key.verifying_key()),
+    };
+    let dana = runtime
+        .block_on(accounts::enroll(&store, "gw_test", &request))
+        .unwrap();
+    let holds = |token: &str| {
+        runtime
+            .block_on(accounts::by_token(store.pool(), token))
+            .unwrap()
+            .is_some()
+    };
+    assert!(holds(&agent) && holds(&dana.token));
+
+    let (ok, _) = run(&["revoke-key", "--database", &database, "--key", &dana.key_id]);
+    assert!(ok);
+    let active = runtime
+        .block_on(accounts::active_key(
+            store.pool(),
+            &dana.approver_id,
+            &dana.key_id,
+        ))
+        .unwrap();
+    assert!(active.is_none(), "a revoked key signs nothing");
+    assert!(holds(&dana.token), "revoking a key leaves the token");
+
+    let (ok, _) = run(&[
+        "revoke-approver",
+        "--database",
+        &database,
+        "--approver",
+        &dana.approver_id,
+    ]);
+    assert!(ok);
+    assert!(!holds(&dana.token));
+    let (ok, _) = run(&[
+        "revoke-agent",
+        "--database",
+        &database,
+        "--agent",
+        "agt_ops",
+    ]);
+    assert!(ok);
+    assert!(!holds(&agent));
+    let (ok, stderr) = run(&[
+        "revoke-agent",
+        "--database",
+        &database,
+        "--agent",
+        "agt_nobody",
+    ]);
+    assert!(!ok && stderr.contains("agt_nobody"), "{stderr}");
+}
+
+/// An MCP stdio session checks its agent's token on every call: revoked mid-session, refused.
+#[test]
+fn a_stdio_mcp_session_ends_with_its_revoked_token() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let token = last_line(&["agents", "add", "--database", &database, "--name", "ops"]);
+    let mut session = Command::new(BIN)
+        .args(["mcp", "--database", &database, "--token", &token])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = session.stdin.take().unwrap();
+    let mut stdout = BufReader::new(session.stdout.take().unwrap());
+    let mut ask = |message: serde_json::Value, answered: bool| {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+        answered.then(|| {
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            serde_json::from_str::<serde_json::Value>(&line).unwrap()
+        })
+    };
+    ask(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "cli-test", "version": "1"}}}),
+        true,
+    );
+    ask(
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        false,
+    );
+    let check = |id: u32| {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "wallet.agent_budget.guard.check",
+            "arguments": {"estimated_cost_credits": 1}}})
+    };
+    let before = ask(check(2), true).unwrap();
+    assert_ne!(before["result"]["isError"], true, "{before}");
+
+    let (ok, _) = run(&[
+        "revoke-agent",
+        "--database",
+        &database,
+        "--agent",
+        "agt_ops",
+    ]);
+    assert!(ok);
+    let after = ask(check(3), true).unwrap();
+    drop(stdin);
+    session.wait().unwrap();
+    assert_eq!(after["result"]["isError"], true, "{after}");
+    assert_eq!(
+        after["result"]["structuredContent"]["error"]["code"], "unauthenticated",
+        "{after}"
+    );
+}

@@ -351,9 +351,13 @@ async fn an_idle_stream_sends_heartbeats() {
         .await
         .unwrap();
     let gateway_id = store.gateway_id().await.unwrap();
+    let identity = countersign_gateway::identity::load_or_create(&store)
+        .await
+        .unwrap();
     let state = std::sync::Arc::new(countersign_gateway::AppState {
         store,
         gateway_id,
+        identity,
         name: "Test".into(),
         poll_interval: 5,
         heartbeat: Duration::from_millis(50),

@@ -37,7 +37,9 @@ pub enum RiskFlag {
 #[serde(deny_unknown_fields)]
 pub struct EnrollRequest {
     pub enrollment_code: String,
-    pub display_name: String,
+    /// Absent, or the name the code was issued for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
     pub public_key: String,
 }
 

@@ -7,6 +7,7 @@ pub mod decision;
 pub mod describe;
 pub mod digest;
 pub mod dsse;
+pub mod enrollment;
 pub mod envelope;
 pub mod error;
 pub mod guard;

@@ -274,7 +274,7 @@ fn malformed_nonce_or_digest_is_refused_even_when_signed() {
 fn enrollment_secrets_stay_out_of_debug_output() {
     let request = countersign_proto::approvals::EnrollRequest {
         enrollment_code: "cse_secret".into(),
-        display_name: "Dana".into(),
+        display_name: Some("Dana".into()),
         public_key: "pk".into(),
     };
     assert!(!format!("{request:?}").contains("cse_secret"));

@@ -30,7 +30,7 @@ pub fn routes(state: Arc<AppState>) -> Router<Arc<AppState>> {
         move || {
             Ok(McpGateway {
                 state: for_service.clone(),
-                agent: None,
+                token: None,
             })
         },
         Arc::new(NeverSessionManager::default()),

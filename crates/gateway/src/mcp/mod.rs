@@ -37,18 +37,20 @@ const INSTRUCTIONS: &str = "Countersign previews every write before it happens. 
 #[derive(Clone)]
 pub struct McpGateway {
     state: Arc<AppState>,
-    /// The stdio server's agent; over HTTP each request carries its own.
-    agent: Option<Agent>,
+    /// The stdio server's agent token, checked on every call as a header would be (it may be
+    /// revoked mid-session); over HTTP each request carries its own.
+    token: Option<String>,
 }
 
 impl McpGateway {
-    fn agent(&self, context: &RequestContext<RoleServer>) -> ApiResult<Agent> {
-        self.agent
-            .clone()
-            .or_else(|| {
-                let parts = context.extensions.get::<Parts>()?;
-                parts.extensions.get::<Agent>().cloned()
-            })
+    async fn agent(&self, context: &RequestContext<RoleServer>) -> ApiResult<Agent> {
+        if let Some(token) = &self.token {
+            return auth::caller(&self.state, token).await?.into_agent();
+        }
+        context
+            .extensions
+            .get::<Parts>()
+            .and_then(|parts| parts.extensions.get::<Agent>().cloned())
             .ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "No agent token was given."))
     }
 
@@ -58,7 +60,7 @@ impl McpGateway {
         context: &RequestContext<RoleServer>,
         trace_id: &str,
     ) -> ApiResult<calls::Answer> {
-        let agent = self.agent(context)?;
+        let agent = self.agent(context).await?;
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         match request.name.as_ref() {
             tools::EXECUTE => calls::execute(&self.state, &agent, arguments, trace_id).await,
@@ -126,13 +128,13 @@ fn refusal(error: ApiError, trace_id: &str) -> CallToolResult {
 /// Serves MCP on stdin/stdout for the agent holding `token` until the client closes the pipe.
 /// A token that is not an agent's is refused before anything is served.
 pub async fn serve_stdio(state: Arc<AppState>, token: &str) -> anyhow::Result<()> {
-    let agent = auth::caller(&state, token)
+    auth::caller(&state, token)
         .await
         .and_then(Caller::into_agent)
         .map_err(|e| anyhow::anyhow!("{}: {}", e.code, e.message))?;
     let server = McpGateway {
         state,
-        agent: Some(agent),
+        token: Some(token.to_owned()),
     };
     server
         .serve(rmcp::transport::stdio())

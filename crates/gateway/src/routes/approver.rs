@@ -9,6 +9,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use countersign_proto::approvals::{EnrollRequest, EnrollResponse, PlanRecord};
 use countersign_proto::digest::sha256;
+use countersign_proto::enrollment::{
+    self, BoundEnrollRequest, BoundEnrollResponse, IdentityProof, IdentityRequest,
+};
 use serde::Deserialize;
 
 use super::no_store;
@@ -23,6 +26,34 @@ pub async fn enroll(
 ) -> ApiResult<Json<EnrollResponse>> {
     Ok(Json(
         accounts::enroll(&state.store, &state.gateway_id, &request).await?,
+    ))
+}
+
+/// Proves this gateway's identity key over the caller's nonce (no token: consoles ask before
+/// they enroll).
+pub async fn identity(
+    State(state): State<Arc<AppState>>,
+    Body(request): Body<IdentityRequest>,
+) -> ApiResult<Json<IdentityProof>> {
+    if !enrollment::nonce_is_valid(&request.nonce) {
+        return Err(ApiError::validation(
+            "/nonce",
+            "The nonce is 16 to 128 base64url characters.",
+        ));
+    }
+    Ok(Json(IdentityProof::sign(
+        &state.identity,
+        &state.gateway_id,
+        &request.nonce,
+    )))
+}
+
+pub async fn enroll_bound(
+    State(state): State<Arc<AppState>>,
+    Body(request): Body<BoundEnrollRequest>,
+) -> ApiResult<Json<BoundEnrollResponse>> {
+    Ok(Json(
+        accounts::enroll_bound(&state.store, &state.gateway_id, &state.identity, &request).await?,
     ))
 }
 

@@ -178,6 +178,17 @@ pub struct AuditQuery {
     plan_id: String,
 }
 
+type DecisionAudit = (
+    String,
+    String,
+    String,
+    Option<String>,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+);
+
 /// A plan's three audit trails: its previews, the decisions as received, its executions.
 pub async fn audit(
     State(state): State<Arc<AppState>>,
@@ -197,9 +208,12 @@ pub async fn audit(
     .bind(&plan_id)
     .fetch_all(&mut *conn)
     .await?;
-    let decisions: Vec<(String, String, String, Option<String>, String, String)> = sqlx::query_as(
-        "SELECT approver_id, key_id, decision, reason, envelope, decided_at FROM decisions
-             WHERE plan_id = ? ORDER BY id",
+    // The signing key's public half rides along, revoked or not, so every decision verifies.
+    let decisions: Vec<DecisionAudit> = sqlx::query_as(
+        "SELECT d.approver_id, d.key_id, d.decision, d.reason, d.envelope, d.decided_at,
+                k.public_key, k.revoked_at
+           FROM decisions d LEFT JOIN approver_keys k ON k.id = d.key_id
+          WHERE d.plan_id = ? ORDER BY d.id",
     )
     .bind(&plan_id)
     .fetch_all(&mut *conn)
@@ -220,10 +234,13 @@ pub async fn audit(
         .collect::<serde_json::Result<_>>()?;
     let decisions: Vec<Value> = decisions
         .into_iter()
-        .map(|(approver_id, key_id, decision, reason, envelope, at)| {
-            json!({"approver_id": approver_id, "key_id": key_id, "decision": decision,
-                   "reason": reason, "at": at, "envelope": envelope})
-        })
+        .map(
+            |(approver_id, key_id, decision, reason, envelope, at, public_key, revoked_at)| {
+                json!({"approver_id": approver_id, "key_id": key_id, "decision": decision,
+                       "reason": reason, "at": at, "envelope": envelope,
+                       "public_key": public_key, "key_revoked_at": revoked_at})
+            },
+        )
         .collect();
     let executions: Vec<Value> = executions
         .into_iter()

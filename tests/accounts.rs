@@ -1,0 +1,441 @@
+//! Transport, enrollment, rotation and history across console and gateway, with a relay in the
+//! middle where it matters. The keys go to the Secret Service: run under `tests/with-keyring.sh`.
+
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Request, State};
+use axum::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, IF_NONE_MATCH};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use countersign_console::journal::Journal;
+use countersign_console::session::{Session, SessionConfig};
+use countersign_console::signer::Signer;
+use countersign_console::{transport, Console, GatewayClient};
+use countersign_e2e::TestGateway;
+use countersign_gateway::{app, demo, tls, AppState, Store};
+use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
+use countersign_proto::dsse::encode_public_key;
+use ed25519_dalek::SigningKey;
+use serde_json::{json, Value};
+
+const CAPABILITY: &str = "projects.settings.update";
+
+fn require_secret_service() {
+    assert!(
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        "no D-Bus session: run this test through tests/with-keyring.sh (make test does)"
+    );
+}
+
+/// A path and what to do to the JSON that travels on it.
+type Rewrite = Option<(&'static str, fn(&mut Value))>;
+
+/// What the relay does to the traffic of one path.
+#[derive(Default)]
+struct Tamper {
+    /// Rewrites the JSON request sent to this path.
+    request: Rewrite,
+    /// Rewrites the JSON answer of this path.
+    answer: Rewrite,
+    /// Answers this path itself (status, body), without asking the gateway.
+    forged: Mutex<Option<(&'static str, u16, String)>>,
+}
+
+struct RelayState {
+    upstream: String,
+    http: reqwest::Client,
+    tamper: Tamper,
+}
+
+/// A relay between console and gateway: an HTTP proxy that can rewrite and forge.
+struct Relay {
+    url: String,
+    state: Arc<RelayState>,
+}
+
+impl Relay {
+    async fn start(upstream: &str, tamper: Tamper) -> anyhow::Result<Relay> {
+        let state = Arc::new(RelayState {
+            upstream: upstream.to_owned(),
+            http: reqwest::Client::new(),
+            tamper,
+        });
+        let router = axum::Router::new()
+            .fallback(relay)
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        Ok(Relay { url, state })
+    }
+
+    fn forge(&self, path: &'static str, status: u16, body: &str) {
+        *self.state.tamper.forged.lock().unwrap() = Some((path, status, body.to_owned()));
+    }
+
+    fn pass(&self) {
+        *self.state.tamper.forged.lock().unwrap() = None;
+    }
+}
+
+fn rewritten(rule: Rewrite, path: &str, bytes: Vec<u8>) -> Vec<u8> {
+    match rule {
+        Some((on, rewrite)) if on == path => {
+            let mut value: Value = serde_json::from_slice(&bytes).unwrap();
+            rewrite(&mut value);
+            serde_json::to_vec(&value).unwrap()
+        }
+        _ => bytes,
+    }
+}
+
+async fn relay(State(relay): State<Arc<RelayState>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let path = parts.uri.path().to_owned();
+    let forged = relay.tamper.forged.lock().unwrap().clone();
+    if let Some((_, status, body)) = forged.filter(|(on, ..)| *on == path) {
+        let status = StatusCode::from_u16(status).unwrap();
+        return (status, [(CONTENT_TYPE, "application/json")], body).into_response();
+    }
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .unwrap()
+        .to_vec();
+    let bytes = rewritten(relay.tamper.request, &path, bytes);
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut forwarded = relay
+        .http
+        .request(parts.method.clone(), format!("{}{target}", relay.upstream))
+        .body(bytes);
+    for name in [AUTHORIZATION, CONTENT_TYPE, IF_NONE_MATCH, ACCEPT] {
+        if let Some(value) = parts.headers.get(&name) {
+            forwarded = forwarded.header(name, value);
+        }
+    }
+    let answer = forwarded.send().await.unwrap();
+    let status = answer.status();
+    let bytes = answer.bytes().await.unwrap().to_vec();
+    let bytes = if status.is_success() {
+        rewritten(relay.tamper.answer, &path, bytes)
+    } else {
+        bytes
+    };
+    (status, [(CONTENT_TYPE, "application/json")], bytes).into_response()
+}
+
+/// The error an enrollment that must fail ends with.
+async fn refused_enrollment(url: &str, code: &str) -> countersign_console::ConsoleError {
+    match Console::enroll(url, code, "Dana").await {
+        Ok(_) => panic!("enrolled through {url}"),
+        Err(e) => e,
+    }
+}
+
+async fn unused_codes(gateway: &TestGateway) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM enrollment_codes WHERE used_at IS NULL")
+        .fetch_one(gateway.state.store.pool())
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enrolled_console_syncs_over_https() -> anyhow::Result<()> {
+    require_secret_service();
+    let dir = tempfile::tempdir()?;
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])?;
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, certified.cert.pem())?;
+    std::fs::write(&key, certified.key_pair.serialize_pem())?;
+
+    let store = Store::open(&format!("sqlite://{}", dir.path().join("gw.db").display())).await?;
+    demo::seed(&store).await?;
+    let state = AppState::new(store, "TLS gateway").await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    let listener = tls::TlsListener::new(listener, tls::server_config(&cert, &key)?)?;
+    let router = app(state.clone());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let url = format!("https://localhost:{port}");
+
+    // Without the certificate trusted, the console does not talk to it.
+    let code = countersign_gateway::accounts::invite_approver(&state.store, "Dana", None).await?;
+    let untrusted = refused_enrollment(&url, &code).await;
+    assert_eq!(untrusted.code(), "unreachable", "{untrusted}");
+
+    transport::trust_ca_file(&cert)?;
+    let mut console = Console::enroll(&url, &code, "Dana").await?;
+    assert_eq!(console.signer().gateway_id(), state.gateway_id);
+
+    let (_, agent) =
+        countersign_gateway::accounts::add_agent(&state.store, "ops", Some("usr_lead")).await?;
+    let root = reqwest::Certificate::from_pem(certified.cert.pem().as_bytes())?;
+    let plan: Value = reqwest::Client::builder()
+        .add_root_certificate(root)
+        .build()?
+        .post(format!("{url}/v1/capabilities/{CAPABILITY}/dry_run"))
+        .bearer_auth(&agent)
+        .json(&json!({"params": {"project": "prj_184", "retention_days": 14}}))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    console.sync().await?;
+    assert!(
+        console.queue().items.iter().any(|i| i.plan_id == plan_id),
+        "the plan came over https"
+    );
+    let view = console.plan_view(plan_id).await?;
+    console.approve(plan_id, &view.digest, None).await?;
+    Signer::forget(&state.gateway_id)?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_presenting_another_gateway_is_detected_and_nothing_is_stored() -> anyhow::Result<()>
+{
+    require_secret_service();
+    let invited = TestGateway::start().await?;
+    let impostor = TestGateway::start().await?;
+    let code = invited.invite("Dana").await?;
+
+    let error = refused_enrollment(&impostor.url, &code).await;
+    assert_eq!(error.code(), "gateway_identity_mismatch", "{error}");
+    assert!(Signer::load(&impostor.state.gateway_id)?.is_none());
+    assert!(Signer::load(&invited.state.gateway_id)?.is_none());
+    let approvers: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM approvers")
+        .fetch_one(impostor.state.store.pool())
+        .await?;
+    assert_eq!(approvers, 0, "nothing reached the impostor to spend");
+    assert_eq!(unused_codes(&invited).await, 1);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_that_swaps_the_public_key_is_detected_and_nothing_is_stored() -> anyhow::Result<()>
+{
+    require_secret_service();
+    let gateway = TestGateway::start().await?;
+    let code = gateway.invite("Dana").await?;
+    let swap = Tamper {
+        request: Some(("/v1/approvers/enroll/bound", |body| {
+            let relays_own = SigningKey::generate(&mut rand::rngs::OsRng);
+            body["public_key"] = json!(encode_public_key(&relays_own.verifying_key()));
+        })),
+        ..Tamper::default()
+    };
+    let relay = Relay::start(&gateway.url, swap).await?;
+    let error = refused_enrollment(&relay.url, &code).await;
+    assert_eq!(error.code(), "unauthenticated", "{error}");
+    assert!(Signer::load(&gateway.state.gateway_id)?.is_none());
+    assert_eq!(unused_codes(&gateway).await, 1, "the code is not spent");
+
+    // The same code still enrolls the console's own key, directly.
+    let console = Console::enroll(&gateway.url, &code, "Dana").await?;
+    let stored: String = sqlx::query_scalar("SELECT public_key FROM approver_keys")
+        .fetch_one(gateway.state.store.pool())
+        .await?;
+    assert_eq!(stored, console.signer().public_key());
+    Signer::forget(&gateway.state.gateway_id)?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_that_rewrites_the_enrollment_answer_is_detected_and_nothing_is_stored(
+) -> anyhow::Result<()> {
+    require_secret_service();
+    let gateway = TestGateway::start().await?;
+    let code = gateway.invite("Dana").await?;
+    let rename = Tamper {
+        answer: Some(("/v1/approvers/enroll/bound", |body| {
+            body["approver_id"] = json!("apr_relay");
+        })),
+        ..Tamper::default()
+    };
+    let relay = Relay::start(&gateway.url, rename).await?;
+    let error = refused_enrollment(&relay.url, &code).await;
+    assert_eq!(error.code(), "gateway_identity_mismatch", "{error}");
+    assert!(Signer::load(&gateway.state.gateway_id)?.is_none());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enrolling_again_never_overwrites_the_credentials_held() -> anyhow::Result<()> {
+    require_secret_service();
+    let gateway = TestGateway::start().await?;
+    let first = Console::enroll(&gateway.url, &gateway.invite("Dana").await?, "Dana").await?;
+    let held = first.signer().key_id().to_owned();
+    let second = gateway.invite("Dana").await?;
+
+    let error = refused_enrollment(&gateway.url, &second).await;
+    assert_eq!(error.code(), "already_enrolled", "{error}");
+    let kept = Signer::load(&gateway.state.gateway_id)?.expect("still enrolled");
+    assert_eq!(kept.key_id(), held);
+    assert_eq!(kept.public_key(), first.signer().public_key());
+    assert_eq!(
+        unused_codes(&gateway).await,
+        1,
+        "the second code is not spent"
+    );
+    Signer::forget(&gateway.state.gateway_id)?;
+    Ok(())
+}
+
+/// An error envelope as the gateway writes it.
+fn envelope_of(code: &str) -> String {
+    json!({"success": false, "error": {"code": code, "message": "no", "details": {}},
+           "provider": "system", "metadata": {"trace_id": "trc_relay"}})
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotation_keeps_its_pending_key_unless_definitively_refused() -> anyhow::Result<()> {
+    require_secret_service();
+    let gateway = TestGateway::start().await?;
+    let enrolled = Console::enroll(&gateway.url, &gateway.invite("Dana").await?, "Dana").await?;
+    let gateway_id = enrolled.signer().gateway_id().to_owned();
+    let old_key = enrolled.signer().key_id().to_owned();
+    drop(enrolled);
+    let relay = Relay::start(&gateway.url, Tamper::default()).await?;
+    let mut console = Console::with_signer(&relay.url, Signer::load(&gateway_id)?.unwrap())?;
+
+    let keys = "/v1/approvers/keys";
+    let forgeries = [
+        (500, envelope_of("internal")),
+        (502, "<html>Bad gateway</html>".to_owned()),
+        (409, envelope_of("key_conflict")),
+        (500, envelope_of("bad_signature")),
+        (200, "{}".to_owned()),
+        (200, r#"{"key_id": ""}"#.to_owned()),
+        (200, "not json".to_owned()),
+    ];
+    for (status, body) in &forgeries {
+        relay.forge(keys, *status, body);
+        assert!(console.rotate_key().await.is_err(), "{status} {body}");
+        assert!(console.signer().rotation_pending(), "{status} {body}");
+        let stored = Signer::load(&gateway_id)?.unwrap();
+        assert!(stored.rotation_pending(), "kept in the keyring: {status}");
+        assert_eq!(stored.key_id(), old_key);
+    }
+    let mut unreachable =
+        Console::with_signer("http://127.0.0.1:9", Signer::load(&gateway_id)?.unwrap())?;
+    assert_eq!(
+        unreachable.rotate_key().await.unwrap_err().code(),
+        "unreachable"
+    );
+    assert!(Signer::load(&gateway_id)?.unwrap().rotation_pending());
+
+    // Resent as it was, the rotation goes through.
+    relay.pass();
+    console.rotate_key().await?;
+    assert!(!console.signer().rotation_pending());
+    let active: String =
+        sqlx::query_scalar("SELECT public_key FROM approver_keys WHERE active = 1")
+            .fetch_one(gateway.state.store.pool())
+            .await?;
+    assert_eq!(active, console.signer().public_key());
+
+    // A refusal on the proof's merits, in the protocol's form, ends it.
+    relay.forge(keys, 401, &envelope_of("bad_signature"));
+    let refused = console.rotate_key().await.unwrap_err();
+    assert_eq!(refused.code(), "bad_signature");
+    assert!(!console.signer().rotation_pending());
+    assert!(!Signer::load(&gateway_id)?.unwrap().rotation_pending());
+    Signer::forget(&gateway_id)?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_verifies_against_the_keyring_not_the_journal_row() -> anyhow::Result<()> {
+    require_secret_service();
+    let gateway = TestGateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let dir = tempfile::tempdir()?;
+    let journal = Journal::open(&dir.path().join("journal.db")).await?;
+    let mut console = Console::enroll(&gateway.url, &gateway.invite("Dana").await?, "Dana")
+        .await?
+        .with_journal(journal.clone());
+    let gateway_id = console.signer().gateway_id().to_owned();
+    let plan = agent
+        .dry_run(
+            CAPABILITY,
+            json!({"project": "prj_184", "retention_days": 14}),
+        )
+        .await?;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let view = console.plan_view(plan_id).await?;
+    console.approve(plan_id, &view.digest, None).await?;
+
+    // A row written by someone else: signed by another key under this approver's key id, the
+    // row's public key swapped to match.
+    let forger = SigningKey::generate(&mut rand::rngs::OsRng);
+    let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
+    let statement = Statement {
+        kind: STATEMENT_TYPE.to_owned(),
+        plan_id: "plan_forged".to_owned(),
+        plan_digest: view.digest.clone(),
+        decision: Decision::Approve,
+        reason: None,
+        approver_id: console.signer().approver_id().to_owned(),
+        key_id: console.signer().key_id().to_owned(),
+        audience: gateway_id.clone(),
+        nonce: new_nonce(),
+        issued_at: now,
+        expires_at: now + chrono::Duration::minutes(5),
+    };
+    let forged = statement.sign(&forger)?;
+    let forger_public = encode_public_key(&forger.verifying_key());
+    journal
+        .record(
+            &gateway_id,
+            "plan_forged",
+            Decision::Approve,
+            &forged,
+            &forger_public,
+        )
+        .await?;
+
+    let entries = journal.entries(Some(&gateway_id)).await?;
+    assert_eq!(entries.len(), 2);
+    let (genuine, forged) = (&entries[0], &entries[1]);
+    assert_eq!(genuine.verify()?.plan_id, plan_id);
+    // Checked against the row's own key, the forgery would pass.
+    let row_key = countersign_proto::dsse::decode_public_key(&forged.public_key)?;
+    let envelope = serde_json::from_value(forged.envelope.clone())?;
+    assert!(Statement::open(&envelope, &row_key).is_ok());
+    assert!(forged.verify().is_err(), "the forged row verified");
+    Signer::forget(&gateway_id)?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_desktop_demo_enrolls_through_the_bound_flow() -> anyhow::Result<()> {
+    require_secret_service();
+    let dir = tempfile::tempdir()?;
+    let mut session = Session::start(SessionConfig {
+        gateway_url: None,
+        enrollment_code: None,
+        display_name: "Dana".to_owned(),
+        data_dir: dir.path().to_owned(),
+        simulate_every: None,
+    })
+    .await?;
+    let status = session.status();
+    assert!(status.demo);
+    assert_eq!(status.approver, "Dana");
+    session.sync().await?;
+    let gateway_id = session.console.signer().gateway_id().to_owned();
+    assert!(Signer::load(&gateway_id)?.is_some());
+    Signer::forget(&gateway_id)?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn plain_http_to_another_machine_is_refused() {
+    for url in ["http://192.0.2.10:7780", "http://gateway.example.com"] {
+        let error = GatewayClient::new(url, None).err().expect("refused");
+        assert_eq!(error.code(), "insecure_transport", "{url}");
+        let error = refused_enrollment(url, "cse_00.00").await;
+        assert_eq!(error.code(), "insecure_transport", "{url}");
+    }
+}
