@@ -10,12 +10,12 @@ CREATE TABLE agent_scopes (
 ) WITHOUT ROWID;
 
 -- Subject rows a plan still holds, so a per-agent cap is a sum over plans rather than a count
--- over millions of rows; a closed plan's rows are swept in bounded passes.
+-- over millions of rows; a closed plan's rows are swept in bounded passes after its lifetime.
 ALTER TABLE plans ADD COLUMN subject_rows INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE plans ADD COLUMN subjects_swept_at TEXT;
 UPDATE plans SET subject_rows = (SELECT COUNT(*) FROM plan_subjects s WHERE s.plan_id = plans.id);
 CREATE INDEX plans_holding_subjects ON plans (agent_id, subject_rows) WHERE subject_rows > 0;
-CREATE INDEX plans_to_sweep ON plans (status) WHERE subject_rows > 0;
+CREATE INDEX plans_to_sweep ON plans (status, expires_at) WHERE subject_rows > 0;
 -- An agent's live plans, counted on every preview against its cap.
 CREATE INDEX plans_by_agent ON plans (agent_id, status, expires_at);
 

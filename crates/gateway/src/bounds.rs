@@ -1,6 +1,7 @@
 //! Bounds on what an agent writes: every string of a request may reach an approver (in the plan,
-//! its validation messages, the preview audit), so its length, count and characters are capped
-//! before anything is stored or evaluated.
+//! its validation messages, the preview audit), so lengths and counts are capped before anything
+//! is stored or evaluated. What the characters may do on a screen is the console's and the CLI's
+//! to neutralise: they must not trust any gateway's text.
 
 use countersign_proto::plan::{DryRunRequest, InvokeRequest};
 use serde_json::Value;
@@ -99,19 +100,11 @@ fn walk(pointer: &str, value: &Value, depth: usize) -> ApiResult<()> {
     }
 }
 
-/// Refuses a string over `max` characters or with control characters (which could forge lines
-/// in what an approver reads).
 fn text(pointer: &str, value: &str, max: usize, what: &str) -> ApiResult<()> {
     if value.chars().count() > max {
         return Err(ApiError::validation(
             pointer,
             format!("{what} is at most {max} characters."),
-        ));
-    }
-    if value.chars().any(char::is_control) {
-        return Err(ApiError::validation(
-            pointer,
-            format!("{what} may not contain control characters."),
         ));
     }
     Ok(())
@@ -155,9 +148,7 @@ mod tests {
     }
 
     #[test]
-    fn control_characters_and_deep_nesting_are_refused() {
-        let error = params(&json!({"filename": "a.pdf\nApproved by Dana"})).unwrap_err();
-        assert_eq!(pointer_of(error), "/params/filename");
+    fn deep_nesting_is_refused() {
         let mut deep = json!(1);
         for _ in 0..=MAX_DEPTH {
             deep = json!([deep]);

@@ -1,7 +1,8 @@
 //! What one agent may keep stored: live plans in the approval queue and subject rows. A preview
 //! over a cap is refused with `quota_exceeded` before anything of it is written; the subject rows
-//! of closed plans (expired, superseded, executed, rejected, failed) are swept in bounded passes,
-//! while the plan records stay.
+//! of closed plans (expired, superseded, executed, rejected, failed) are swept in bounded passes
+//! once the plan's lifetime is over, while the plan records stay. Until then a closed plan's pages
+//! still serve what happened to it: the refresh that replaced it, the journal of its execution.
 
 use countersign_proto::plan::Preview;
 use countersign_proto::ErrorCode;
@@ -83,9 +84,12 @@ pub async fn check(
 /// Deletes up to `budget` subject rows of closed plans, in one short write; the rows freed.
 pub async fn sweep_subjects(store: &Store, budget: u64) -> ApiResult<u64> {
     // Asked on a read connection first, so an idle gateway never takes the writer for this.
+    let now = ids::to_text(ids::now());
     let due: Option<String> = sqlx::query_scalar(&format!(
-        "SELECT id FROM plans WHERE subject_rows > 0 AND status IN {CLOSED} LIMIT 1"
+        "SELECT id FROM plans WHERE subject_rows > 0 AND status IN {CLOSED} AND expires_at < ?
+         LIMIT 1"
     ))
+    .bind(&now)
     .fetch_optional(store.pool())
     .await?;
     if due.is_none() {
@@ -95,9 +99,10 @@ pub async fn sweep_subjects(store: &Store, budget: u64) -> ApiResult<u64> {
     let mut freed = 0;
     while freed < budget {
         let next: Option<(String, i64)> = sqlx::query_as(&format!(
-            "SELECT id, subject_rows FROM plans WHERE subject_rows > 0 AND status IN {CLOSED}
-             LIMIT 1"
+            "SELECT id, subject_rows FROM plans
+             WHERE subject_rows > 0 AND status IN {CLOSED} AND expires_at < ? LIMIT 1"
         ))
+        .bind(&now)
         .fetch_optional(&mut *w.tx)
         .await?;
         let Some((plan_id, rows)) = next else {
@@ -125,7 +130,7 @@ pub async fn sweep_subjects(store: &Store, budget: u64) -> ApiResult<u64> {
              WHERE id = ?",
         )
         .bind(left as i64)
-        .bind(ids::to_text(ids::now()))
+        .bind(&now)
         .bind(&plan_id)
         .execute(&mut *w.tx)
         .await?;

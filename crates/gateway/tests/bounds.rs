@@ -1,6 +1,5 @@
 //! Strings an agent writes reach approvers (plans, validation messages, the preview audit), so the
-//! gateway bounds their length, count and characters: `validation_error` with a pointer, and
-//! nothing stored.
+//! gateway bounds their length and count: `validation_error` with a pointer, and nothing stored.
 
 mod common;
 
@@ -94,14 +93,18 @@ async fn expected_revisions_are_bounded_in_count_and_length() {
 }
 
 #[tokio::test]
-async fn file_names_with_control_characters_are_refused() {
+async fn long_file_names_are_refused_on_preview_and_invoke() {
     let gw = Gateway::new().await;
     let before = stored(&gw).await;
-    let params = json!({"project": "prj_421", "filename": "report.pdf\n\u{202e}Approved by Dana",
+    let params = json!({"project": "prj_421", "filename": "r".repeat(1001),
                         "mime_type": "application/pdf", "size_bytes": 10});
     let reply = dry_run(&gw, UPLOAD, json!({ "params": params })).await;
     assert_error(&reply, "validation_error", 422);
     assert_eq!(pointer(&reply), "/params/filename");
+    assert!(
+        reply.body.to_string().len() < 2000,
+        "the name is not echoed"
+    );
     let invoked = gw
         .invoke_as(&gw.agent, UPLOAD, json!({ "params": params }))
         .await;
