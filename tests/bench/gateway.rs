@@ -62,6 +62,14 @@ impl Gateway {
                 "--demo",
                 "--name",
                 "Bench gateway",
+                // The harness is its own hostile agent: 10,000 pending plans, bulk plans back to
+                // back, thousands of dry_runs a second from one token. Measured, not throttled.
+                "--rate-limit",
+                "off",
+                "--max-pending-plans",
+                "1000000",
+                "--max-subject-rows",
+                "1000000000",
             ])
             .args(["--database", &database])
             .stdout(Stdio::piped())

@@ -52,6 +52,7 @@ fn the_bulk_fixture_reviews_as_the_mockup_shows() {
         [
             "irreversible",
             "access_change",
+            "money",
             "external",
             "bulk",
             "uncertain"

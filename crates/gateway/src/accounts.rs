@@ -12,6 +12,7 @@ use sqlx::SqlitePool;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
+use crate::scopes::{self, Scope};
 use crate::store::Store;
 use crate::{identity, names};
 
@@ -29,11 +30,22 @@ pub struct Approver {
     pub user_id: Option<String>,
 }
 
-/// Registers an agent `agt_<name>` and returns its bearer token.
+/// Registers an agent `agt_<name>` with full access and returns its bearer token.
 pub async fn add_agent(
     store: &Store,
     name: &str,
     on_behalf_of: Option<&str>,
+) -> anyhow::Result<(String, String)> {
+    add_scoped_agent(store, name, on_behalf_of, &[]).await
+}
+
+/// Registers an agent `agt_<name>` limited to `scopes` (none: full access), in one transaction,
+/// and returns its bearer token.
+pub async fn add_scoped_agent(
+    store: &Store,
+    name: &str,
+    on_behalf_of: Option<&str>,
+    scopes: &[Scope],
 ) -> anyhow::Result<(String, String)> {
     let valid = !name.is_empty()
         && name.len() <= 40
@@ -62,6 +74,7 @@ pub async fn add_agent(
         inserted.rows_affected() == 1,
         "an agent named {name} already exists"
     );
+    scopes::grant(&mut w.tx, &id, scopes).await?;
     w.commit().await?;
     Ok((id, token))
 }

@@ -8,6 +8,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::sim::AgentSim;
+use crate::throttle::Peer;
 use crate::{accounts, app, demo, AppState, Store};
 
 pub struct Embedded {
@@ -29,7 +30,7 @@ impl Embedded {
             accounts::rotate_agent_token(&state.store, "ops", Some("usr_lead")).await?;
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
-        let router = app(state.clone());
+        let router = app(state.clone()).into_make_service_with_connect_info::<Peer>();
         let mut tasks = vec![tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, router).await {
                 tracing::error!(error = %e, "embedded gateway stopped");

@@ -2,6 +2,7 @@
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
+use axum::http::header::RETRY_AFTER;
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -112,8 +113,12 @@ pub async fn trace(mut request: Request, next: Next) -> Response {
     }
     if let Some(error) = response.extensions_mut().remove::<ApiError>() {
         let status = response.status();
+        let retry_after = response.headers_mut().remove(RETRY_AFTER);
         let body = ErrorEnvelope::new(error.code, error.message, error.details, &trace_id);
         response = (status, axum::Json(body)).into_response();
+        if let Some(value) = retry_after {
+            response.headers_mut().insert(RETRY_AFTER, value);
+        }
     }
     if let Ok(value) = HeaderValue::from_str(&trace_id) {
         response.headers_mut().insert("x-trace-id", value);

@@ -3,6 +3,7 @@
 
 pub mod accounts;
 mod auth;
+mod bounds;
 pub mod capabilities;
 pub mod demo;
 pub mod embedded;
@@ -10,15 +11,19 @@ mod error;
 pub mod events;
 pub mod identity;
 pub mod ids;
+pub mod limits;
 pub mod mcp;
 mod names;
 pub mod plans;
 pub mod previews;
 pub mod queue;
+pub mod quotas;
 pub mod revocation;
 mod routes;
+pub mod scopes;
 pub mod sim;
 pub mod store;
+pub mod throttle;
 pub mod tls;
 pub mod wallet;
 
@@ -30,7 +35,9 @@ use axum::routing::{get, post};
 use axum::Router;
 
 pub use error::{ApiError, ApiResult};
+pub use limits::Limits;
 pub use store::Store;
+pub use throttle::Throttle;
 
 /// Request bodies above this are refused with `payload_too_large` (PROTOCOL section 4).
 pub const BODY_LIMIT: usize = 1024 * 1024;
@@ -45,10 +52,21 @@ pub struct AppState {
     pub poll_interval: u32,
     /// How often an idle event stream says it is alive.
     pub heartbeat: Duration,
+    /// Caps per agent and rates per token.
+    pub limits: Limits,
+    pub throttle: Throttle,
 }
 
 impl AppState {
     pub async fn new(store: Store, name: &str) -> anyhow::Result<Arc<AppState>> {
+        AppState::with_limits(store, name, Limits::default()).await
+    }
+
+    pub async fn with_limits(
+        store: Store,
+        name: &str,
+        limits: Limits,
+    ) -> anyhow::Result<Arc<AppState>> {
         let gateway_id = store.gateway_id().await?;
         let identity = identity::load_or_create(&store).await?;
         queue::backfill(&store)
@@ -61,6 +79,8 @@ impl AppState {
             name: name.to_owned(),
             poll_interval: 5,
             heartbeat: Duration::from_secs(15),
+            throttle: Throttle::new(&limits),
+            limits,
         });
         queue::spawn_sweeper(&state);
         Ok(state)
@@ -93,6 +113,10 @@ pub fn app(state: Arc<AppState>) -> Router {
         .merge(crate::mcp::routes(state.clone()))
         .fallback(error::fallback)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            throttle::limit,
+        ))
         .layer(axum::middleware::from_fn(error::trace))
         .with_state(state)
 }

@@ -5,8 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use countersign_gateway::limits::{self, RateSetting};
+use countersign_gateway::scopes::Scope;
 use countersign_gateway::sim::AgentSim;
-use countersign_gateway::{accounts, app, demo, mcp, revocation, tls, AppState, Store};
+use countersign_gateway::throttle::Peer;
+use countersign_gateway::{accounts, app, demo, mcp, revocation, tls, AppState, Limits, Store};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -39,6 +42,8 @@ enum Command {
         demo: bool,
         #[arg(long, default_value = "Countersign gateway")]
         name: String,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Serve MCP on stdin/stdout for one agent, for MCP clients that start the gateway as a process.
     Mcp {
@@ -124,7 +129,39 @@ enum AgentCommand {
         name: String,
         #[arg(long)]
         on_behalf_of: Option<String>,
+        /// What the agent may use: `capability_id` or `capability_id:resource`, repeatable.
+        /// Without any, the agent may use every capability on every resource.
+        #[arg(long = "scope", value_name = "CAPABILITY[:RESOURCE]")]
+        scopes: Vec<Scope>,
     },
+}
+
+/// Caps per agent and rates per token (docs/decisions.md, "Agents: scopes, caps, rates").
+#[derive(clap::Args)]
+struct LimitArgs {
+    /// Plans one agent may have waiting for approval.
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_PENDING_PLANS)]
+    max_pending_plans: u32,
+    /// Subject rows one agent's plans may hold.
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_SUBJECT_ROWS)]
+    max_subject_rows: u64,
+    /// Requests per second per agent token and per address without a token: RATE[/BURST] or off.
+    #[arg(long, default_value_t = RateSetting(Some(limits::DEFAULT_RATE)))]
+    rate_limit: RateSetting,
+    /// Requests per second per approver token: RATE[/BURST] or off.
+    #[arg(long, default_value_t = RateSetting(None))]
+    approver_rate_limit: RateSetting,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            max_pending_plans: self.max_pending_plans,
+            max_subject_rows: self.max_subject_rows,
+            rate: self.rate_limit.0,
+            approver_rate: self.approver_rate_limit.0,
+        }
+    }
 }
 
 #[tokio::main]
@@ -141,6 +178,7 @@ async fn main() -> anyhow::Result<()> {
             database,
             demo: with_demo,
             name,
+            limits,
         } => {
             let tls = match (tls_cert, tls_key) {
                 (Some(cert), Some(key)) => Some(tls::server_config(&cert, &key)?),
@@ -153,24 +191,25 @@ async fn main() -> anyhow::Result<()> {
             if with_demo {
                 demo::seed(&store).await?;
             }
-            let state = AppState::new(store, &name).await?;
+            let state = AppState::with_limits(store, &name, limits.limits()).await?;
             let gateway_id = state.gateway_id.clone();
             let listener = tokio::net::TcpListener::bind(addr).await?;
             let local = listener.local_addr()?;
             let stop = async {
                 let _ = tokio::signal::ctrl_c().await;
             };
+            let service = app(state).into_make_service_with_connect_info::<Peer>();
             match tls {
                 Some(config) => {
                     println!("countersign-gateway {gateway_id} listening on https://{local}");
                     let listener = tls::TlsListener::new(listener, config)?;
-                    axum::serve(listener, app(state))
+                    axum::serve(listener, service)
                         .with_graceful_shutdown(stop)
                         .await?;
                 }
                 None => {
                     println!("countersign-gateway {gateway_id} listening on http://{local}");
-                    axum::serve(listener, app(state))
+                    axum::serve(listener, service)
                         .with_graceful_shutdown(stop)
                         .await?;
                 }
@@ -224,10 +263,18 @@ async fn main() -> anyhow::Result<()> {
                     database,
                     name,
                     on_behalf_of,
+                    scopes,
                 },
         } => {
             let store = Store::open(&database).await?;
-            let (id, token) = accounts::add_agent(&store, &name, on_behalf_of.as_deref()).await?;
+            if scopes.is_empty() {
+                eprintln!(
+                    "warning: agent {name} has no --scope: it may preview and invoke every \
+                     capability on every resource"
+                );
+            }
+            let (id, token) =
+                accounts::add_scoped_agent(&store, &name, on_behalf_of.as_deref(), &scopes).await?;
             println!("Agent {id} token:");
             println!("{token}");
         }

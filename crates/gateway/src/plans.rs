@@ -162,6 +162,11 @@ fn version_conflicts(
         .collect()
 }
 
+/// The rows [`insert`] writes to `plan_subjects` for these subject sets.
+pub fn subject_rows(planned_subjects: &[(String, Arc<Vec<capabilities::Subject>>)]) -> u64 {
+    planned_subjects.iter().map(|(_, s)| s.len() as u64).sum()
+}
+
 /// Subject rows per INSERT: four parameters each, under SQLite's limit of 32766.
 const SUBJECT_BATCH: usize = 5000;
 
@@ -180,8 +185,8 @@ pub async fn insert(
     };
     sqlx::query(
         "INSERT INTO plans (id, capability_id, agent_id, plan_digest, preview, status,
-         required_approvals, created_at, expires_at, supersedes)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         required_approvals, created_at, expires_at, supersedes, subject_rows)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&preview.plan_id)
     .bind(&preview.capability_id)
@@ -193,6 +198,7 @@ pub async fn insert(
     .bind(ids::to_text(preview.created_at))
     .bind(ids::to_text(preview.expires_at))
     .bind(supersedes)
+    .bind(subject_rows(planned_subjects) as i64)
     .execute(&mut *conn)
     .await?;
     for read in &preview.read_revisions {
@@ -305,7 +311,7 @@ pub async fn approvals(
     let rows: Vec<(String, String, String, String)> = sqlx::query_as(
         "SELECT d.approver_id, a.display_name, d.decision, d.decided_at
          FROM decisions d JOIN approvers a ON a.id = d.approver_id
-         WHERE d.plan_id = ? ORDER BY d.id",
+         WHERE d.plan_id = ? AND d.withdrawn_at IS NULL ORDER BY d.id",
     )
     .bind(plan_id)
     .fetch_all(&mut *conn)

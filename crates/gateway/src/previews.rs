@@ -10,8 +10,9 @@ use crate::accounts::Agent;
 use crate::capabilities::Capability;
 use crate::error::ApiResult;
 use crate::events::EventKind;
+use crate::limits::Limits;
 use crate::store::Tx;
-use crate::{ids, plans, queue};
+use crate::{ids, plans, queue, quotas};
 
 pub struct PreviewAudit<'a> {
     pub audit_id: &'a str,
@@ -45,7 +46,16 @@ pub async fn write_audit(
     Ok(())
 }
 
-/// Evaluates `params` for `agent` now and stores the plan; `supersedes` links a refresh.
+/// Why a plan is made.
+#[derive(Debug, Clone, Copy)]
+pub enum Origin<'a> {
+    /// An agent's dry_run, held to the agent's caps: over one, nothing is written.
+    DryRun(&'a Limits),
+    /// A refresh of plan `supersedes`, which it replaces one for one.
+    Refresh { supersedes: &'a str },
+}
+
+/// Evaluates `params` for `agent` now and stores the plan.
 pub async fn create(
     tx: &mut Tx,
     capability: Capability,
@@ -53,7 +63,7 @@ pub async fn create(
     params: &Value,
     expected: Option<&BTreeMap<String, String>>,
     audit: &PreviewAudit<'_>,
-    supersedes: Option<&str>,
+    origin: Origin<'_>,
 ) -> ApiResult<Preview> {
     let planned = capability.plan(tx, params).await?;
     let subjects: Vec<_> = planned
@@ -64,6 +74,13 @@ pub async fn create(
         .collect();
     let preview =
         plans::build_preview(capability, agent, params, expected, planned, audit.audit_id)?;
+    let supersedes = match origin {
+        Origin::DryRun(limits) => {
+            quotas::check(tx, &preview, plans::subject_rows(&subjects), limits).await?;
+            None
+        }
+        Origin::Refresh { supersedes } => Some(supersedes),
+    };
     let required = capability.describe().approval.required_approvals;
     plans::insert(tx, &preview, &subjects, required, supersedes).await?;
     write_audit(tx, audit, capability, &agent.id, Some(&preview.plan_id)).await?;

@@ -9,7 +9,7 @@ use sqlx::SqliteConnection;
 
 use crate::error::{ApiError, ApiResult};
 use crate::events::{self, EventKind};
-use crate::{ids, plans, AppState, Store};
+use crate::{ids, plans, quotas, AppState, Store};
 
 /// Plans in one answer of `GET /v1/approvals` when the caller sets no `limit`, and the most it may
 /// ask for.
@@ -194,7 +194,8 @@ pub async fn sweep(store: &Store) -> ApiResult<usize> {
     Ok(expired)
 }
 
-/// Sweeps every [`SWEEP_EVERY`] for as long as the gateway's state lives.
+/// Sweeps every [`SWEEP_EVERY`] for as long as the gateway's state lives: expired plans, the
+/// subject rows of closed plans, idle rate-limit buckets.
 pub fn spawn_sweeper(state: &Arc<AppState>) {
     let state: Weak<AppState> = Arc::downgrade(state);
     tokio::spawn(async move {
@@ -208,6 +209,10 @@ pub fn spawn_sweeper(state: &Arc<AppState>) {
             if let Err(e) = sweep(&state.store).await {
                 tracing::warn!(error = ?e, "the expiry sweep failed; trying again");
             }
+            if let Err(e) = quotas::sweep_subjects(&state.store, quotas::SWEEP_BATCH).await {
+                tracing::warn!(error = ?e, "the subject sweep failed; trying again");
+            }
+            state.throttle.forget_idle();
         }
     });
 }

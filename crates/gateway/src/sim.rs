@@ -48,14 +48,34 @@ impl AgentSim {
         }
     }
 
+    /// Sends `request`, waiting out a `429` for as long as its `Retry-After` says, as a
+    /// well-behaved agent does.
+    async fn send(&self, request: reqwest::RequestBuilder) -> anyhow::Result<reqwest::Response> {
+        loop {
+            let attempt = request
+                .try_clone()
+                .ok_or_else(|| anyhow::anyhow!("the request cannot be sent twice"))?;
+            let response = attempt.send().await?;
+            if response.status() != reqwest::StatusCode::TOO_MANY_REQUESTS {
+                return Ok(response);
+            }
+            let seconds = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1);
+            tokio::time::sleep(Duration::from_secs(seconds)).await;
+        }
+    }
+
     async fn post(&self, path: &str, body: Value) -> anyhow::Result<(u16, Value)> {
-        let response = self
+        let request = self
             .client
             .post(format!("{}{path}", self.url))
             .bearer_auth(&self.token)
-            .json(&body)
-            .send()
-            .await?;
+            .json(&body);
+        let response = self.send(request).await?;
         let status = response.status().as_u16();
         Ok((status, response.json().await?))
     }
@@ -69,15 +89,11 @@ impl AgentSim {
     pub async fn step(&mut self) -> anyhow::Result<()> {
         let mut still_open = Vec::new();
         for plan_id in std::mem::take(&mut self.outstanding) {
-            let record: PlanRecord = self
+            let request = self
                 .client
                 .get(format!("{}/v1/plans/{plan_id}", self.url))
-                .bearer_auth(&self.token)
-                .send()
-                .await?
-                .error_for_status()?
-                .json()
-                .await?;
+                .bearer_auth(&self.token);
+            let record: PlanRecord = self.send(request).await?.error_for_status()?.json().await?;
             match record.status {
                 PlanStatus::Approved => {
                     let body = json!({"plan_id": plan_id, "idempotency_key": plan_id});

@@ -62,7 +62,12 @@ async fn the_bulk_removal_previews_as_the_bulk_fixture() {
         plan_digest(&plan).unwrap()
     );
     assert_eq!(plan["estimated_cost"], fixture["estimated_cost"]);
-    assert_eq!(plan["billing"], fixture["billing"]);
+    // The fixture predates issue 10: removals are priced per notification, so metered, not flat.
+    assert_eq!(fixture["billing"]["cost_class"], "flat");
+    assert_eq!(
+        plan["billing"],
+        json!({"preflight": "estimate", "cost_class": "metered"})
+    );
     assert_eq!(plan["validation"], fixture["validation"]);
     assert_eq!(plan["assumptions"], fixture["assumptions"]);
     assert_eq!(plan["caller"], fixture["caller"]);

@@ -45,6 +45,14 @@ fn admin_commands_print_secrets_and_serve_accepts_them() {
             "--database",
             &database,
             "--demo",
+            "--rate-limit",
+            "50/100",
+            "--approver-rate-limit",
+            "off",
+            "--max-pending-plans",
+            "100",
+            "--max-subject-rows",
+            "2000000",
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -333,5 +341,53 @@ fn a_stdio_mcp_session_ends_with_its_revoked_token() {
     assert_eq!(
         after["result"]["structuredContent"]["error"]["code"], "unauthenticated",
         "{after}"
+    );
+}
+
+#[test]
+fn agents_add_records_scopes_and_warns_when_there_are_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let add = |name: &str, scopes: &[&str]| {
+        let mut command = Command::new(BIN);
+        command.args(["agents", "add", "--database", &database, "--name", name]);
+        for scope in scopes {
+            command.args(["--scope", scope]);
+        }
+        command.output().unwrap()
+    };
+    let open = add("open", &[]);
+    assert!(open.status.success());
+    let warning = String::from_utf8_lossy(&open.stderr);
+    assert!(
+        warning.contains("warning") && warning.contains("every capability"),
+        "{warning}"
+    );
+    let narrow = add(
+        "narrow",
+        &["projects.settings.update:prj_184", "storage.quota.update"],
+    );
+    assert!(narrow.status.success());
+    assert!(!String::from_utf8_lossy(&narrow.stderr).contains("warning"));
+    let bad = add("bad", &["groups.members.remove:prj_184"]);
+    assert!(
+        !bad.status.success(),
+        "a group capability scoped to a project"
+    );
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let scopes: Vec<String> = runtime.block_on(async {
+        let store = countersign_gateway::Store::open(&database).await.unwrap();
+        let mut conn = store.pool().acquire().await.unwrap();
+        countersign_gateway::scopes::of(&mut conn, "agt_narrow")
+            .await
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    });
+    assert_eq!(
+        scopes,
+        ["projects.settings.update:prj_184", "storage.quota.update"]
     );
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use axum::body::Body;
 use axum::http::Request;
 use common::{approve_by, assert_error, Gateway, Reply};
+use countersign_gateway::Limits;
 use countersign_proto::ErrorCode;
 use ed25519_dalek::SigningKey;
 use serde_json::json;
@@ -205,6 +206,30 @@ async fn every_code_of_the_table_travels_in_the_envelope() {
             .unwrap()
             .contains("EOF"),
         "no internals"
+    );
+
+    let tight = Gateway::limited(Limits {
+        max_pending_plans: 1,
+        rate: Some("2".parse().unwrap()),
+        ..Limits::default()
+    })
+    .await;
+    let settings = json!({"params": {"project": "prj_311", "retention_days": 60}});
+    let first = tight
+        .call("POST", &dry_run, Some(&tight.agent), Some(settings.clone()))
+        .await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    seen.check(
+        &tight
+            .call("POST", &dry_run, Some(&tight.agent), Some(settings))
+            .await,
+        QuotaExceeded,
+    );
+    seen.check(
+        &tight
+            .call("GET", "/v1/capabilities", Some(&tight.agent), None)
+            .await,
+        RateLimited,
     );
 
     let all: BTreeSet<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();

@@ -361,6 +361,8 @@ async fn an_idle_stream_sends_heartbeats() {
         name: "Test".into(),
         poll_interval: 5,
         heartbeat: Duration::from_millis(50),
+        limits: countersign_gateway::Limits::default(),
+        throttle: countersign_gateway::Throttle::default(),
     });
     let gw = Gateway::from_state(state).await;
     let dana = gw.enroll("Dana").await;

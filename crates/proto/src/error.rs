@@ -26,11 +26,13 @@ pub enum ErrorCode {
     StatementExpired,
     BudgetExceeded,
     PayloadTooLarge,
+    QuotaExceeded,
+    RateLimited,
     Internal,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 22] = [
         ErrorCode::ValidationError,
         ErrorCode::Unauthenticated,
         ErrorCode::BadSignature,
@@ -50,6 +52,8 @@ impl ErrorCode {
         ErrorCode::StatementExpired,
         ErrorCode::BudgetExceeded,
         ErrorCode::PayloadTooLarge,
+        ErrorCode::QuotaExceeded,
+        ErrorCode::RateLimited,
         ErrorCode::Internal,
     ];
 
@@ -65,6 +69,7 @@ impl ErrorCode {
             | NonceReused | IdempotencyConflict => 409,
             BudgetExceeded => 402,
             PayloadTooLarge => 413,
+            QuotaExceeded | RateLimited => 429,
             Internal => 500,
         }
     }
@@ -91,6 +96,8 @@ impl ErrorCode {
             StatementExpired => "statement_expired",
             BudgetExceeded => "budget_exceeded",
             PayloadTooLarge => "payload_too_large",
+            QuotaExceeded => "quota_exceeded",
+            RateLimited => "rate_limited",
             Internal => "internal",
         }
     }
@@ -167,6 +174,8 @@ mod tests {
         assert_eq!(ErrorCode::BudgetExceeded.http_status(), 402);
         assert_eq!(ErrorCode::DryRunRequired.http_status(), 428);
         assert_eq!(ErrorCode::BadSignature.http_status(), 401);
+        assert_eq!(ErrorCode::QuotaExceeded.http_status(), 429);
+        assert_eq!(ErrorCode::RateLimited.http_status(), 429);
     }
 
     #[test]

@@ -23,8 +23,11 @@ pub fn risk_flags(plan: &Preview, high_cost: Decimal) -> Vec<RiskFlag> {
             flags.push(f)
         }
     };
+    // A deletion or an archival is irreversible whatever the effect claims.
     flag(
-        effects.iter().any(|e| !e.reversible),
+        effects
+            .iter()
+            .any(|e| !e.reversible || matches!(e.kind, EffectKind::Delete | EffectKind::Archive)),
         RiskFlag::Irreversible,
     );
     flag(
@@ -33,8 +36,11 @@ pub fn risk_flags(plan: &Preview, high_cost: Decimal) -> Vec<RiskFlag> {
             .any(|e| matches!(e.kind, EffectKind::Grant | EffectKind::Revoke)),
         RiskFlag::AccessChange,
     );
+    // Money moves when any effect carries a cost, not only when the plan as a whole does.
     flag(
-        effects.iter().any(|e| e.kind == EffectKind::Charge)
+        effects
+            .iter()
+            .any(|e| e.kind == EffectKind::Charge || e.cost.is_some())
             || plan.billing.cost_class == CostClass::ExternalPassthrough,
         RiskFlag::Money,
     );

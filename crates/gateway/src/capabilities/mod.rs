@@ -118,6 +118,34 @@ pub struct EffectProfile {
     pub external: bool,
 }
 
+/// What a capability's request names as the resource it acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Project,
+    Group,
+    Quota,
+}
+
+impl Target {
+    /// The param of the request that names the resource, as the input schemas call it.
+    pub fn param(self) -> &'static str {
+        match self {
+            Target::Project => "project",
+            Target::Group => "group",
+            Target::Quota => "quota",
+        }
+    }
+
+    /// The id prefix of the resources of this kind.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Target::Project => "prj_",
+            Target::Group => "grp_",
+            Target::Quota => "sq_",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Capability {
     DocumentsUpload,
@@ -215,6 +243,19 @@ impl Capability {
             Capability::GroupsMembersRemove => groups_members_remove::EFFECTS,
             Capability::StorageQuotaUpdate => storage_quota::EFFECTS,
             Capability::WalletGuard => wallet_guard::EFFECTS,
+        }
+    }
+
+    /// The kind of resource this capability acts on and the param that names it; the budget
+    /// guard acts on the caller's own wallet only.
+    pub fn target(self) -> Option<Target> {
+        match self {
+            Capability::DocumentsUpload
+            | Capability::ProjectsSettingsUpdate
+            | Capability::MembershipsGrant => Some(Target::Project),
+            Capability::GroupsMembersRemove => Some(Target::Group),
+            Capability::StorageQuotaUpdate => Some(Target::Quota),
+            Capability::WalletGuard => None,
         }
     }
 

@@ -16,9 +16,9 @@ use crate::accounts::Agent;
 use crate::auth::Caller;
 use crate::capabilities::Capability;
 use crate::error::{ApiError, ApiResult, Body};
-use crate::previews::{self, PreviewAudit};
+use crate::previews::{self, Origin, PreviewAudit};
 use crate::store::Tx;
-use crate::{ids, plans, AppState};
+use crate::{bounds, ids, plans, scopes, AppState};
 
 pub async fn gateway(State(state): State<Arc<AppState>>, _caller: Caller) -> Json<GatewayInfo> {
     Json(GatewayInfo {
@@ -107,6 +107,11 @@ pub async fn preview(
     request: DryRunRequest,
 ) -> ApiResult<DryRunAnswer> {
     let capability = capability(id)?;
+    {
+        let mut conn = state.store.pool().acquire().await?;
+        scopes::authorize(&mut conn, agent, capability, &request.params).await?;
+    }
+    bounds::dry_run(&request)?;
     let describe = capability.describe();
     if describe.dry_run == DryRunMode::NotApplicable {
         return Err(ApiError::validation(
@@ -142,7 +147,7 @@ pub async fn preview(
         &request.params,
         request.expected_revisions.as_ref(),
         &audit,
-        None,
+        Origin::DryRun(&state.limits),
     )
     .await?;
     w.commit().await?;

@@ -54,15 +54,16 @@ pub async fn decide(
     }
     // The very envelope this approver's decision was accepted as, sent again (its answer got
     // lost): the same answer, even if the key that signed it has since been rotated out.
-    let stored: Option<String> =
+    let stored: Vec<String> =
         sqlx::query_scalar("SELECT envelope FROM decisions WHERE plan_id = ? AND approver_id = ?")
             .bind(&plan_id)
             .bind(&approver.id)
-            .fetch_optional(pool)
+            .fetch_all(pool)
             .await?;
     let resent = stored
-        .and_then(|s| serde_json::from_str::<Envelope>(&s).ok())
-        .is_some_and(|s| s == envelope);
+        .iter()
+        .filter_map(|s| serde_json::from_str::<Envelope>(s).ok())
+        .any(|s| s == envelope);
     if resent {
         let mut conn = pool.acquire().await?;
         return Ok(Json(answer(&mut conn, &plan_id).await?));
@@ -121,17 +122,19 @@ pub async fn decide(
     let plan = plans::load(&mut w.tx, &plan_id)
         .await?
         .ok_or_else(|| ApiError::not_found("plan"))?;
-    let already: Option<String> =
-        sqlx::query_scalar("SELECT envelope FROM decisions WHERE plan_id = ? AND approver_id = ?")
-            .bind(&plan_id)
-            .bind(&approver.id)
-            .fetch_optional(&mut *w.tx)
-            .await?;
+    let decided: Vec<(String, String, bool)> = sqlx::query_as(
+        "SELECT envelope, decision, withdrawn_at IS NULL FROM decisions
+         WHERE plan_id = ? AND approver_id = ?",
+    )
+    .bind(&plan_id)
+    .bind(&approver.id)
+    .fetch_all(&mut *w.tx)
+    .await?;
     // Accepted between the check above and taking the writer: answered as a resend.
-    let identical = already
-        .as_deref()
-        .and_then(|stored| serde_json::from_str::<Envelope>(stored).ok())
-        .is_some_and(|stored| stored == envelope);
+    let identical = decided
+        .iter()
+        .filter_map(|(stored, _, _)| serde_json::from_str::<Envelope>(stored).ok())
+        .any(|stored| stored == envelope);
     if identical {
         return Ok(Json(answer(&mut w.tx, &plan_id).await?));
     }
@@ -141,7 +144,13 @@ pub async fn decide(
             format!("Plan {plan_id} has digest {}.", plan.preview.plan_digest),
         ));
     }
-    if already.is_some() {
+    let standing = decided
+        .iter()
+        .find(|(_, _, standing)| *standing)
+        .map(|(_, decision, _)| decision.as_str());
+    // An approver who approved may still reject before the plan runs: the approval is withdrawn.
+    let withdrawal = standing == Some("approve") && statement.decision == Decision::Reject;
+    if standing.is_some() && !withdrawal {
         return Err(err(
             ErrorCode::NotEligible,
             "This approver already decided this plan.",
@@ -183,7 +192,12 @@ pub async fn decide(
             format!("Plan {plan_id} expired."),
         ));
     }
-    if !matches!(plan.status, PlanStatus::PendingApproval | PlanStatus::Stale) {
+    let open = match plan.status {
+        PlanStatus::PendingApproval | PlanStatus::Stale => true,
+        PlanStatus::Approved => withdrawal,
+        _ => false,
+    };
+    if !open {
         return Err(err(
             ErrorCode::PlanNotPending,
             format!("Plan {plan_id} is {}.", plans::status_text(plan.status)),
@@ -214,6 +228,17 @@ pub async fn decide(
         .with_details(json!({ "moved": moved })));
     }
 
+    if withdrawal {
+        sqlx::query(
+            "UPDATE decisions SET withdrawn_at = ?
+             WHERE plan_id = ? AND approver_id = ? AND withdrawn_at IS NULL",
+        )
+        .bind(ids::to_text(now))
+        .bind(&plan_id)
+        .bind(&approver.id)
+        .execute(&mut *w.tx)
+        .await?;
+    }
     sqlx::query(
         "INSERT INTO decisions (plan_id, approver_id, key_id, decision, reason, nonce, envelope, decided_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -18,7 +18,7 @@ use crate::capabilities::{Applied, Capability, Execution};
 use crate::error::{ApiError, ApiResult, Body, TraceId};
 use crate::events::EventKind;
 use crate::store::Tx;
-use crate::{ids, plans, queue, wallet, AppState};
+use crate::{bounds, ids, plans, queue, scopes, wallet, AppState};
 
 pub async fn invoke(
     State(state): State<Arc<AppState>>,
@@ -40,6 +40,11 @@ pub async fn run(
 ) -> ApiResult<SuccessEnvelope> {
     let started = Instant::now();
     let capability = capability(id)?;
+    if let Some(params) = &request.params {
+        let mut conn = state.store.pool().acquire().await?;
+        scopes::authorize(&mut conn, agent, capability, params).await?;
+    }
+    bounds::invoke(&request)?;
     let identity = match (&request.plan_id, &request.params) {
         (Some(_), Some(_)) => {
             return Err(ApiError::validation(
@@ -190,6 +195,7 @@ async fn approved_plan(
             format!("Plan {plan_id} is for {}.", plan.preview.capability_id),
         ));
     }
+    scopes::authorize(tx, agent, capability, &plan.preview.request.params).await?;
     match plan.status {
         PlanStatus::Executed => {
             return Err(ApiError::new(

@@ -17,8 +17,8 @@ use crate::capabilities::Capability;
 use crate::error::{ApiError, ApiResult};
 use crate::events::EventKind;
 use crate::plans::{self, StoredPlan};
-use crate::previews::{self, PreviewAudit};
-use crate::{ids, queue, AppState};
+use crate::previews::{self, Origin, PreviewAudit};
+use crate::{ids, queue, quotas, scopes, AppState};
 
 pub const DEFAULT_PAGE: u32 = 1000;
 pub const MAX_PAGE: u32 = 5000;
@@ -26,12 +26,13 @@ pub const MAX_PAGE: u32 = 5000;
 /// Approvers read every plan; an agent reads only its own.
 pub fn ensure_may_read(caller: &Caller, plan: &StoredPlan) -> ApiResult<()> {
     match caller {
-        Caller::Agent(agent) if agent.id != plan.agent_id => Err(ApiError::new(
-            ErrorCode::Forbidden,
-            "Agents read only their own plans.",
-        )),
+        Caller::Agent(agent) if agent.id != plan.agent_id => Err(not_theirs()),
         _ => Ok(()),
     }
+}
+
+fn not_theirs() -> ApiError {
+    ApiError::new(ErrorCode::Forbidden, "Agents read only their own plans.")
 }
 
 pub fn query<T>(query: Result<Query<T>, axum::extract::rejection::QueryRejection>) -> ApiResult<T> {
@@ -68,10 +69,22 @@ pub async fn subjects(
         None => String::new(),
     };
     let mut conn = state.store.pool().begin().await?;
-    let plan = plans::load(&mut conn, &plan_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("plan"))?;
+    // An agent learns nothing of plans not its own, not even whether they exist.
+    let plan = match plans::load(&mut conn, &plan_id).await? {
+        Some(plan) => plan,
+        None if matches!(caller, Caller::Agent(_)) => return Err(not_theirs()),
+        None => return Err(ApiError::not_found("plan")),
+    };
     ensure_may_read(&caller, &plan)?;
+    if quotas::swept_at(&mut conn, &plan_id).await?.is_some() {
+        return Err(ApiError::new(
+            ErrorCode::PlanNotPending,
+            format!(
+                "Plan {plan_id} is {}; the subjects of closed plans are not kept.",
+                plans::status_text(plan.status)
+            ),
+        ));
+    }
     let effect = plan
         .preview
         .effects
@@ -134,12 +147,23 @@ pub async fn refresh(
             ),
         ));
     }
+    if matches!(caller, Caller::Approver(_)) && old.status == PlanStatus::Approved {
+        let moved = plans::moved(&mut w.tx, &old.preview.read_revisions).await?;
+        if plans::effective_status(&old, ids::now(), &moved) == PlanStatus::Approved {
+            return Err(ApiError::new(
+                ErrorCode::PlanNotPending,
+                format!("Plan {plan_id} is approved and current; only its agent may replace it."),
+            ));
+        }
+    }
     let capability = Capability::by_id(&old.preview.capability_id)
         .ok_or_else(|| anyhow::anyhow!("plan {plan_id} names an unknown capability"))?;
     let agent = Agent {
         id: old.agent_id.clone(),
         on_behalf_of: old.preview.caller.on_behalf_of.clone(),
     };
+    let params = &old.preview.request.params;
+    scopes::authorize(&mut w.tx, &agent, capability, params).await?;
     let audit_id = ids::random_id("aud_", 8);
     let request = json!({"params": old.preview.request.params, "refresh_of": plan_id});
     let audit = PreviewAudit {
@@ -147,7 +171,6 @@ pub async fn refresh(
         request: &request,
         idempotency_key: None,
     };
-    let params = &old.preview.request.params;
     let fresh = previews::create(
         &mut w.tx,
         capability,
@@ -155,7 +178,9 @@ pub async fn refresh(
         params,
         None,
         &audit,
-        Some(&plan_id),
+        Origin::Refresh {
+            supersedes: &plan_id,
+        },
     )
     .await?;
     sqlx::query("UPDATE plans SET status = 'superseded', superseded_by = ? WHERE id = ?")
@@ -187,6 +212,7 @@ type DecisionAudit = (
     String,
     Option<String>,
     Option<String>,
+    Option<String>,
 );
 
 /// A plan's three audit trails: its previews, the decisions as received, its executions.
@@ -211,7 +237,7 @@ pub async fn audit(
     // The signing key's public half rides along, revoked or not, so every decision verifies.
     let decisions: Vec<DecisionAudit> = sqlx::query_as(
         "SELECT d.approver_id, d.key_id, d.decision, d.reason, d.envelope, d.decided_at,
-                k.public_key, k.revoked_at
+                k.public_key, k.revoked_at, d.withdrawn_at
            FROM decisions d LEFT JOIN approver_keys k ON k.id = d.key_id
           WHERE d.plan_id = ? ORDER BY d.id",
     )
@@ -235,10 +261,21 @@ pub async fn audit(
     let decisions: Vec<Value> = decisions
         .into_iter()
         .map(
-            |(approver_id, key_id, decision, reason, envelope, at, public_key, revoked_at)| {
+            |(
+                approver_id,
+                key_id,
+                decision,
+                reason,
+                envelope,
+                at,
+                public_key,
+                revoked_at,
+                withdrawn_at,
+            )| {
                 json!({"approver_id": approver_id, "key_id": key_id, "decision": decision,
                        "reason": reason, "at": at, "envelope": envelope,
-                       "public_key": public_key, "key_revoked_at": revoked_at})
+                       "public_key": public_key, "key_revoked_at": revoked_at,
+                       "withdrawn_at": withdrawn_at})
             },
         )
         .collect();

@@ -46,9 +46,22 @@ impl Gateway {
         Gateway::on(store).await
     }
 
-    /// A gateway over an empty world, for tests that build their own.
+    /// The demo gateway held to `limits` instead of the defaults.
+    pub async fn limited(limits: countersign_gateway::Limits) -> Gateway {
+        let store = Store::open("sqlite::memory:").await.unwrap();
+        demo::seed(&store).await.unwrap();
+        Gateway::from_state(AppState::with_limits(store, "Test", limits).await.unwrap()).await
+    }
+
+    /// A gateway over an empty world, for tests that build their own; its agent acts for nobody,
+    /// since the world has no people to act for until the test makes them.
     pub async fn bare() -> Gateway {
-        Gateway::on(Store::open("sqlite::memory:").await.unwrap()).await
+        let store = Store::open("sqlite::memory:").await.unwrap();
+        let state = AppState::new(store, "Test").await.unwrap();
+        let (_, agent) = accounts::add_agent(&state.store, "ops", None)
+            .await
+            .unwrap();
+        Gateway { state, agent }
     }
 
     async fn on(store: Store) -> Gateway {

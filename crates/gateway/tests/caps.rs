@@ -1,0 +1,304 @@
+//! Caps on a hostile agent: live plans and stored subject rows per agent (`quota_exceeded`), the
+//! sweep that frees closed plans' subject rows, and requests per second per token
+//! (`rate_limited` with `Retry-After`).
+
+mod common;
+
+use axum::http::StatusCode;
+use common::{approve_by, assert_error, Gateway};
+use countersign_gateway::{quotas, Limits};
+use serde_json::{json, Value};
+
+const RETENTION: &str = "projects.settings.update";
+const REMOVE: &str = "groups.members.remove";
+
+fn contractors() -> Value {
+    json!({"group": "grp_support", "filter": {"employment": "contractor"}})
+}
+
+async fn count(gw: &Gateway, sql: &str) -> i64 {
+    sqlx::query_scalar(sql)
+        .fetch_one(gw.state.store.pool())
+        .await
+        .unwrap()
+}
+
+async fn dry_run(gw: &Gateway, capability: &str, params: Value) -> common::Reply {
+    gw.call(
+        "POST",
+        &format!("/v1/capabilities/{capability}/dry_run"),
+        Some(&gw.agent),
+        Some(json!({ "params": params })),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn the_pending_plan_cap_refuses_and_writes_nothing() {
+    let gw = Gateway::limited(Limits {
+        max_pending_plans: 2,
+        ..Limits::default()
+    })
+    .await;
+    for days in [10, 11] {
+        gw.preview(
+            RETENTION,
+            json!({"project": "prj_311", "retention_days": days}),
+        )
+        .await;
+    }
+    let plans = count(&gw, "SELECT COUNT(*) FROM plans").await;
+    let audits = count(&gw, "SELECT COUNT(*) FROM preview_audit").await;
+    let refused = dry_run(
+        &gw,
+        RETENTION,
+        json!({"project": "prj_311", "retention_days": 12}),
+    )
+    .await;
+    assert_error(&refused, "quota_exceeded", 429);
+    let details = &refused.body["error"]["details"];
+    assert_eq!(details["quota"], "pending_plans");
+    assert_eq!(
+        (details["limit"].clone(), details["in_use"].clone()),
+        (json!(2), json!(2))
+    );
+    assert_eq!(count(&gw, "SELECT COUNT(*) FROM plans").await, plans);
+    assert_eq!(
+        count(&gw, "SELECT COUNT(*) FROM preview_audit").await,
+        audits
+    );
+
+    // A plan that needs nobody is not a pending plan, and is not capped by it.
+    let upload = dry_run(
+        &gw,
+        "documents.document.upload",
+        json!({"project": "prj_421", "filename": "a.md", "mime_type": "text/markdown", "size_bytes": 1}),
+    )
+    .await;
+    assert_eq!(upload.status, StatusCode::OK, "{}", upload.body);
+}
+
+#[tokio::test]
+async fn a_decided_plan_frees_its_place_under_the_pending_cap() {
+    let gw = Gateway::limited(Limits {
+        max_pending_plans: 1,
+        ..Limits::default()
+    })
+    .await;
+    let dana = gw.enroll("Dana").await;
+    let first = gw
+        .preview(
+            RETENTION,
+            json!({"project": "prj_311", "retention_days": 10}),
+        )
+        .await;
+    let second = json!({"project": "prj_311", "retention_days": 11});
+    assert_error(
+        &dry_run(&gw, RETENTION, second.clone()).await,
+        "quota_exceeded",
+        429,
+    );
+    approve_by(&gw, &first, &[&dana]).await;
+    let reply = dry_run(&gw, RETENTION, second).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+}
+
+#[tokio::test]
+async fn the_subject_row_cap_refuses_a_plan_that_would_overflow_it() {
+    // grp_support's contractor removal stores 37 + 37 + 6 + 4 subject rows.
+    let gw = Gateway::limited(Limits {
+        max_subject_rows: 100,
+        ..Limits::default()
+    })
+    .await;
+    let first = dry_run(&gw, REMOVE, contractors()).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    let held = count(&gw, "SELECT COUNT(*) FROM plan_subjects").await;
+    assert!(held > 0 && held <= 100, "{held}");
+    let second = dry_run(&gw, REMOVE, contractors()).await;
+    assert_error(&second, "quota_exceeded", 429);
+    assert_eq!(second.body["error"]["details"]["quota"], "subject_rows");
+    assert_eq!(second.body["error"]["details"]["in_use"], held);
+    assert_eq!(count(&gw, "SELECT COUNT(*) FROM plan_subjects").await, held);
+}
+
+#[tokio::test]
+async fn swept_subject_rows_are_gone_while_the_plan_record_remains() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let gw = Gateway::at(&url).await;
+    let dana = gw.enroll("Dana").await;
+    let plan = gw.preview(REMOVE, contractors()).await;
+    let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
+    let live = gw.preview(REMOVE, contractors()).await;
+    let mut statement = dana.statement(&gw, &plan);
+    statement.decision = countersign_proto::decision::Decision::Reject;
+    statement.reason = Some("Not these people.".to_owned());
+    let rejected = dana.send(&gw, &plan_id, &dana.sign(&statement)).await;
+    assert_eq!(rejected.body["status"], "rejected", "{}", rejected.body);
+    let total = count(&gw, &rows(&plan_id)).await;
+    assert!(total > 10);
+    // Within its lifetime a closed plan keeps its subjects for review.
+    assert_eq!(
+        quotas::sweep_subjects(&gw.state.store, 1000).await.unwrap(),
+        0
+    );
+    let token = dana.token.clone();
+    // The gateway's own sweeper goes with it; this store sweeps by hand, pass by pass, once the
+    // plan's lifetime is over.
+    drop(gw);
+    let store = countersign_gateway::Store::open(&url).await.unwrap();
+    let mut w = store.write().await.unwrap();
+    sqlx::query("UPDATE plans SET expires_at = '2026-01-01T00:00:00Z' WHERE id = ?")
+        .bind(&plan_id)
+        .execute(&mut *w.tx)
+        .await
+        .unwrap();
+    w.commit().await.unwrap();
+    let held = |id: String| {
+        let pool = store.pool().clone();
+        async move {
+            let n: i64 = sqlx::query_scalar(&rows(&id))
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            n
+        }
+    };
+
+    // Bounded per pass: ten rows now, the rest on later passes.
+    assert_eq!(quotas::sweep_subjects(&store, 10).await.unwrap(), 10);
+    assert_eq!(held(plan_id.clone()).await, total - 10);
+    let freed = quotas::sweep_subjects(&store, 1000).await.unwrap();
+    assert_eq!(freed as i64, total - 10);
+    assert_eq!(held(plan_id.clone()).await, 0);
+    let live_id = live["plan_id"].as_str().unwrap().to_owned();
+    assert_eq!(held(live_id).await, total, "live plans keep theirs");
+    drop(store);
+
+    let store = countersign_gateway::Store::open(&url).await.unwrap();
+    let gw = Gateway {
+        state: countersign_gateway::AppState::new(store, "Test")
+            .await
+            .unwrap(),
+        agent: String::new(),
+    };
+    let record = gw.record(&token, &plan_id).await;
+    assert_eq!(record.status, StatusCode::OK, "{}", record.body);
+    assert_eq!(record.body["status"], "rejected");
+    assert_eq!(record.body["plan"]["effects"][0]["subjects"]["total"], 37);
+    let page = gw
+        .call(
+            "GET",
+            &format!("/v1/plans/{plan_id}/effects/eff_1/subjects"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_error(&page, "plan_not_pending", 409);
+}
+
+fn rows(plan_id: &str) -> String {
+    format!("SELECT COUNT(*) FROM plan_subjects WHERE plan_id = '{plan_id}'")
+}
+
+#[tokio::test]
+async fn the_sweeper_frees_expired_plans_subject_rows_on_its_own() {
+    let gw = Gateway::new().await;
+    let plan = gw.preview(REMOVE, contractors()).await;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    gw.expire(plan_id).await;
+    let rows = format!("SELECT COUNT(*) FROM plan_subjects WHERE plan_id = '{plan_id}'");
+    for _ in 0..50 {
+        if count(&gw, &rows).await == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(count(&gw, &rows).await, 0);
+    assert_eq!(
+        count(
+            &gw,
+            &format!("SELECT COUNT(*) FROM plans WHERE id = '{plan_id}'")
+        )
+        .await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn an_agent_over_its_rate_gets_429_with_retry_after() {
+    let gw = Gateway::limited(Limits {
+        rate: Some("2/3".parse().unwrap()),
+        ..Limits::default()
+    })
+    .await;
+    let dana = gw.enroll("Dana").await;
+    for _ in 0..3 {
+        let ok = gw
+            .call("GET", "/v1/capabilities", Some(&gw.agent), None)
+            .await;
+        assert_eq!(ok.status, StatusCode::OK, "{}", ok.body);
+    }
+    let limited = gw
+        .call("GET", "/v1/capabilities", Some(&gw.agent), None)
+        .await;
+    assert_error(&limited, "rate_limited", 429);
+    let wait: u64 = limited.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&wait), "{wait}");
+    assert_eq!(
+        limited.body["error"]["details"]["retry_after_seconds"],
+        wait
+    );
+
+    // Approver tokens are not limited by default, and other agents have their own buckets.
+    for _ in 0..10 {
+        let polled = gw
+            .call("GET", "/v1/approvals", Some(&dana.token), None)
+            .await;
+        assert_eq!(polled.status, StatusCode::OK);
+    }
+    let (_, other) = countersign_gateway::accounts::add_agent(&gw.state.store, "other", None)
+        .await
+        .unwrap();
+    let fresh = gw.call("GET", "/v1/capabilities", Some(&other), None).await;
+    assert_eq!(fresh.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn requests_without_a_token_share_a_limited_bucket() {
+    let gw = Gateway::limited(Limits {
+        rate: Some("1/2".parse().unwrap()),
+        ..Limits::default()
+    })
+    .await;
+    for _ in 0..2 {
+        let reply = gw.call("GET", "/v1/approvals", None, None).await;
+        assert_error(&reply, "unauthenticated", 401);
+    }
+    let limited = gw.call("GET", "/v1/approvals", None, None).await;
+    assert_error(&limited, "rate_limited", 429);
+    assert!(limited.headers.contains_key("retry-after"));
+}
+
+#[tokio::test]
+async fn an_approver_rate_applies_only_when_configured() {
+    let gw = Gateway::limited(Limits {
+        approver_rate: Some("1/1".parse().unwrap()),
+        ..Limits::default()
+    })
+    .await;
+    let dana = gw.enroll("Dana").await;
+    let first = gw
+        .call("GET", "/v1/approvals", Some(&dana.token), None)
+        .await;
+    assert_eq!(first.status, StatusCode::OK);
+    let second = gw
+        .call("GET", "/v1/approvals", Some(&dana.token), None)
+        .await;
+    assert_error(&second, "rate_limited", 429);
+}
