@@ -41,7 +41,7 @@ export function samplePlans(): PlanView[] {
       capability_id: 'groups.members.remove',
       expires_at: minutesFromNow(12),
       approvals_required: 2,
-      risk: ['irreversible', 'access_change', 'external', 'bulk', 'uncertain'],
+      risk: ['irreversible', 'access_change', 'money', 'external', 'bulk', 'uncertain'],
       effects: [
         {
           id: 'eff_1', effect_type: 'direct_membership_removed', kind: 'revoke',
@@ -71,7 +71,7 @@ export function samplePlans(): PlanView[] {
           execution_can_proceed_without: true,
         },
       ],
-      cost: { min: '0.37', max: '0.37', currency: 'credits', cost_class: 'flat', preflight: 'estimate' },
+      cost: { min: '0.37', max: '0.37', currency: 'credits', cost_class: 'metered', preflight: 'estimate' },
     }),
     plan({
       plan_id: 'plan_0001',
