@@ -5,6 +5,15 @@ use std::process::{Command, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_countersign-gateway");
 
+/// The line `serve` prints once it listens, naming its address.
+fn announced(server: &mut std::process::Child) -> String {
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line
+}
+
 fn last_line(args: &[&str]) -> String {
     let output = Command::new(BIN).args(args).output().unwrap();
     assert!(
@@ -58,10 +67,7 @@ fn admin_commands_print_secrets_and_serve_accepts_them() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = announced(&mut server);
     let url = line.trim().rsplit(' ').next().unwrap().to_owned();
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
 
@@ -133,10 +139,7 @@ fn serve_with_a_certificate_answers_over_https_only() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = announced(&mut server);
     let port = line.trim().rsplit(':').next().unwrap().to_owned();
     assert!(line.contains("https://"), "{line}");
 
