@@ -57,4 +57,18 @@ describe('the queue', () => {
     await fireEvent.scroll(viewport);
     expect(screen.getAllByTestId('queue-row').map((r) => r.dataset.planId)).toContain('plan_00400');
   });
+
+  it('shows the first chips of a row and counts the rest, naming them', () => {
+    const risky = {
+      ...item(1),
+      status: 'stale',
+      risk: ['irreversible', 'access_change', 'money', 'external'],
+    };
+    render(Queue, { props: { items: [risky, item(2)], selectedId: null, now: 0, onselect: () => {} } });
+    const [first, second] = screen.getAllByTestId('queue-row');
+    const chips = [...first.querySelectorAll('.chip')].map((c) => c.textContent!.trim());
+    expect(chips).toEqual(['stale', 'irreversible', 'access change', '+2']);
+    expect(first.querySelector('.chip.more')!.getAttribute('title')).toBe('money, external');
+    expect(second.querySelectorAll('.chip')).toHaveLength(0);
+  });
 });
