@@ -3,37 +3,13 @@
 //! commands its capability grants.
 //! Run under Xvfb and `tests/with-keyring.sh` (as `make test` does).
 
-use std::net::TcpListener;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use countersign_e2e::webdriver::Driver;
 use countersign_e2e::TestGateway;
-use fantoccini::{Client, ClientBuilder, Locator};
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
+use fantoccini::{Client, Locator};
 use serde_json::json;
-
-/// tauri-driver in its own process group, so that WebKitWebDriver and the app end with it.
-struct Driver(Child);
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let group = Pid::from_raw(self.0.id() as i32);
-        let _ = killpg(group, Signal::SIGTERM);
-        std::thread::sleep(Duration::from_millis(300));
-        let _ = killpg(group, Signal::SIGKILL);
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
 
 fn desktop_binary() -> PathBuf {
     let path = std::env::var_os("COUNTERSIGN_DESKTOP_BIN")
@@ -49,51 +25,12 @@ fn desktop_binary() -> PathBuf {
     path
 }
 
-async fn connect(port: u16, binary: &Path) -> anyhow::Result<Client> {
-    // reqwest and fantoccini bring different rustls backends; the driver speaks plain HTTP anyway.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "tauri:options".into(),
-        json!({ "application": binary.display().to_string() }),
-    );
-    caps.insert("browserName".into(), json!("wry"));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match ClientBuilder::rustls()?
-            .capabilities(caps.clone())
-            .connect(&format!("http://127.0.0.1:{port}"))
-            .await
-        {
-            Ok(client) => return Ok(client),
-            Err(e) if Instant::now() < deadline => {
-                eprintln!("waiting for tauri-driver: {e}");
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-}
-
 /// Starts tauri-driver with `env` for the app and opens a session on `binary`.
 async fn launch(binary: &Path, env: &[(&str, &str)]) -> anyhow::Result<(Driver, Client)> {
-    let port = free_port();
-    let driver = Driver(
-        Command::new("tauri-driver")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--native-port",
-                &free_port().to_string(),
-            ])
-            .envs(env.iter().copied())
-            .env("WEBKIT_DISABLE_DMABUF_RENDERER", "1")
-            .stdout(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("tauri-driver is installed by make deps"),
-    );
-    let client = connect(port, binary).await?;
+    let mut env: Vec<(&str, String)> = env.iter().map(|(k, v)| (*k, v.to_string())).collect();
+    env.push(("WEBKIT_DISABLE_DMABUF_RENDERER", "1".to_owned()));
+    let driver = Driver::start(&env).await?;
+    let client = driver.session(binary).await?;
     Ok((driver, client))
 }
 

@@ -1,6 +1,7 @@
 //! Helpers shared by the end-to-end tests: a real gateway on a loopback port and an agent for it.
 
 pub mod proxy;
+pub mod webdriver;
 
 use std::sync::Arc;
 

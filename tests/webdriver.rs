@@ -1,0 +1,86 @@
+//! tauri-driver and WebKitWebDriver around the real desktop binary, for the desktop end-to-end
+//! tests and the benchmark.
+
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use fantoccini::{Client, ClientBuilder};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use serde_json::json;
+
+/// tauri-driver in its own process group, so that WebKitWebDriver and the app end with it.
+pub struct Driver {
+    child: Child,
+    pub port: u16,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let group = Pid::from_raw(self.child.id() as i32);
+        let _ = killpg(group, Signal::SIGTERM);
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = killpg(group, Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+impl Driver {
+    /// Starts tauri-driver with the app's environment and waits until it listens.
+    pub async fn start(env: &[(&str, String)]) -> anyhow::Result<Driver> {
+        let port = free_port()?;
+        let child = Command::new("tauri-driver")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--native-port",
+                &free_port()?.to_string(),
+            ])
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .context("starting tauri-driver (make deps installs it)")?;
+        let driver = Driver { child, port };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            if Instant::now() > deadline {
+                bail!("tauri-driver did not listen within 30 s");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(driver)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A session: WebKitWebDriver starts `binary`.
+    pub async fn session(&self, binary: &Path) -> anyhow::Result<Client> {
+        // reqwest and fantoccini bring different rustls backends; the driver speaks plain HTTP.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "tauri:options".into(),
+            json!({ "application": binary.display().to_string() }),
+        );
+        caps.insert("browserName".into(), json!("wry"));
+        Ok(ClientBuilder::rustls()?
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{}", self.port))
+            .await?)
+    }
+}
