@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
-use axum::http::HeaderMap;
+use axum::http::{Extensions, HeaderMap};
 use countersign_proto::ErrorCode;
 
 use crate::accounts::{self, Agent, Approver};
@@ -13,6 +13,7 @@ use crate::error::ApiError;
 use crate::AppState;
 
 /// Either kind of caller.
+#[derive(Clone)]
 pub enum Caller {
     Agent(Agent),
     Approver(Approver),
@@ -28,15 +29,26 @@ pub fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
         .ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "A bearer token is required."))
 }
 
+/// The caller [`crate::throttle::limit`] found for the request's token, which every routed request
+/// passes: the token is looked up once.
+pub fn resolved(headers: &HeaderMap, extensions: &Extensions) -> Result<Caller, ApiError> {
+    bearer(headers)?;
+    extensions
+        .get::<Caller>()
+        .cloned()
+        .ok_or_else(unknown_token)
+}
+
+fn unknown_token() -> ApiError {
+    ApiError::new(ErrorCode::Unauthenticated, "The bearer token is unknown.")
+}
+
 /// Who holds `token`: an agent, an approver, or nobody (`unauthenticated`).
 pub async fn caller(state: &AppState, token: &str) -> Result<Caller, ApiError> {
     if let Some(caller) = accounts::by_token(state.store.pool(), token).await? {
         return Ok(caller);
     }
-    Err(ApiError::new(
-        ErrorCode::Unauthenticated,
-        "The bearer token is unknown.",
-    ))
+    Err(unknown_token())
 }
 
 impl Caller {
@@ -57,9 +69,9 @@ impl FromRequestParts<Arc<AppState>> for Caller {
 
     async fn from_request_parts(
         parts: &mut Parts,
-        state: &Arc<AppState>,
+        _state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
-        caller(state, bearer(&parts.headers)?).await
+        resolved(&parts.headers, &parts.extensions)
     }
 }
 

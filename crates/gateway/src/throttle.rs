@@ -1,6 +1,8 @@
-//! Requests per second per token (`rate_limited`, 429, with `Retry-After`). Agent tokens and
-//! requests without a token are limited by default; approver tokens only when configured, since a
-//! console (and `make bench`) polls the queue thousands of times a second with one token.
+//! Requests per second (`rate_limited`, 429, with `Retry-After`), per caller: the agent or approver
+//! a token belongs to, or the peer address for requests whose token is missing or unknown, so
+//! inventing tokens buys no fresh buckets. Agents and peers are limited by default; approvers only
+//! when configured, since a console (and `make bench`) polls the queue thousands of times a second.
+//! The token is resolved here, once per request; the extractors in [`crate::auth`] read the result.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -19,14 +21,11 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde_json::json;
 use tokio::net::TcpListener;
 
+use crate::auth::{self, Caller};
 use crate::error::ApiError;
 use crate::limits::{Limits, Rate};
 use crate::tls::TlsListener;
-use crate::{auth, AppState};
-
-/// The prefix of the tokens `enroll` issues to approvers. Telling them apart by prefix costs no
-/// lookup; a forged `csp_` token gains nothing but the `unauthenticated` answer.
-const APPROVER_TOKEN_PREFIX: &str = "csp_";
+use crate::{accounts, AppState};
 
 type Limiter = DefaultKeyedRateLimiter<String>;
 
@@ -74,20 +73,22 @@ impl Throttle {
         }
     }
 
-    /// How long the caller of `request` must wait, if it is over its rate.
-    fn wait(&self, request: &Request) -> Option<Duration> {
-        let (limiter, key) = match auth::bearer(request.headers()) {
-            Ok(token) if token.starts_with(APPROVER_TOKEN_PREFIX) => {
-                (self.approvers.as_ref()?, format!("token:{token}"))
-            }
-            Ok(token) => (self.callers.as_ref()?, format!("token:{token}")),
-            Err(_) => {
-                let peer = request
-                    .extensions()
-                    .get::<ConnectInfo<Peer>>()
-                    .map_or_else(|| "unknown".to_owned(), |c| c.0 .0.to_string());
-                (self.callers.as_ref()?, format!("peer:{peer}"))
-            }
+    /// How long a request from `caller` (`None`: no known token, from `peer`) must wait, if it
+    /// is over its rate.
+    fn wait(&self, caller: Option<&Caller>, peer: Option<IpAddr>) -> Option<Duration> {
+        let (limiter, key) = match caller {
+            Some(Caller::Approver(approver)) => (
+                self.approvers.as_ref()?,
+                format!("approver:{}", approver.id),
+            ),
+            Some(Caller::Agent(agent)) => (self.callers.as_ref()?, format!("agent:{}", agent.id)),
+            None => (
+                self.callers.as_ref()?,
+                format!(
+                    "peer:{}",
+                    peer.map_or_else(|| "unknown".to_owned(), |p| p.to_string())
+                ),
+            ),
         };
         limiter
             .check_key(&key)
@@ -102,14 +103,38 @@ impl Default for Throttle {
     }
 }
 
-pub async fn limit(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
-    let Some(wait) = state.throttle.wait(&request) else {
-        return next.run(request).await;
+/// Resolves the request's token (one lookup), limits its caller, and leaves the caller in the
+/// request's extensions for [`crate::auth`]'s extractors.
+pub async fn limit(
+    State(state): State<Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let caller = match auth::bearer(request.headers()) {
+        Ok(token) => match accounts::by_token(state.store.pool(), token).await {
+            Ok(caller) => caller,
+            Err(e) => return ApiError::from(e).into_response(),
+        },
+        Err(_) => None,
     };
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<Peer>>()
+        .map(|c| c.0 .0);
+    if let Some(wait) = state.throttle.wait(caller.as_ref(), peer) {
+        return rate_limited(wait);
+    }
+    if let Some(caller) = caller {
+        request.extensions_mut().insert(caller);
+    }
+    next.run(request).await
+}
+
+fn rate_limited(wait: Duration) -> Response {
     let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
     let mut response = ApiError::new(
         ErrorCode::RateLimited,
-        format!("Too many requests with this token; try again in {seconds} s."),
+        format!("Too many requests; try again in {seconds} s."),
     )
     .with_details(json!({ "retry_after_seconds": seconds }))
     .into_response();

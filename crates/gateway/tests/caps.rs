@@ -285,6 +285,44 @@ async fn requests_without_a_token_share_a_limited_bucket() {
     assert!(limited.headers.contains_key("retry-after"));
 }
 
+/// Made-up tokens, approver-looking or fresh on every request, are not callers: they share the
+/// bucket of requests without a token, and a real approver keeps being served meanwhile.
+#[tokio::test]
+async fn invented_tokens_buy_no_fresh_buckets() {
+    let gw = Gateway::limited(Limits {
+        rate: Some("1/4".parse().unwrap()),
+        ..Limits::default()
+    })
+    .await;
+    let dana = gw.enroll("Dana").await;
+    let mut codes = Vec::new();
+    for n in 0..10 {
+        let forged = if n % 2 == 0 {
+            format!("csp_made_up_{n}")
+        } else {
+            format!("csa_fresh_{n}")
+        };
+        let reply = gw.call("GET", "/v1/approvals", Some(&forged), None).await;
+        codes.push(reply.body["error"]["code"].as_str().unwrap().to_owned());
+        if reply.status == StatusCode::TOO_MANY_REQUESTS {
+            assert!(reply.headers.contains_key("retry-after"));
+        }
+    }
+    let served = codes.iter().filter(|c| *c == "unauthenticated").count();
+    assert!(
+        served <= 5,
+        "one bucket of 4 (and a refill at most): {codes:?}"
+    );
+    assert!(
+        codes[served..].iter().all(|c| c == "rate_limited"),
+        "{codes:?}"
+    );
+    let polled = gw
+        .call("GET", "/v1/approvals", Some(&dana.token), None)
+        .await;
+    assert_eq!(polled.status, StatusCode::OK, "{}", polled.body);
+}
+
 #[tokio::test]
 async fn an_approver_rate_applies_only_when_configured() {
     let gw = Gateway::limited(Limits {

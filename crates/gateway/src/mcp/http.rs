@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::Router;
@@ -12,7 +12,7 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::McpGateway;
-use crate::auth::{self, Caller};
+use crate::auth;
 use crate::error::ApiResult;
 use crate::{AppState, BODY_LIMIT};
 
@@ -25,11 +25,10 @@ pub fn routes(state: Arc<AppState>) -> Router<Arc<AppState>> {
         .with_json_response(true)
         .with_max_request_body_bytes(BODY_LIMIT)
         .disable_allowed_hosts();
-    let for_service = state.clone();
     let service = StreamableHttpService::new(
         move || {
             Ok(McpGateway {
-                state: for_service.clone(),
+                state: state.clone(),
                 token: None,
             })
         },
@@ -38,17 +37,11 @@ pub fn routes(state: Arc<AppState>) -> Router<Arc<AppState>> {
     );
     Router::new()
         .route_service("/mcp", service)
-        .route_layer(middleware::from_fn_with_state(state, authenticate))
+        .route_layer(middleware::from_fn(authenticate))
 }
 
-async fn authenticate(
-    State(state): State<Arc<AppState>>,
-    mut request: Request,
-    next: Next,
-) -> ApiResult<Response> {
-    let token = auth::bearer(request.headers())?;
-    let agent = auth::caller(&state, token).await?;
-    let agent = Caller::into_agent(agent)?;
+async fn authenticate(mut request: Request, next: Next) -> ApiResult<Response> {
+    let agent = auth::resolved(request.headers(), request.extensions())?.into_agent()?;
     request.extensions_mut().insert(agent);
     Ok(next.run(request).await)
 }
