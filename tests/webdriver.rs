@@ -68,7 +68,8 @@ impl Driver {
         self.child.id()
     }
 
-    /// A session: WebKitWebDriver starts `binary`.
+    /// A session: WebKitWebDriver starts `binary`. tauri-driver listens before WebKitWebDriver
+    /// behind it does, and answers "did not respond" meanwhile: asked again for up to 30 s.
     pub async fn session(&self, binary: &Path) -> anyhow::Result<Client> {
         // reqwest and fantoccini bring different rustls backends; the driver speaks plain HTTP.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -78,9 +79,20 @@ impl Driver {
             json!({ "application": binary.display().to_string() }),
         );
         caps.insert("browserName".into(), json!("wry"));
-        Ok(ClientBuilder::rustls()?
-            .capabilities(caps)
-            .connect(&format!("http://127.0.0.1:{}", self.port))
-            .await?)
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match ClientBuilder::rustls()?
+                .capabilities(caps.clone())
+                .connect(&format!("http://127.0.0.1:{}", self.port))
+                .await
+            {
+                Ok(client) => return Ok(client),
+                Err(e) if Instant::now() < deadline => {
+                    eprintln!("waiting for tauri-driver: {e}");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 }
