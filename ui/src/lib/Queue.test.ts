@@ -67,8 +67,10 @@ describe('the queue', () => {
     render(Queue, { props: { items: [risky, item(2)], selectedId: null, now: 0, onselect: () => {} } });
     const [first, second] = screen.getAllByTestId('queue-row');
     const chips = [...first.querySelectorAll('.chip')].map((c) => c.textContent!.trim());
-    expect(chips).toEqual(['stale', 'irreversible', 'access change', '+2']);
-    expect(first.querySelector('.chip.more')!.getAttribute('title')).toBe('money, external');
+    expect(chips).toEqual(['stale', 'irreversible', '+3']);
+    expect(first.querySelector('.chip.more')!.getAttribute('title')).toBe(
+      'access change, money, external',
+    );
     expect(second.querySelectorAll('.chip')).toHaveLength(0);
   });
 });
