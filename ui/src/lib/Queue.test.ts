@@ -58,6 +58,20 @@ describe('the queue', () => {
     expect(screen.getAllByTestId('queue-row').map((r) => r.dataset.planId)).toContain('plan_00400');
   });
 
+  it('leaves the scroll alone when the queue updates under the same selection', async () => {
+    const items = Array.from({ length: 500 }, (_, n) => item(n));
+    const { rerender } = render(Queue, {
+      props: { items, selectedId: 'plan_00000', now: 0, onselect: () => {} },
+    });
+    const viewport = screen.getByTestId('queue-rows');
+    Object.defineProperty(viewport, 'clientHeight', { value: 10 * ROW });
+    viewport.scrollTop = 300 * ROW;
+    await fireEvent.scroll(viewport);
+    expect(viewport.scrollTop).toBe(300 * ROW);
+    await rerender({ items: [...items, item(500)], selectedId: 'plan_00000', now: 0, onselect: () => {} });
+    expect(viewport.scrollTop).toBe(300 * ROW);
+  });
+
   it('shows the first chips of a row and counts the rest, naming them', () => {
     const risky = {
       ...item(1),
