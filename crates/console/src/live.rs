@@ -85,7 +85,10 @@ impl Live {
             if link != Link::Offline {
                 s.last_sync = Some(Utc::now());
             }
-            if let Some(items) = items {
+            if let Some(mut items) = items {
+                // `apply` inserts events by binary search: the order is ours to keep, not
+                // something the gateway (or a relay) is trusted to have sent.
+                items.sort_by(|a, b| (a.expires_at, &a.plan_id).cmp(&(b.expires_at, &b.plan_id)));
                 if items != s.items {
                     s.items = items;
                     s.generation += 1;
@@ -236,6 +239,20 @@ mod tests {
         assert_eq!(
             order(&snapshots.borrow()),
             ["plan_d", "plan_a", "plan_b", "plan_c"]
+        );
+        assert_eq!(snapshots.borrow().generation, 4);
+
+        let listed = vec![
+            summary("plan_c", "2026-11-30T10:30:00Z", pending),
+            summary("plan_a", "2026-11-30T10:20:00Z", pending),
+            summary("plan_b", "2026-11-30T10:20:00Z", pending),
+            summary("plan_d", "2026-11-30T10:10:00Z", PlanStatus::Stale),
+        ];
+        live.set(Link::Online, Some(listed));
+        assert_eq!(
+            order(&snapshots.borrow()),
+            ["plan_d", "plan_a", "plan_b", "plan_c"],
+            "a listing out of order is put in order, so events land in their place"
         );
         assert_eq!(snapshots.borrow().generation, 4);
 
