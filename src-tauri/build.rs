@@ -1,6 +1,21 @@
 /// The app's commands, each with an `allow-<command>` permission; capabilities/default.json
 /// grants the window exactly these. Declaring them is what makes an ungranted one refused.
-const COMMANDS: &[&str] = &["status", "queue", "plan", "approve"];
+const COMMANDS: &[&str] = &[
+    "status",
+    "queue",
+    "plan",
+    "approve",
+    "reject",
+    "refresh",
+    "subjects",
+    "batch",
+    "decide_batch",
+    "history",
+    "export_history",
+    "settings",
+    "save_settings",
+    "enroll",
+];
 
 fn main() {
     tauri_build::try_build(

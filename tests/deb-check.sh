@@ -19,7 +19,8 @@ for path in /usr/bin/countersign /usr/bin/countersign-gateway /usr/bin/countersi
 done
 grep -qx '/usr/share/applications/.*\.desktop' <<<"$files" || fail "no .desktop entry"
 desktop=$(grep -x '/usr/share/applications/.*\.desktop' <<<"$files")
-grep -qx 'Exec=countersign' "$desktop" || fail "$desktop does not start countersign"
+grep -qx 'Exec=countersign %u' "$desktop" || fail "$desktop does not start countersign with a link"
+grep -qx 'MimeType=x-scheme-handler/countersign' "$desktop" || fail "$desktop does not open countersign:// links"
 for size in 16x16 24x24 32x32 48x48 64x64 128x128 256x256 512x512; do
   grep -qx "/usr/share/icons/hicolor/$size/apps/countersign.png" <<<"$files" ||
     fail "no $size icon"

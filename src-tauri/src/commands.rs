@@ -1,88 +1,189 @@
-//! Tauri commands: take the state, call one function of `countersign-console`, map the error.
+//! The window's commands, each a few lines over one function of `countersign-console`. None
+//! waits behind another's network I/O or the sync task's: queue and status read the live
+//! snapshot, the rest work on a clone of the current session.
 
-use countersign_console::error::ErrorView;
-use countersign_console::review::{decision_view, DecisionView, PlanView, QueueView};
-use countersign_console::session::{Session, SessionConfig, StatusView};
-use tauri::State;
-use tokio::sync::Mutex;
+use countersign_console::batch::{BatchItem, BatchOutcome, BatchView};
+use countersign_console::error::{ConsoleError, ErrorView};
+use countersign_console::history::HistoryEntry;
+use countersign_console::review::{DecisionView, PlanView, QueueView, RefreshView};
+use countersign_console::session::StatusView;
+use countersign_console::settings::{Settings, SettingsView};
+use countersign_console::subjects::SubjectsPage;
+use countersign_proto::decision::Decision;
+use tauri::{AppHandle, State};
+use tauri_plugin_dialog::DialogExt;
 
-#[derive(Default)]
-pub struct AppModel {
-    pub session: Mutex<Option<Session>>,
-    startup_error: std::sync::Mutex<Option<ErrorView>>,
-}
-
-impl AppModel {
-    pub async fn start(&self, config: SessionConfig) {
-        match Session::start(config).await {
-            Ok(session) => *self.session.lock().await = Some(session),
-            Err(e) => {
-                tracing::error!(error = %e, "the console could not start");
-                if let Ok(mut slot) = self.startup_error.lock() {
-                    *slot = Some(e.view());
-                }
-            }
-        }
-    }
-
-    fn not_ready(&self) -> ErrorView {
-        self.startup_error
-            .lock()
-            .ok()
-            .and_then(|e| e.clone())
-            .unwrap_or_else(|| ErrorView {
-                code: "starting".to_owned(),
-                message: "Connecting to the gateway…".to_owned(),
-            })
-    }
-}
+use crate::confirm::NativeConfirm;
+use crate::shell::{self, Shell};
 
 type Answer<T> = Result<T, ErrorView>;
 
-#[tauri::command]
-pub async fn status(model: State<'_, AppModel>) -> Answer<StatusView> {
-    let session = model.session.lock().await;
-    session
-        .as_ref()
-        .map(Session::status)
-        .ok_or_else(|| model.not_ready())
+fn view(e: ConsoleError) -> ErrorView {
+    e.view()
 }
 
 #[tauri::command]
-pub async fn queue(model: State<'_, AppModel>) -> Answer<QueueView> {
-    let session = model.session.lock().await;
-    session
-        .as_ref()
-        .map(|s| s.console.queue())
-        .ok_or_else(|| model.not_ready())
+pub fn status(shell: State<'_, Shell>) -> Answer<StatusView> {
+    Ok(shell.running()?.session.status())
 }
 
 #[tauri::command]
-pub async fn plan(model: State<'_, AppModel>, plan_id: String) -> Answer<PlanView> {
-    let session = model.session.lock().await;
-    let session = session.as_ref().ok_or_else(|| model.not_ready())?;
-    session
-        .console
+pub fn queue(shell: State<'_, Shell>) -> Answer<QueueView> {
+    Ok(shell.running()?.session.queue())
+}
+
+#[tauri::command]
+pub async fn plan(shell: State<'_, Shell>, plan_id: String) -> Answer<PlanView> {
+    let running = shell.running()?;
+    running
+        .session
+        .console()
         .plan_view(&plan_id)
         .await
-        .map_err(|e| e.view())
+        .map_err(view)
 }
 
 #[tauri::command]
 pub async fn approve(
-    model: State<'_, AppModel>,
+    app: AppHandle,
+    shell: State<'_, Shell>,
     plan_id: String,
     digest: String,
     reason: Option<String>,
 ) -> Answer<DecisionView> {
-    let mut session = model.session.lock().await;
-    let session = session.as_mut().ok_or_else(|| model.not_ready())?;
-    let answer = session
-        .console
-        .approve(&plan_id, &digest, reason)
+    let running = shell.running()?;
+    let confirm = NativeConfirm::new(&app);
+    let console = running.session.console();
+    console
+        .approve(&plan_id, &digest, reason, &confirm)
         .await
-        .map_err(|e| e.view())?;
-    // The queue changed by our own hand: list again before the UI asks.
-    let _ = session.sync().await;
-    Ok(decision_view(&answer))
+        .map_err(view)
+}
+
+#[tauri::command]
+pub async fn reject(
+    shell: State<'_, Shell>,
+    plan_id: String,
+    digest: String,
+    reason: String,
+) -> Answer<DecisionView> {
+    let running = shell.running()?;
+    let console = running.session.console();
+    console
+        .reject(&plan_id, &digest, reason)
+        .await
+        .map_err(view)
+}
+
+#[tauri::command]
+pub async fn refresh(shell: State<'_, Shell>, plan_id: String) -> Answer<RefreshView> {
+    let running = shell.running()?;
+    running
+        .session
+        .console()
+        .refresh(&plan_id)
+        .await
+        .map_err(view)
+}
+
+#[tauri::command]
+pub async fn subjects(
+    shell: State<'_, Shell>,
+    plan_id: String,
+    effect_id: String,
+    query: String,
+    offset: u64,
+    limit: u64,
+) -> Answer<SubjectsPage> {
+    let running = shell.running()?;
+    let console = running.session.console();
+    console
+        .subjects_page(&plan_id, &effect_id, &query, offset, limit)
+        .await
+        .map_err(view)
+}
+
+#[tauri::command]
+pub async fn batch(shell: State<'_, Shell>, plan_ids: Vec<String>) -> Answer<BatchView> {
+    let running = shell.running()?;
+    running
+        .session
+        .console()
+        .batch_view(&plan_ids)
+        .await
+        .map_err(view)
+}
+
+#[tauri::command]
+pub async fn decide_batch(
+    app: AppHandle,
+    shell: State<'_, Shell>,
+    decision: String,
+    items: Vec<BatchItem>,
+    reason: Option<String>,
+) -> Answer<BatchOutcome> {
+    let decision = match decision.as_str() {
+        "approve" => Decision::Approve,
+        "reject" => Decision::Reject,
+        other => {
+            let why = format!("a decision is \"approve\" or \"reject\", not {other:?}");
+            return Err(view(ConsoleError::Invalid(why)));
+        }
+    };
+    let running = shell.running()?;
+    let confirm = NativeConfirm::new(&app);
+    let console = running.session.console();
+    console
+        .decide_batch(decision, &items, reason, &confirm)
+        .await
+        .map_err(view)
+}
+
+#[tauri::command]
+pub async fn history(shell: State<'_, Shell>) -> Answer<Vec<HistoryEntry>> {
+    let running = shell.running()?;
+    running.session.console().history().await.map_err(view)
+}
+
+/// Asks where to write the history (a native save dialog); `None` when that was cancelled.
+#[tauri::command]
+pub async fn export_history(app: AppHandle, shell: State<'_, Shell>) -> Answer<Option<String>> {
+    let running = shell.running()?;
+    let ask = app
+        .dialog()
+        .file()
+        .set_title("Export the decision history")
+        .set_file_name("countersign-history.jsonl")
+        .add_filter("JSON Lines", &["jsonl"]);
+    let chosen = tauri::async_runtime::spawn_blocking(move || ask.blocking_save_file())
+        .await
+        .map_err(|e| view(ConsoleError::Invalid(e.to_string())))?;
+    let Some(path) = chosen.and_then(|p| p.into_path().ok()) else {
+        return Ok(None);
+    };
+    running
+        .session
+        .console()
+        .export_history(&path)
+        .await
+        .map_err(view)?;
+    Ok(Some(path.display().to_string()))
+}
+
+#[tauri::command]
+pub fn settings(shell: State<'_, Shell>) -> Answer<SettingsView> {
+    shell.settings()
+}
+
+#[tauri::command]
+pub fn save_settings(app: AppHandle, settings: Settings) -> Answer<SettingsView> {
+    shell::save(&app, &settings)
+}
+
+#[tauri::command]
+pub async fn enroll(app: AppHandle, gateway_url: String, code: String) -> Answer<StatusView> {
+    Ok(shell::enroll(&app, gateway_url, code)
+        .await?
+        .session
+        .status())
 }

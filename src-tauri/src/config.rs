@@ -1,34 +1,48 @@
-//! Where the app's gateway and data come from: environment first, then the platform's data dir.
+//! What the environment says, read before Tauri starts (the data directory decides which
+//! instance this is). The settings file is the core's; `COUNTERSIGN_*` variables override it
+//! there.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use countersign_console::session::SessionConfig;
-use tauri::{AppHandle, Manager};
+use countersign_console::session::default_data_dir;
+use countersign_console::settings;
 
-/// `COUNTERSIGN_GATEWAY_URL` selects a gateway (with `COUNTERSIGN_ENROLLMENT_CODE` on first
-/// contact); without it the demo gateway runs in-process. `COUNTERSIGN_DATA_DIR` overrides the
-/// data directory, `COUNTERSIGN_SIM_INTERVAL_MS` the demo agent's pace (0 stops it),
-/// `COUNTERSIGN_CA_CERT` names a PEM file of certificates to trust besides the system's roots.
-pub fn from_env(app: &AppHandle) -> Result<SessionConfig, Box<dyn std::error::Error>> {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+pub struct Env {
+    pub data_dir: PathBuf,
+    /// Where `settings.json` is kept.
+    pub config_dir: PathBuf,
+    /// Spent on first contact with a configured gateway this machine is not enrolled with.
+    pub enrollment_code: Option<String>,
+    /// The name the demo gateway invites; a configured gateway's invite carries its own.
+    pub display_name: String,
+    /// The demo agent's pace; `None` stops it.
+    pub simulate_every: Option<Duration>,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+pub fn from_env() -> Result<Env, Box<dyn std::error::Error>> {
     if let Some(path) = var("COUNTERSIGN_CA_CERT") {
         countersign_console::transport::trust_ca_file(std::path::Path::new(&path))?;
     }
-    let data_dir = match var("COUNTERSIGN_DATA_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => app.path().app_data_dir()?,
-    };
+    let data_dir = var("COUNTERSIGN_DATA_DIR")
+        .map(PathBuf::from)
+        .or_else(default_data_dir)
+        .ok_or("no data directory: set COUNTERSIGN_DATA_DIR")?;
     let interval_ms: u64 = var("COUNTERSIGN_SIM_INTERVAL_MS")
         .and_then(|v| v.parse().ok())
         .unwrap_or(4000);
-    Ok(SessionConfig {
-        gateway_url: var("COUNTERSIGN_GATEWAY_URL"),
+    Ok(Env {
+        data_dir,
+        config_dir: settings::config_dir()
+            .ok_or("no config directory: set COUNTERSIGN_CONFIG_DIR")?,
         enrollment_code: var("COUNTERSIGN_ENROLLMENT_CODE"),
         display_name: var("COUNTERSIGN_APPROVER_NAME")
             .or_else(|| var("USER"))
             .unwrap_or_else(|| "Approver".to_owned()),
-        data_dir,
         simulate_every: (interval_ms > 0).then(|| Duration::from_millis(interval_ms)),
     })
 }

@@ -18,7 +18,9 @@ impl fmt::Display for LinkError {
         f.write_str(match self {
             LinkError::NotCountersign => "not a countersign:// link",
             LinkError::UnknownTarget => "a countersign:// link names nothing but plan/<plan_id>",
-            LinkError::BadPlanId => "the plan id is empty, too long or has other than [A-Za-z0-9_-]",
+            LinkError::BadPlanId => {
+                "the plan id is empty, too long or has other than [A-Za-z0-9_-]"
+            }
         })
     }
 }
@@ -43,9 +45,7 @@ pub fn plan_id(link: &str) -> Result<String, LinkError> {
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case(SCHEME))
         .map(|(_, rest)| rest)
         .ok_or(LinkError::NotCountersign)?;
-    let id = rest
-        .strip_prefix("plan/")
-        .ok_or(LinkError::UnknownTarget)?;
+    let id = rest.strip_prefix("plan/").ok_or(LinkError::UnknownTarget)?;
     let id = id.strip_suffix('/').unwrap_or(id);
     if plan_id_ok(id) {
         Ok(id.to_owned())
@@ -73,27 +73,47 @@ mod tests {
 
     #[test]
     fn a_plan_link_names_its_plan() {
-        assert_eq!(plan_id("countersign://plan/pln_01H2X").unwrap(), "pln_01H2X");
+        assert_eq!(
+            plan_id("countersign://plan/pln_01H2X").unwrap(),
+            "pln_01H2X"
+        );
         assert_eq!(plan_id("countersign://plan/pln_a-b/").unwrap(), "pln_a-b");
         assert_eq!(plan_id(" COUNTERSIGN://plan/pln_1\n").unwrap(), "pln_1");
     }
 
     #[test]
     fn malformed_links_are_refused_with_a_reason() {
-        assert_eq!(plan_id("https://plan/pln_1"), Err(LinkError::NotCountersign));
+        assert_eq!(
+            plan_id("https://plan/pln_1"),
+            Err(LinkError::NotCountersign)
+        );
         assert_eq!(plan_id("pln_1"), Err(LinkError::NotCountersign));
-        assert_eq!(plan_id("countersign://queue/pln_1"), Err(LinkError::UnknownTarget));
+        assert_eq!(
+            plan_id("countersign://queue/pln_1"),
+            Err(LinkError::UnknownTarget)
+        );
         assert_eq!(plan_id("countersign://plan/"), Err(LinkError::BadPlanId));
-        assert_eq!(plan_id("countersign://plan/../etc"), Err(LinkError::BadPlanId));
+        assert_eq!(
+            plan_id("countersign://plan/../etc"),
+            Err(LinkError::BadPlanId)
+        );
         assert_eq!(plan_id("countersign://plan/a/b"), Err(LinkError::BadPlanId));
-        assert_eq!(plan_id("countersign://plan/p?x=1"), Err(LinkError::BadPlanId));
+        assert_eq!(
+            plan_id("countersign://plan/p?x=1"),
+            Err(LinkError::BadPlanId)
+        );
         let long = format!("countersign://plan/{}", "a".repeat(MAX_PLAN_ID + 1));
         assert_eq!(plan_id(&long), Err(LinkError::BadPlanId));
     }
 
     #[test]
     fn arguments_yield_only_their_plan_links() {
-        let args = ["--flag", "countersign://plan/pln_1", "countersign://x", "countersign://plan/pln_2"];
+        let args = [
+            "--flag",
+            "countersign://plan/pln_1",
+            "countersign://x",
+            "countersign://plan/pln_2",
+        ];
         assert_eq!(plans_in(&args), vec!["pln_1", "pln_2"]);
     }
 }

@@ -144,7 +144,10 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         first.serve(move |a| tx.send(a).unwrap());
         let link = args(&["countersign://plan/pln_1"]);
-        assert!(matches!(claim(dir.path(), &link).unwrap(), Claim::Forwarded));
+        assert!(matches!(
+            claim(dir.path(), &link).unwrap(),
+            Claim::Forwarded
+        ));
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), link);
     }
 
@@ -174,7 +177,13 @@ mod tests {
         };
         let (tx, rx) = mpsc::channel();
         first.serve(move |a| tx.send(a).unwrap());
-        assert!(matches!(claim(dir.path(), &args(&["x"])).unwrap(), Claim::Forwarded));
-        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), args(&["x"]));
+        assert!(matches!(
+            claim(dir.path(), &args(&["x"])).unwrap(),
+            Claim::Forwarded
+        ));
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(5)).unwrap(),
+            args(&["x"])
+        );
     }
 }

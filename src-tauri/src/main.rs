@@ -5,10 +5,17 @@
 
 mod commands;
 mod config;
-mod sync_loop;
+mod confirm;
+mod follow;
+mod notification;
+mod shell;
+mod tray;
+mod window;
 
 use clap::Parser;
-use tauri::Manager;
+use countersign_desktop::deep_link;
+use countersign_desktop::instance::{self, Claim};
+use tauri::{Manager, RunEvent, WindowEvent};
 use tracing_subscriber::EnvFilter;
 
 /// Read before Tauri starts, so `--version` and `--help` answer without a display.
@@ -17,40 +24,106 @@ use tracing_subscriber::EnvFilter;
     name = "countersign",
     version,
     about = "Countersign: review and sign what AI agents want to do",
-    after_help = "Environment:
-  COUNTERSIGN_GATEWAY_URL      the gateway to follow (none: an in-process demo gateway)
-  COUNTERSIGN_ENROLLMENT_CODE  the code from `countersign-gateway approvers invite`, the first time
-  COUNTERSIGN_APPROVER_NAME    the name the demo gateway invites (a real invite carries its own)
-  COUNTERSIGN_CA_CERT          a PEM file of certificates to trust besides the system's roots
-  COUNTERSIGN_DATA_DIR         where the journal and gateway list are kept
-  COUNTERSIGN_SIM_INTERVAL_MS  the demo agent's pace (0 stops it)"
+    after_help = "Environment (each overrides the settings file):
+  COUNTERSIGN_GATEWAY_URL         the gateway to follow (none: an in-process demo gateway)
+  COUNTERSIGN_ENROLLMENT_CODE     the code from `countersign-gateway approvers invite`, the first time
+  COUNTERSIGN_APPROVER_NAME       the name the demo gateway invites (a real invite carries its own)
+  COUNTERSIGN_POLL_INTERVAL_SECS  how often to list the queue while the event stream is down
+  COUNTERSIGN_THEME               light, dark or system
+  COUNTERSIGN_CA_CERT             a PEM file of certificates to trust besides the system's roots
+  COUNTERSIGN_DATA_DIR            where the journal, gateway list and window place are kept;
+                                  one running app per data directory
+  COUNTERSIGN_CONFIG_DIR          where settings.json is kept
+  COUNTERSIGN_SIM_INTERVAL_MS     the demo agent's pace (0 stops it)"
 )]
-struct Args {}
+struct Args {
+    /// `countersign://plan/<plan_id>` links to open; handed to the running app if there is one.
+    links: Vec<String>,
+}
 
 fn main() {
-    Args::parse();
+    let args = Args::parse();
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
-    tauri::Builder::default()
-        .manage(commands::AppModel::default())
+    let env = match config::from_env() {
+        Ok(env) => env,
+        Err(e) => {
+            eprintln!("countersign: {e}");
+            std::process::exit(2);
+        }
+    };
+    let mut instance = match instance::claim(&env.data_dir, &args.links) {
+        Ok(Claim::First(instance)) => instance,
+        Ok(Claim::Forwarded) => {
+            tracing::info!(data_dir = %env.data_dir.display(), "handed over to the running app");
+            return;
+        }
+        Err(e) => {
+            eprintln!("countersign: {}: {e}", env.data_dir.display());
+            std::process::exit(2);
+        }
+    };
+    let links = deep_link::plans_in(&args.links);
+    let app = tauri::Builder::default()
+        .plugin(tauri_plugin_dialog::init())
+        .manage(window::Geometry::default())
         .invoke_handler(tauri::generate_handler![
             commands::status,
             commands::queue,
             commands::plan,
-            commands::approve
+            commands::approve,
+            commands::reject,
+            commands::refresh,
+            commands::subjects,
+            commands::batch,
+            commands::decide_batch,
+            commands::history,
+            commands::export_history,
+            commands::settings,
+            commands::save_settings,
+            commands::enroll,
         ])
-        .setup(|app| {
+        .on_window_event(|window, event| match event {
+            WindowEvent::Moved(_) | WindowEvent::Resized(_) => {
+                window.state::<window::Geometry>().record(window)
+            }
+            WindowEvent::CloseRequested { .. } => save_geometry(window.app_handle()),
+            _ => {}
+        })
+        .setup(move |app| {
             countersign_console::os_keyring::check()?;
-            let config = config::from_env(app.handle())?;
+            if let Some(window) = app.get_webview_window(window::MAIN) {
+                window::restore(&window, &env.data_dir);
+            }
+            app.manage(shell::Shell::new(env));
             let handle = app.handle().clone();
-            tauri::async_runtime::spawn(async move {
-                let model = handle.state::<commands::AppModel>();
-                model.start(config).await;
-                sync_loop::run(handle.clone()).await;
+            instance.serve(move |args| {
+                window::show(&handle);
+                for plan_id in deep_link::plans_in(&args) {
+                    handle.state::<shell::Shell>().open_plan(&handle, plan_id);
+                }
             });
+            // Held, not dropped: the data directory stays this process's until it ends.
+            app.manage(std::sync::Mutex::new(instance));
+            tray::install(app.handle());
+            let shell = app.state::<shell::Shell>();
+            for plan_id in links {
+                shell.open_plan(app.handle(), plan_id);
+            }
+            shell::restart(app.handle());
             Ok(())
         })
-        .run(tauri::generate_context!())
+        .build(tauri::generate_context!())
         .expect("the Countersign window could not start");
+    app.run(|app, event| {
+        if let RunEvent::Exit = event {
+            save_geometry(app);
+        }
+    });
+}
+
+fn save_geometry(app: &tauri::AppHandle) {
+    let shell = app.state::<shell::Shell>();
+    app.state::<window::Geometry>().save(&shell.env.data_dir);
 }

@@ -1,0 +1,65 @@
+//! A desktop notification for a new plan the approver's rules select, judged on the fetched
+//! plan's own risk flags. notify-rust, because on Linux it is a plain
+//! `org.freedesktop.Notifications.Notify` call and reports the click (the "default" action),
+//! which tauri-plugin-notification does not on desktop.
+
+use std::sync::Arc;
+
+use countersign_console::console::Console;
+use countersign_console::review::PlanView;
+use notify_rust::Notification;
+use tauri::{AppHandle, Manager};
+
+use crate::shell::Shell;
+use crate::window;
+
+pub async fn announce(app: AppHandle, console: Arc<Console>, plan_id: String) {
+    let plan = match console.plan_view(&plan_id).await {
+        Ok(plan) => plan,
+        Err(e) => {
+            tracing::debug!(plan_id, error = %e, "a new plan could not be fetched to judge it");
+            return;
+        }
+    };
+    if !app.state::<Shell>().rules().selects_plan(&plan) {
+        return;
+    }
+    let (summary, body) = words(&plan);
+    // Waiting for the click blocks: a thread of its own per notification shown.
+    std::thread::spawn(move || show(&app, &plan_id, &summary, &body));
+}
+
+fn words(plan: &PlanView) -> (String, String) {
+    let what = if plan.consequence.is_empty() {
+        &plan.gist
+    } else {
+        &plan.consequence
+    };
+    (
+        format!("To approve: {}", plan.title),
+        format!("{what}\n{} · agent {}", plan.plan_id, plan.agent_id),
+    )
+}
+
+fn show(app: &AppHandle, plan_id: &str, summary: &str, body: &str) {
+    let shown = Notification::new()
+        .appname("Countersign")
+        .summary(summary)
+        .body(body)
+        .icon("countersign")
+        .action("default", "Open")
+        .show();
+    match shown {
+        #[cfg(all(unix, not(target_os = "macos")))]
+        Ok(handle) => handle.wait_for_action(|action| {
+            if action == "default" {
+                window::open_plan(app, plan_id);
+            }
+        }),
+        #[cfg(not(all(unix, not(target_os = "macos"))))]
+        Ok(_) => {
+            let _ = (app, plan_id);
+        }
+        Err(e) => tracing::warn!(plan_id, error = %e, "the notification could not be shown"),
+    }
+}

@@ -1,0 +1,240 @@
+//! The session behind the window: on the configured gateway, or on a demo gateway this process
+//! starts. It is replaced whole when the gateway changes; commands take a clone of the current
+//! one and never hold a lock across network I/O.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use countersign_console::error::{ConsoleError, ErrorView};
+use countersign_console::notify::NotifyRules;
+use countersign_console::session::{Session, SessionConfig};
+use countersign_console::settings::{self, Settings, SettingsView};
+use countersign_gateway::embedded::Embedded;
+use tauri::async_runtime::JoinHandle;
+use tauri::{AppHandle, Emitter, Manager};
+
+use crate::config::Env;
+use crate::{follow, window};
+
+pub struct Shell {
+    pub env: Env,
+    current: RwLock<Current>,
+    /// Bumped by every start, so only the latest of two overlapping starts is kept.
+    starts: AtomicU64,
+    rules: RwLock<NotifyRules>,
+    /// Plans named by deep links before the session could show them.
+    waiting_links: Mutex<Vec<String>>,
+}
+
+enum Current {
+    Starting,
+    Failed(ErrorView),
+    Running(Arc<Running>),
+}
+
+/// A session and what runs for it; dropping the last clone stops its tasks and demo gateway.
+pub struct Running {
+    pub session: Session,
+    tasks: Vec<JoinHandle<()>>,
+    _demo: Option<Embedded>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+fn starting() -> ErrorView {
+    ErrorView {
+        code: "starting".to_owned(),
+        message: "Connecting to the gateway…".to_owned(),
+    }
+}
+
+impl Shell {
+    pub fn new(env: Env) -> Shell {
+        Shell {
+            env,
+            current: RwLock::new(Current::Starting),
+            starts: AtomicU64::new(0),
+            rules: RwLock::new(NotifyRules::default()),
+            waiting_links: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The current session, or why there is none (`starting`, or the error it failed with).
+    pub fn running(&self) -> Result<Arc<Running>, ErrorView> {
+        match &*self.current.read().unwrap_or_else(|e| e.into_inner()) {
+            Current::Running(r) => Ok(r.clone()),
+            Current::Starting => Err(starting()),
+            Current::Failed(e) => Err(e.clone()),
+        }
+    }
+
+    pub fn rules(&self) -> NotifyRules {
+        self.rules.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set(&self, current: Current) {
+        // The old session is dropped outside the lock: its drop aborts tasks.
+        let old = std::mem::replace(
+            &mut *self.current.write().unwrap_or_else(|e| e.into_inner()),
+            current,
+        );
+        drop(old);
+    }
+
+    pub fn settings(&self) -> Result<SettingsView, ErrorView> {
+        settings::load_settings(&self.env.config_dir).map_err(|e| e.view())
+    }
+
+    /// What applies without a new session: the notification rules.
+    fn apply(&self, settings: &Settings) {
+        *self.rules.write().unwrap_or_else(|e| e.into_inner()) = settings.notify.clone();
+    }
+
+    /// Opens `plan_id` in the window now, or once a session can show it.
+    pub fn open_plan(&self, app: &AppHandle, plan_id: String) {
+        if self.running().is_ok() {
+            window::open_plan(app, &plan_id);
+        } else {
+            self.waiting_links
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(plan_id);
+        }
+    }
+}
+
+/// Starts (or restarts) the session the settings name; the window shows `starting` meanwhile.
+pub fn restart(app: &AppHandle) {
+    let shell = app.state::<Shell>();
+    let start = shell.starts.fetch_add(1, Ordering::SeqCst) + 1;
+    shell.set(Current::Starting);
+    let _ = app.emit(follow::QUEUE_CHANGED, ());
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        let shell = app.state::<Shell>();
+        let outcome = match shell.settings() {
+            Ok(view) => {
+                shell.apply(&view.settings);
+                let code = shell.env.enrollment_code.clone();
+                open(&app, view.settings.gateway_url, code).await
+            }
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(session) => install(&app, start, session),
+            Err(e) => {
+                tracing::error!(code = %e.code, message = %e.message, "the console could not start");
+                if shell.starts.load(Ordering::SeqCst) == start {
+                    shell.set(Current::Failed(e));
+                    let _ = app.emit(follow::QUEUE_CHANGED, ());
+                }
+            }
+        }
+    });
+}
+
+/// Enrolls with `url` using `code`, then follows that gateway and keeps it in the settings.
+/// The session before stays in place until the new one stands.
+pub async fn enroll(app: &AppHandle, url: String, code: String) -> Result<Arc<Running>, ErrorView> {
+    let shell = app.state::<Shell>();
+    let url = url.trim().to_owned();
+    if url.is_empty() || code.trim().is_empty() {
+        return Err(ConsoleError::Invalid(
+            "a gateway URL and an enrollment code are needed".into(),
+        )
+        .view());
+    }
+    let session = open(app, Some(url.clone()), Some(code.trim().to_owned())).await?;
+    let mut saved = shell.settings()?.settings;
+    saved.gateway_url = Some(url);
+    settings::save_settings(&shell.env.config_dir, &saved).map_err(|e| e.view())?;
+    let start = shell.starts.fetch_add(1, Ordering::SeqCst) + 1;
+    install(app, start, session);
+    shell.running()
+}
+
+/// Saves the settings; a new gateway means a new session, the rest applies as it is.
+pub fn save(app: &AppHandle, settings: &Settings) -> Result<SettingsView, ErrorView> {
+    let shell = app.state::<Shell>();
+    let before = shell.settings()?.settings.gateway_url;
+    let view = settings::save_settings(&shell.env.config_dir, settings).map_err(|e| e.view())?;
+    shell.apply(&view.settings);
+    if view.settings.gateway_url != before {
+        restart(app);
+    }
+    Ok(view)
+}
+
+/// A session on `url`, or on a demo gateway started here when there is none.
+async fn open(
+    app: &AppHandle,
+    url: Option<String>,
+    code: Option<String>,
+) -> Result<(Session, Option<Embedded>), ErrorView> {
+    let shell = app.state::<Shell>();
+    let env = &shell.env;
+    let (gateway_url, enrollment_code, demo) = match url {
+        Some(url) => (url, code, None),
+        None => {
+            let database = format!(
+                "sqlite://{}",
+                env.data_dir.join("demo-gateway.db").display()
+            );
+            let demo = Embedded::start(&database, env.simulate_every)
+                .await
+                .map_err(|e| {
+                    ConsoleError::Invalid(format!("the demo gateway did not start: {e}")).view()
+                })?;
+            let code = demo.invite(&env.display_name).await.map_err(|e| {
+                ConsoleError::Invalid(format!("the demo gateway made no enrollment code: {e}"))
+                    .view()
+            })?;
+            (demo.url.clone(), Some(code), Some(demo))
+        }
+    };
+    let session = Session::start(SessionConfig {
+        gateway_url,
+        enrollment_code,
+        display_name: env.display_name.clone(),
+        data_dir: env.data_dir.clone(),
+        demo: demo.is_some(),
+    })
+    .await
+    .map_err(|e| e.view())?;
+    Ok((session, demo))
+}
+
+/// Makes `session` the current one (unless a later start has begun) and starts following it.
+fn install(app: &AppHandle, start: u64, (session, demo): (Session, Option<Embedded>)) {
+    let shell = app.state::<Shell>();
+    if shell.starts.load(Ordering::SeqCst) != start {
+        return;
+    }
+    let tasks = vec![tauri::async_runtime::spawn(follow::follow(
+        app.clone(),
+        session.console().clone(),
+        session.changes(),
+    ))];
+    let running = Arc::new(Running {
+        session,
+        tasks,
+        _demo: demo,
+    });
+    shell.set(Current::Running(running));
+    let _ = app.emit(follow::QUEUE_CHANGED, ());
+    let waiting = std::mem::take(
+        &mut *shell
+            .waiting_links
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()),
+    );
+    for plan_id in waiting {
+        window::open_plan(app, &plan_id);
+    }
+}
