@@ -20,7 +20,11 @@ fn fetched(raw: Value, status: PlanStatus) -> FetchedPlan {
         "supersedes": null, "superseded_by": null, "stale": null, "execution": null
     }))
     .unwrap();
-    FetchedPlan { raw, record }
+    FetchedPlan {
+        raw,
+        record,
+        wallet: None,
+    }
 }
 
 fn before_expiry() -> chrono::DateTime<Utc> {
