@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use ts_rs::TS;
 
 use crate::changed::{subject_sets_to_fetch, what_changed};
-use crate::client::GatewayClient;
+use crate::client::{FetchedPlan, GatewayClient};
 use crate::error::ConsoleError;
 use crate::journal::{Flushed, Journal};
 use crate::live::Snapshot;
@@ -24,6 +24,8 @@ use crate::words;
 
 /// Gists remembered at most; past it, those of plans no longer listed are forgotten.
 const MAX_GISTS: usize = 50_000;
+/// Plans kept as last fetched, for decisions while the gateway does not answer.
+const RECENT_PLANS: usize = 16;
 
 pub struct Console {
     client: GatewayClient,
@@ -34,6 +36,8 @@ pub struct Console {
     /// Only for [`Console::sync`], the one-shot listing of the CLI.
     poller: tokio::sync::Mutex<Poller>,
     gists: Mutex<HashMap<String, String>>,
+    /// Plans as last fetched: what a decision made while the gateway is away is signed over.
+    recent: Mutex<std::collections::VecDeque<FetchedPlan>>,
     pub(crate) subjects: SubjectCache,
 }
 
@@ -117,6 +121,7 @@ impl Console {
             publish: watch::Sender::new(Snapshot::default()),
             poller: tokio::sync::Mutex::new(Poller::default()),
             gists: Mutex::new(HashMap::new()),
+            recent: Mutex::new(std::collections::VecDeque::new()),
             subjects: SubjectCache::default(),
         })
     }
@@ -319,7 +324,7 @@ impl Console {
     }
 
     /// Reviews a fetched plan for this approver.
-    pub(crate) fn review(&self, fetched: &crate::client::FetchedPlan) -> PlanView {
+    pub(crate) fn review(&self, fetched: &FetchedPlan) -> PlanView {
         let plan = &fetched.record.plan;
         let title = self.title(&plan.plan_id, &plan.capability_id);
         let mut view = review::plan_view(
@@ -335,8 +340,29 @@ impl Console {
 
     /// Fetches the plan and reviews it.
     pub async fn plan_view(&self, plan_id: &str) -> Result<PlanView, ConsoleError> {
-        let fetched = self.client.plan(plan_id).await?;
+        let fetched = self.fetch(plan_id).await?;
         Ok(self.review(&fetched))
+    }
+
+    /// Fetches a plan and keeps it as the last one seen.
+    pub(crate) async fn fetch(&self, plan_id: &str) -> Result<FetchedPlan, ConsoleError> {
+        let fetched = self.client.plan(plan_id).await?;
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        recent.retain(|f| f.record.plan.plan_id != plan_id);
+        if recent.len() >= RECENT_PLANS {
+            recent.pop_front();
+        }
+        recent.push_back(fetched.clone());
+        Ok(fetched)
+    }
+
+    /// The plan as last fetched, if it was.
+    pub(crate) fn last_fetched(&self, plan_id: &str) -> Option<FetchedPlan> {
+        let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        recent
+            .iter()
+            .find(|f| f.record.plan.plan_id == plan_id)
+            .cloned()
     }
 
     /// Asks for a fresh preview of `plan_id` and says what changed since the plan it supersedes.

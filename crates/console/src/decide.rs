@@ -87,7 +87,13 @@ impl Console {
         seen_digest: &str,
         decision: Decision,
     ) -> Result<Checked, ConsoleError> {
-        let fetched = self.client().plan(plan_id).await?;
+        // A gateway that does not answer gets the decision later, through the outbox: signed
+        // over the plan as the approver last saw it, which the digest pins.
+        let fetched = match self.fetch(plan_id).await {
+            Ok(fetched) => fetched,
+            Err(e @ ConsoleError::Unreachable { .. }) => self.last_fetched(plan_id).ok_or(e)?,
+            Err(e) => return Err(e),
+        };
         let plan = &fetched.record.plan;
         let computed =
             plan_digest(&fetched.raw).map_err(|e| ConsoleError::Protocol(e.to_string()))?;
