@@ -137,12 +137,12 @@ impl Session {
         private_files::create_dir(&config.data_dir)?;
         let url = config.gateway_url.trim();
         let client = GatewayClient::new(url, None)?;
-        let info = client.gateway().await?;
         // The demo gateway runs in this process on a new port each time: its own word for its
-        // id is good. Anywhere else only the id remembered for this URL is, before the gateway
-        // proved its identity to an invite.
+        // id (the identity answer needs no credential) is good. Anywhere else only the id
+        // remembered for this URL is, before the gateway proved its identity to an invite.
         let trusted = if config.demo {
-            Some(info.gateway_id.clone())
+            let nonce = countersign_proto::enrollment::new_nonce();
+            Some(client.identity(&nonce).await?.gateway_id)
         } else {
             remembered(&config.data_dir, url)
         };
@@ -162,6 +162,7 @@ impl Session {
             }
             (None, None) => return Err(ConsoleError::NotEnrolled),
         };
+        let info = client.with_token(signer.token()).gateway().await?;
         if info.gateway_id != signer.gateway_id() {
             return Err(ConsoleError::Protocol(format!(
                 "{url} is gateway {}, not {} this console enrolled with",
