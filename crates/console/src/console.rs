@@ -251,16 +251,19 @@ impl Console {
         )
     }
 
+    /// The ids of the listed plans. Read before the gists are locked, never while they are:
+    /// `queue()` holds the snapshot and then takes the gists.
+    fn listed(&self) -> Vec<String> {
+        let snapshot = self.publish.borrow();
+        snapshot.items.iter().map(|s| s.plan_id.clone()).collect()
+    }
+
     pub(crate) fn remember_gist(&self, plan_id: &str, gist: &str) {
+        let full = self.gists.lock().unwrap_or_else(|p| p.into_inner()).len() >= MAX_GISTS;
+        let listed: Option<std::collections::HashSet<String>> =
+            full.then(|| self.listed().into_iter().collect());
         let mut gists = self.gists.lock().unwrap_or_else(|p| p.into_inner());
-        if gists.len() >= MAX_GISTS {
-            let listed: std::collections::HashSet<String> = self
-                .publish
-                .borrow()
-                .items
-                .iter()
-                .map(|s| s.plan_id.clone())
-                .collect();
+        if let Some(listed) = listed {
             gists.retain(|id, _| listed.contains(id));
         }
         gists.insert(plan_id.to_owned(), gist.to_owned());
@@ -268,13 +271,11 @@ impl Console {
 
     /// Plans listed without a gist yet, soonest expiry first.
     fn without_gist(&self) -> Vec<String> {
+        let listed = self.listed();
         let gists = self.gists.lock().unwrap_or_else(|p| p.into_inner());
-        self.publish
-            .borrow()
-            .items
-            .iter()
-            .filter(|s| !gists.contains_key(&s.plan_id))
-            .map(|s| s.plan_id.clone())
+        listed
+            .into_iter()
+            .filter(|id| !gists.contains_key(id))
             .collect()
     }
 

@@ -238,3 +238,50 @@ async fn history_is_newest_first_verified_offline_and_exported_privately() -> an
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_plan_refreshes_into_one_that_says_what_changed() -> anyhow::Result<()> {
+    require_secret_service();
+    let gateway = Gateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let dana = gateway.console("Dana").await?;
+    let old = agent
+        .plan(
+            SETTINGS,
+            json!({"project": "prj_184", "retention_days": 14}),
+        )
+        .await?;
+    let other = agent
+        .plan(
+            SETTINGS,
+            json!({"project": "prj_184", "retention_days": 21}),
+        )
+        .await?;
+    let view = dana.console.plan_view(&other).await?;
+    dana.console
+        .approve(&other, &view.digest, None, &Recorder::answering(true))
+        .await?;
+    agent.invoke(SETTINGS, &other).await?;
+
+    let stale = dana.console.plan_view(&old).await?;
+    assert_eq!(stale.status, "stale");
+    assert!(!stale.stale.is_empty(), "a stale plan lists what moved");
+    assert!(!stale.approvable);
+
+    let refreshed = dana.console.refresh(&old).await?;
+    assert_eq!(refreshed.plan.supersedes.as_deref(), Some(old.as_str()));
+    assert_eq!(refreshed.changed.from_plan, old);
+    assert_eq!(refreshed.changed.to_plan, refreshed.plan.plan_id);
+    assert!(!refreshed.changed.moved.is_empty());
+    assert!(
+        refreshed.plan.approvable,
+        "{:?}",
+        refreshed.plan.not_approvable_reason
+    );
+    let superseded = dana.console.plan_view(&old).await?;
+    assert_eq!(
+        superseded.superseded_by.as_deref(),
+        Some(refreshed.plan.plan_id.as_str())
+    );
+    Ok(())
+}
