@@ -163,7 +163,7 @@ async fn an_enrolled_console_syncs_over_https() -> anyhow::Result<()> {
     assert_eq!(untrusted.code(), "unreachable", "{untrusted}");
 
     transport::trust_ca_file(&cert)?;
-    let mut console = Console::enroll(&url, &code, "Dana").await?;
+    let console = Console::enroll(&url, &code, "Dana").await?;
     assert_eq!(console.signer().gateway_id(), state.gateway_id);
 
     let (_, agent) =
@@ -186,7 +186,7 @@ async fn an_enrolled_console_syncs_over_https() -> anyhow::Result<()> {
         "the plan came over https"
     );
     let view = console.plan_view(plan_id).await?;
-    console.approve(plan_id, &view.digest, None).await?;
+    console.approve(plan_id, &view.digest, None, &Yes).await?;
     Signer::forget(&state.gateway_id)?;
     Ok(())
 }
@@ -352,7 +352,7 @@ async fn history_verifies_against_the_keyring_not_the_journal_row() -> anyhow::R
     let agent = gateway.agent("ops").await?;
     let dir = tempfile::tempdir()?;
     let journal = Journal::open(&dir.path().join("journal.db")).await?;
-    let mut console = Console::enroll(&gateway.url, &gateway.invite("Dana").await?, "Dana")
+    let console = Console::enroll(&gateway.url, &gateway.invite("Dana").await?, "Dana")
         .await?
         .with_journal(journal.clone());
     let gateway_id = console.signer().gateway_id().to_owned();
@@ -364,7 +364,7 @@ async fn history_verifies_against_the_keyring_not_the_journal_row() -> anyhow::R
         .await?;
     let plan_id = plan["plan_id"].as_str().unwrap();
     let view = console.plan_view(plan_id).await?;
-    console.approve(plan_id, &view.digest, None).await?;
+    console.approve(plan_id, &view.digest, None, &Yes).await?;
 
     // A row written by someone else: signed by another key under this approver's key id, the
     // row's public key swapped to match.
@@ -412,19 +412,21 @@ async fn history_verifies_against_the_keyring_not_the_journal_row() -> anyhow::R
 async fn the_desktop_demo_enrolls_through_the_bound_flow() -> anyhow::Result<()> {
     require_secret_service();
     let dir = tempfile::tempdir()?;
-    let mut session = Session::start(SessionConfig {
-        gateway_url: None,
-        enrollment_code: None,
+    let database = format!("sqlite://{}", dir.path().join("demo.db").display());
+    let demo = countersign_gateway::embedded::Embedded::start(&database, None).await?;
+    let session = Session::start(SessionConfig {
+        gateway_url: demo.url.clone(),
+        enrollment_code: Some(demo.invite("Dana").await?),
         display_name: "Dana".to_owned(),
         data_dir: dir.path().to_owned(),
-        simulate_every: None,
+        demo: true,
     })
     .await?;
     let status = session.status();
     assert!(status.demo);
     assert_eq!(status.approver, "Dana");
-    session.sync().await?;
-    let gateway_id = session.console.signer().gateway_id().to_owned();
+    session.console().sync().await?;
+    let gateway_id = session.console().signer().gateway_id().to_owned();
     assert!(Signer::load(&gateway_id)?.is_some());
     Signer::forget(&gateway_id)?;
     Ok(())
@@ -437,5 +439,14 @@ async fn plain_http_to_another_machine_is_refused() {
         assert_eq!(error.code(), "insecure_transport", "{url}");
         let error = refused_enrollment(url, "cse_00.00").await;
         assert_eq!(error.code(), "insecure_transport", "{url}");
+    }
+}
+
+/// The approver's yes to every confirmation: these tests are about what happens after it.
+struct Yes;
+
+impl countersign_console::Confirm for Yes {
+    fn confirm(&self, _: &str, _: &str, _: &[String]) -> bool {
+        true
     }
 }

@@ -4,7 +4,6 @@
 use countersign_console::signer::{Signer, KEYRING_SERVICE};
 use countersign_console::{Console, ConsoleError};
 use countersign_e2e::TestGateway;
-use countersign_proto::approvals::PlanStatus;
 use serde_json::json;
 
 const CAPABILITY: &str = "projects.settings.update";
@@ -42,7 +41,7 @@ async fn plan_travels_from_agent_to_signed_approval_to_execution() -> anyhow::Re
         "the key is not in the Secret Service"
     );
     // A fresh console finds key and token in the keyring alone.
-    let mut console = Console::open(&gateway.url, &gateway_id)?;
+    let console = Console::open(&gateway.url, &gateway_id)?;
 
     let first = agent
         .dry_run(
@@ -83,15 +82,17 @@ async fn plan_travels_from_agent_to_signed_approval_to_execution() -> anyhow::Re
     assert_eq!(view.changes[0].after, "14");
 
     let answer = console
-        .approve(ids[0], &view.digest, Some("Fits the policy.".into()))
+        .approve(ids[0], &view.digest, Some("Fits the policy.".into()), &Yes)
         .await?;
-    assert_eq!(answer.status, PlanStatus::Approved);
+    assert_eq!(answer.status, "approved");
     let second_view = console.plan_view(ids[1]).await?;
-    match console.approve(ids[1], &view.digest, None).await {
+    match console.approve(ids[1], &view.digest, None, &Yes).await {
         Err(ConsoleError::DigestMismatch { .. }) => {}
         other => panic!("signing a digest the approver did not see: {other:?}"),
     }
-    console.approve(ids[1], &second_view.digest, None).await?;
+    console
+        .approve(ids[1], &second_view.digest, None, &Yes)
+        .await?;
 
     let executed = agent.invoke(CAPABILITY, ids[0]).await?;
     assert_eq!(executed.status, 200, "{}", executed.body);
@@ -118,7 +119,10 @@ async fn plan_travels_from_agent_to_signed_approval_to_execution() -> anyhow::Re
     let third_view = console.plan_view(ids[2]).await?;
     assert!(!third_view.approvable);
     assert_eq!(third_view.stale[0].current, "74");
-    match console.approve(ids[2], &third_view.digest, None).await {
+    match console
+        .approve(ids[2], &third_view.digest, None, &Yes)
+        .await
+    {
         Err(ConsoleError::NotApprovable(reason)) => assert!(reason.contains("stale"), "{reason}"),
         other => panic!("approving a stale plan: {other:?}"),
     }
@@ -146,7 +150,7 @@ async fn a_rotated_key_signs_from_then_on_and_history_still_verifies() -> anyhow
     let first = agent.dry_run(CAPABILITY, params(7)).await?;
     let first_id = first["plan_id"].as_str().unwrap();
     let view = console.plan_view(first_id).await?;
-    console.approve(first_id, &view.digest, None).await?;
+    console.approve(first_id, &view.digest, None, &Yes).await?;
 
     console.rotate_key().await?;
     let new_key = console.signer().key_id().to_owned();
@@ -160,7 +164,7 @@ async fn a_rotated_key_signs_from_then_on_and_history_still_verifies() -> anyhow
     let second = agent.dry_run(CAPABILITY, params(14)).await?;
     let second_id = second["plan_id"].as_str().unwrap();
     let view = console.plan_view(second_id).await?;
-    console.approve(second_id, &view.digest, None).await?;
+    console.approve(second_id, &view.digest, None, &Yes).await?;
 
     let entries = journal.entries(Some(&gateway_id)).await?;
     assert_eq!(entries.len(), 2);
@@ -177,4 +181,13 @@ async fn a_rotated_key_signs_from_then_on_and_history_still_verifies() -> anyhow
 
     Signer::forget(&gateway_id)?;
     Ok(())
+}
+
+/// The approver's yes to every confirmation: these tests are about what happens after it.
+struct Yes;
+
+impl countersign_console::Confirm for Yes {
+    fn confirm(&self, _: &str, _: &str, _: &[String]) -> bool {
+        true
+    }
 }

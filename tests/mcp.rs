@@ -74,7 +74,7 @@ async fn run_agent(console: &mut Console, args: &[&str]) -> anyhow::Result<Vec<V
                     .as_str()
                     .ok_or_else(|| anyhow::anyhow!("no plan in {event}"))?;
                 let view = console.plan_view(plan_id).await?;
-                console.approve(plan_id, &view.digest, None).await?;
+                console.approve(plan_id, &view.digest, None, &Yes).await?;
             }
         }
         events.push(event);
@@ -269,4 +269,13 @@ async fn an_mcp_agent_over_stdio_waits_for_a_signed_approval() -> anyhow::Result
     assert_audited(&gateway, &token, &plan_id).await;
     Signer::forget(&gateway.state.gateway_id)?;
     Ok(())
+}
+
+/// The approver's yes to every confirmation: these tests are about what happens after it.
+struct Yes;
+
+impl countersign_console::Confirm for Yes {
+    fn confirm(&self, _: &str, _: &str, _: &[String]) -> bool {
+        true
+    }
 }

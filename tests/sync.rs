@@ -134,7 +134,7 @@ async fn two_hundred_decisions_through_a_faulty_network_arrive_exactly_once() ->
     let code = gateway.invite("Dana").await?;
     let dir = tempfile::tempdir()?;
     let journal = Journal::open(&dir.path().join("journal.db")).await?;
-    let mut console = Console::enroll(&proxy.url, &code, "Dana")
+    let console = Console::enroll(&proxy.url, &code, "Dana")
         .await?
         .with_journal(journal.clone());
 
@@ -158,7 +158,7 @@ async fn two_hundred_decisions_through_a_faulty_network_arrive_exactly_once() ->
                 Err(ConsoleError::Unreachable { .. } | ConsoleError::Protocol(_)) => continue,
                 Err(e) => panic!("{plan_id}: {e}"),
             };
-            match console.approve(plan_id, &view.digest, None).await {
+            match console.approve(plan_id, &view.digest, None, &Yes).await {
                 Ok(_) | Err(ConsoleError::Queued(_)) => break,
                 Err(ConsoleError::Unreachable { .. } | ConsoleError::Protocol(_)) => continue,
                 Err(e) => panic!("{plan_id}: {e}"),
@@ -247,4 +247,13 @@ async fn a_queue_longer_than_a_page_arrives_whole() -> anyhow::Result<()> {
         Poll::NotModified { .. }
     ));
     Ok(())
+}
+
+/// The approver's yes to every confirmation: these tests are about what happens after it.
+struct Yes;
+
+impl countersign_console::Confirm for Yes {
+    fn confirm(&self, _: &str, _: &str, _: &[String]) -> bool {
+        true
+    }
 }

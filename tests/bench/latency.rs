@@ -86,7 +86,7 @@ async fn measure(
     let code = gateway.invite("Bench approver").await?;
     let dir = tempfile::tempdir()?;
     let journal = Journal::open(&dir.path().join("journal.db")).await?;
-    let mut console = Console::enroll(&gateway.api.url, &code, "Bench approver")
+    let console = Console::enroll(&gateway.api.url, &code, "Bench approver")
         .await?
         .with_journal(journal);
 
@@ -145,7 +145,7 @@ async fn measure(
     for plan_id in &plans {
         let view = console.plan_view(plan_id).await?;
         let started = Instant::now();
-        console.approve(plan_id, &view.digest, None).await?;
+        console.approve(plan_id, &view.digest, None, &Yes).await?;
         round_trips.push(ns(started.elapsed()));
         tokio::time::sleep(GAP).await;
     }
@@ -163,4 +163,13 @@ async fn measure(
         percentile_row(d50, &round_trips, 50.0),
         percentile_row(d99, &round_trips, 99.0),
     ])
+}
+
+/// The approver's yes to every confirmation: these tests are about what happens after it.
+struct Yes;
+
+impl countersign_console::Confirm for Yes {
+    fn confirm(&self, _: &str, _: &str, _: &[String]) -> bool {
+        true
+    }
 }

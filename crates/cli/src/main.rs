@@ -13,7 +13,7 @@ use countersign_console::live::{Live, Timing};
 use countersign_console::review;
 use countersign_console::session::{self, JOURNAL};
 use countersign_console::signer::Signer;
-use countersign_console::{Console, ConsoleError};
+use countersign_console::{Confirm, Console, ConsoleError};
 use serde::Serialize;
 
 #[derive(Parser)]
@@ -251,7 +251,7 @@ async fn run(cli: Cli) -> Outcome {
             });
         }
         Command::Pending => {
-            let mut console = open(&cli).await?;
+            let console = open(&cli).await?;
             console.sync().await?;
             let view = console.queue();
             print(json, &view, || render::queue(&view));
@@ -267,28 +267,39 @@ async fn run(cli: Cli) -> Outcome {
             );
         }
         Command::Approve { plan, reason, yes } => {
-            let mut console = open(&cli).await?;
+            let console = open(&cli).await?;
             let view = console.plan_view(plan).await?;
             if let Some(why) = &view.not_approvable_reason {
                 return Err(ConsoleError::NotApprovable(why.clone()).into());
             }
-            if !view.risk.is_empty() && !yes {
-                confirm(&view)?;
+            if !view.risk.is_empty() && !yes && !std::io::stdin().is_terminal() {
+                return Err(Failure::Usage(format!(
+                    "{} is risky ({}): pass --yes to approve it without a prompt",
+                    view.plan_id,
+                    view.risk.join(", ")
+                )));
             }
-            let answer = console.approve(plan, &view.digest, reason.clone()).await?;
-            let out = review::decision_view(&answer);
+            let out = match console
+                .approve(plan, &view.digest, reason.clone(), &Prompt { yes: *yes })
+                .await
+            {
+                Err(ConsoleError::Cancelled) => {
+                    return Err(Failure::Usage("not approved".to_owned()))
+                }
+                other => other?,
+            };
             print(json, &out, || render::decision(&out));
         }
         Command::Reject { plan, reason } => {
-            let mut console = open(&cli).await?;
+            let console = open(&cli).await?;
             let view = console.plan_view(plan).await?;
-            let answer = console.reject(plan, &view.digest, reason.clone()).await?;
-            let out = review::decision_view(&answer);
+            let out = console.reject(plan, &view.digest, reason.clone()).await?;
             print(json, &out, || render::decision(&out));
         }
         Command::Refresh { plan } => {
-            let mut console = open(&cli).await?;
-            let (view, changed) = console.refresh(plan).await?;
+            let console = open(&cli).await?;
+            let refreshed = console.refresh(plan).await?;
+            let (view, changed) = (refreshed.plan, refreshed.changed);
             print(
                 json,
                 &serde_json::json!({"plan": view, "changed": changed}),
@@ -384,36 +395,32 @@ async fn budget(console: &Console, view: &review::PlanView) -> Option<serde_json
     )))
 }
 
-/// Risky plans are approved on purpose: ask on a terminal, refuse without one.
-fn confirm(view: &review::PlanView) -> Result<(), Failure> {
-    let consequence = view
-        .groups
-        .iter()
-        .filter(|g| !g.badges.is_empty())
-        .map(|g| format!("{} ({})", g.effect_type, g.badges.join(", ")))
-        .collect::<Vec<_>>()
-        .join("; ");
-    if !std::io::stdin().is_terminal() {
-        return Err(Failure::Usage(format!(
-            "{} is risky ({}): pass --yes to approve it without a prompt",
-            view.plan_id,
-            view.risk.join(", ")
-        )));
-    }
-    eprint!(
-        "Approve {}? {} [y/N] ",
-        render::clean(&view.plan_id),
-        render::clean(&consequence)
-    );
-    let mut answer = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .map_err(|e| Failure::Usage(e.to_string()))?;
-    if answer.trim().eq_ignore_ascii_case("y") || answer.trim().eq_ignore_ascii_case("yes") {
-        Ok(())
-    } else {
-        Err(Failure::Usage("not approved".to_owned()))
+/// Risky plans are approved on purpose: `--yes`, or a yes on the terminal to the consequence.
+struct Prompt {
+    yes: bool,
+}
+
+impl Confirm for Prompt {
+    fn confirm(&self, title: &str, consequence: &str, lines: &[String]) -> bool {
+        if self.yes {
+            return true;
+        }
+        let listed: String = lines
+            .iter()
+            .map(|l| format!("  {}\n", render::clean(l)))
+            .collect();
+        eprint!(
+            "{}\n{}{} [y/N] ",
+            render::clean(title),
+            listed,
+            render::clean(consequence)
+        );
+        let mut answer = String::new();
+        if std::io::stdin().lock().read_line(&mut answer).is_err() {
+            return false;
+        }
+        let answer = answer.trim();
+        answer.eq_ignore_ascii_case("y") || answer.eq_ignore_ascii_case("yes")
     }
 }
 

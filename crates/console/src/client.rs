@@ -49,11 +49,21 @@ pub struct Wallet {
     pub remaining_credits: Credits,
 }
 
-/// A plan as fetched: the raw JSON it was digested from, and its typed reading.
+/// The agent's wallet as `GET /v1/plans/{id}` reports it beside the plan.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct PlanWallet {
+    pub agent_id: String,
+    pub remaining_credits: Credits,
+    pub limit_credits: Credits,
+}
+
+/// A plan as fetched: the raw JSON it was digested from, its typed reading, and the agent's
+/// wallet when the gateway tells.
 #[derive(Debug, Clone)]
 pub struct FetchedPlan {
     pub raw: Value,
     pub record: PlanRecord,
+    pub wallet: Option<PlanWallet>,
 }
 
 /// The outcome of a conditional poll.
@@ -312,6 +322,16 @@ impl GatewayClient {
         plan_id: &str,
         effect_id: &str,
     ) -> Result<Vec<String>, ConsoleError> {
+        let items = self.all_subject_items(plan_id, effect_id).await?;
+        Ok(items.into_iter().map(|(id, _)| id).collect())
+    }
+
+    /// Every subject of an effect, id and label, in the gateway's order (ids ascending).
+    pub async fn all_subject_items(
+        &self,
+        plan_id: &str,
+        effect_id: &str,
+    ) -> Result<Vec<(String, String)>, ConsoleError> {
         let mut ids = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
@@ -323,7 +343,7 @@ impl GatewayClient {
                     "an empty subject page that claims more".to_owned(),
                 ));
             }
-            ids.extend(page.items.into_iter().map(|i| i.id));
+            ids.extend(page.items.into_iter().map(|i| (i.id, i.label)));
             // A gateway that pages past its own total, or in circles, is not followed forever.
             if ids.len() as u64 > page.total || ids.len() > MAX_SUBJECTS {
                 return Err(ConsoleError::Protocol(format!(
@@ -408,9 +428,17 @@ pub(crate) fn id_checked(id: &str, what: &str) -> Result<(), ConsoleError> {
 fn fetched(plan_id: &str, raw: Value) -> Result<FetchedPlan, ConsoleError> {
     let record = serde_json::from_value(raw.clone())
         .map_err(|e| ConsoleError::Protocol(format!("plan {plan_id}: {e}")))?;
+    // Outside the signed plan and only informative: a wallet that does not parse is left out.
+    let wallet = match raw.get("wallet").filter(|w| !w.is_null()) {
+        Some(w) => serde_json::from_value(w.clone())
+            .map_err(|e| tracing::warn!(error = %e, "the plan's wallet does not parse"))
+            .ok(),
+        None => None,
+    };
     Ok(FetchedPlan {
         raw: raw["plan"].clone(),
         record,
+        wallet,
     })
 }
 

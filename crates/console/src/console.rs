@@ -1,29 +1,44 @@
-//! One approver at one gateway: the queue, plan views, and signed decisions.
+//! One approver at one gateway: the queue, plan views, and signed decisions. Shared as
+//! `Arc<Console>` by concurrent callers: every method takes `&self`, and no lock is held across
+//! network I/O that another caller needs.
 
-use chrono::{SubsecRound, Utc};
-use countersign_proto::approvals::DecisionResponse;
-use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
-use countersign_proto::digest::plan_digest;
+use std::collections::HashMap;
+use std::sync::Mutex;
 
-use std::collections::BTreeMap;
-
+use chrono::Utc;
 use countersign_proto::digest::SubjectsHasher;
 use serde::Serialize;
+use tokio::sync::watch;
 use ts_rs::TS;
 
-use crate::changed::{subject_sets_to_fetch, what_changed, WhatChanged};
-use crate::client::GatewayClient;
+use crate::changed::{subject_sets_to_fetch, what_changed};
+use crate::client::{FetchedPlan, GatewayClient};
 use crate::error::ConsoleError;
-use crate::journal::{Delivery, Flushed, Journal};
-use crate::review::{self, PlanView, QueueView};
+use crate::journal::{Flushed, Journal};
+use crate::live::Snapshot;
+use crate::review::{self, PlanView, QueueView, RefreshView, RowContext};
 use crate::signer::Signer;
+use crate::subjects::SubjectCache;
 use crate::sync::Poller;
+use crate::words;
+
+/// Gists remembered at most; past it, those of plans no longer listed are forgotten.
+const MAX_GISTS: usize = 50_000;
+/// Plans kept as last fetched, for decisions while the gateway does not answer.
+const RECENT_PLANS: usize = 16;
 
 pub struct Console {
     client: GatewayClient,
     signer: Signer,
-    poller: Poller,
     journal: Option<Journal>,
+    /// The last synced state: what `queue()` and a session's status read, without I/O.
+    publish: watch::Sender<Snapshot>,
+    /// Only for [`Console::sync`], the one-shot listing of the CLI.
+    poller: tokio::sync::Mutex<Poller>,
+    gists: Mutex<HashMap<String, String>>,
+    /// Plans as last fetched: what a decision made while the gateway is away is signed over.
+    recent: Mutex<std::collections::VecDeque<FetchedPlan>>,
+    pub(crate) subjects: SubjectCache,
 }
 
 /// The full-set check of one effect's subjects against `subjects.digest`.
@@ -41,6 +56,55 @@ pub struct SubjectCheck {
     pub matches: bool,
 }
 
+impl SubjectCheck {
+    /// Checks `ids`, in the order received, against the effect's claimed total and digest.
+    pub fn of<'a>(
+        plan_id: &str,
+        effect_id: &str,
+        total: u64,
+        expected_digest: &str,
+        ids: impl ExactSizeIterator<Item = &'a str> + Clone,
+    ) -> SubjectCheck {
+        let received = ids.len() as u64;
+        let mut previous: Option<&str> = None;
+        let mut ascending = true;
+        let mut hasher = SubjectsHasher::default();
+        for id in ids {
+            if previous.is_some_and(|p| p >= id) {
+                ascending = false;
+            }
+            previous = Some(id);
+            hasher.push(id);
+        }
+        let computed = hasher.finish();
+        SubjectCheck {
+            plan_id: plan_id.to_owned(),
+            effect_id: effect_id.to_owned(),
+            total,
+            received,
+            matches: ascending && computed == expected_digest && received == total,
+            expected_digest: expected_digest.to_owned(),
+            computed_digest: computed,
+            ascending,
+        }
+    }
+}
+
+/// Queue rows see the gists and the outbox the console knows.
+struct Context<'a> {
+    gists: &'a HashMap<String, String>,
+    snapshot: &'a Snapshot,
+}
+
+impl RowContext for Context<'_> {
+    fn gist(&self, plan_id: &str) -> Option<String> {
+        self.gists.get(plan_id).cloned()
+    }
+    fn queued(&self, plan_id: &str) -> bool {
+        self.snapshot.queued.contains(plan_id)
+    }
+}
+
 impl Console {
     /// The console for the gateway at `url`, using this machine's credential for `gateway_id`.
     pub fn open(url: &str, gateway_id: &str) -> Result<Console, ConsoleError> {
@@ -53,8 +117,12 @@ impl Console {
         Ok(Console {
             client,
             signer,
-            poller: Poller::default(),
             journal: None,
+            publish: watch::Sender::new(Snapshot::default()),
+            poller: tokio::sync::Mutex::new(Poller::default()),
+            gists: Mutex::new(HashMap::new()),
+            recent: Mutex::new(std::collections::VecDeque::new()),
+            subjects: SubjectCache::default(),
         })
     }
 
@@ -68,23 +136,242 @@ impl Console {
         self.journal.as_ref()
     }
 
+    pub fn signer(&self) -> &Signer {
+        &self.signer
+    }
+
+    pub fn client(&self) -> &GatewayClient {
+        &self.client
+    }
+
+    pub(crate) fn publisher(&self) -> &watch::Sender<Snapshot> {
+        &self.publish
+    }
+
+    /// The last synced state; changes whenever the queue, the link or the outbox does.
+    pub fn changes(&self) -> watch::Receiver<Snapshot> {
+        self.publish.subscribe()
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        self.publish.borrow().clone()
+    }
+
     /// Sends the decisions still waiting in the outbox once more.
     pub async fn flush(&self) -> Result<Flushed, ConsoleError> {
-        match &self.journal {
-            Some(journal) => journal.flush(&self.client, self.signer.gateway_id()).await,
-            None => Ok(Flushed::default()),
+        let flushed = match &self.journal {
+            Some(journal) => {
+                journal
+                    .flush(&self.client, self.signer.gateway_id())
+                    .await?
+            }
+            None => Flushed::default(),
+        };
+        self.note_outbox().await;
+        Ok(flushed)
+    }
+
+    /// The outbox sent again when the gateway answers: a refusal becomes the status's error.
+    pub(crate) async fn send_outbox(&self) {
+        let Some(journal) = &self.journal else { return };
+        match journal.pending(self.signer.gateway_id()).await {
+            Ok(pending) if pending.is_empty() => return,
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "the outbox could not be read"),
+        }
+        match self.flush().await {
+            Ok(flushed) => {
+                if let Some((plan_id, why)) = flushed.refused.into_iter().next() {
+                    self.publish.send_modify(|s| {
+                        s.last_error = Some(crate::error::ErrorView {
+                            message: format!(
+                                "The queued decision on {plan_id} was refused: {}",
+                                why.message
+                            ),
+                            code: why.code,
+                        })
+                    });
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "the outbox could not be sent"),
         }
     }
 
+    /// Puts the outbox's size and plans into the snapshot.
+    pub(crate) async fn note_outbox(&self) {
+        let Some(journal) = &self.journal else { return };
+        let pending = match journal.pending(self.signer.gateway_id()).await {
+            Ok(pending) => pending,
+            Err(e) => {
+                tracing::warn!(error = %e, "the outbox could not be read");
+                return;
+            }
+        };
+        let queued: std::collections::BTreeSet<String> =
+            pending.iter().map(|e| e.plan_id.clone()).collect();
+        self.publish.send_if_modified(|s| {
+            let changed = s.outbox != pending.len() as u64 || s.queued != queued;
+            if changed {
+                s.outbox = pending.len() as u64;
+                s.queued = queued;
+                s.generation += 1;
+            }
+            changed
+        });
+    }
+
+    /// Lists the queue once into the snapshot (for a one-shot caller; a window runs
+    /// [`crate::live::Live`]); `Ok(true)` when it changed.
+    pub async fn sync(&self) -> Result<bool, ConsoleError> {
+        let mut poller = self.poller.lock().await;
+        let changed = poller.poll(&self.client).await?;
+        let items = poller.list().map(|l| l.items.clone()).unwrap_or_default();
+        drop(poller);
+        self.publish.send_modify(|s| {
+            s.last_sync = Some(Utc::now());
+            s.last_error = None;
+            if s.items != items {
+                s.items = items;
+                s.generation += 1;
+            }
+        });
+        Ok(changed)
+    }
+
+    /// The queue as last synced.
+    pub fn queue(&self) -> QueueView {
+        let snapshot = self.publish.borrow();
+        let gists = self.gists.lock().unwrap_or_else(|p| p.into_inner());
+        review::queue_in(
+            &snapshot.items,
+            &Context {
+                gists: &gists,
+                snapshot: &snapshot,
+            },
+        )
+    }
+
+    /// The ids of the listed plans. Read before the gists are locked, never while they are:
+    /// `queue()` holds the snapshot and then takes the gists.
+    fn listed(&self) -> Vec<String> {
+        let snapshot = self.publish.borrow();
+        snapshot.items.iter().map(|s| s.plan_id.clone()).collect()
+    }
+
+    pub(crate) fn remember_gist(&self, plan_id: &str, gist: &str) {
+        let full = self.gists.lock().unwrap_or_else(|p| p.into_inner()).len() >= MAX_GISTS;
+        let listed: Option<std::collections::HashSet<String>> =
+            full.then(|| self.listed().into_iter().collect());
+        let mut gists = self.gists.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(listed) = listed {
+            gists.retain(|id, _| listed.contains(id));
+        }
+        gists.insert(plan_id.to_owned(), gist.to_owned());
+    }
+
+    /// Plans listed without a gist yet, soonest expiry first.
+    fn without_gist(&self) -> Vec<String> {
+        let listed = self.listed();
+        let gists = self.gists.lock().unwrap_or_else(|p| p.into_inner());
+        listed
+            .into_iter()
+            .filter(|id| !gists.contains_key(id))
+            .collect()
+    }
+
+    /// Reads each listed plan once for its gist, as the queue changes, until the snapshot has
+    /// no receivers left; the snapshot's generation moves when gists were added.
+    pub async fn fill_gists(self: std::sync::Arc<Self>) {
+        let mut changes = self.changes();
+        loop {
+            let missing = self.without_gist();
+            let mut added = false;
+            for plan_id in missing {
+                match self.client.plan(&plan_id).await {
+                    Ok(fetched) => {
+                        self.remember_gist(&plan_id, &words::gist(&fetched.record.plan));
+                        added = true;
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, plan = %plan_id, "no gist for now");
+                        break;
+                    }
+                }
+            }
+            if added {
+                self.publish.send_modify(|s| s.generation += 1);
+                changes.borrow_and_update();
+            }
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The title of `plan_id` (or of its capability) as the queue knew it.
+    fn title(&self, plan_id: &str, capability_id: &str) -> Option<String> {
+        let snapshot = self.publish.borrow();
+        snapshot
+            .items
+            .iter()
+            .find(|s| s.plan_id == plan_id)
+            .or_else(|| {
+                snapshot
+                    .items
+                    .iter()
+                    .find(|s| s.capability_id == capability_id)
+            })
+            .map(|s| s.title.clone())
+    }
+
+    /// Reviews a fetched plan for this approver.
+    pub(crate) fn review(&self, fetched: &FetchedPlan) -> PlanView {
+        let plan = &fetched.record.plan;
+        let title = self.title(&plan.plan_id, &plan.capability_id);
+        let mut view = review::plan_view(
+            fetched,
+            title.as_deref(),
+            Some(self.signer.approver_id()),
+            Utc::now(),
+        );
+        view.queued = self.publish.borrow().queued.contains(&view.plan_id);
+        self.remember_gist(&view.plan_id, &view.gist);
+        view
+    }
+
+    /// Fetches the plan and reviews it.
+    pub async fn plan_view(&self, plan_id: &str) -> Result<PlanView, ConsoleError> {
+        let fetched = self.fetch(plan_id).await?;
+        Ok(self.review(&fetched))
+    }
+
+    /// Fetches a plan and keeps it as the last one seen.
+    pub(crate) async fn fetch(&self, plan_id: &str) -> Result<FetchedPlan, ConsoleError> {
+        let fetched = self.client.plan(plan_id).await?;
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        recent.retain(|f| f.record.plan.plan_id != plan_id);
+        if recent.len() >= RECENT_PLANS {
+            recent.pop_front();
+        }
+        recent.push_back(fetched.clone());
+        Ok(fetched)
+    }
+
+    /// The plan as last fetched, if it was.
+    pub(crate) fn last_fetched(&self, plan_id: &str) -> Option<FetchedPlan> {
+        let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        recent
+            .iter()
+            .find(|f| f.record.plan.plan_id == plan_id)
+            .cloned()
+    }
+
     /// Asks for a fresh preview of `plan_id` and says what changed since the plan it supersedes.
-    pub async fn refresh(
-        &mut self,
-        plan_id: &str,
-    ) -> Result<(PlanView, WhatChanged), ConsoleError> {
+    pub async fn refresh(&self, plan_id: &str) -> Result<RefreshView, ConsoleError> {
         let old = self.client.plan(plan_id).await?;
         let new = self.client.refresh(plan_id).await?;
         let (old_plan, new_plan) = (&old.record.plan, &new.record.plan);
-        let mut subjects = BTreeMap::new();
+        let mut subjects = std::collections::BTreeMap::new();
         // The new plan exists now, whatever happens next: a failed subject fetch only leaves
         // that effect's ids out of the comparison (its totals still show).
         for (old_effect, new_effect) in subject_sets_to_fetch(old_plan, new_plan) {
@@ -106,9 +393,11 @@ impl Console {
             }
         }
         let changed = what_changed(old_plan, new_plan, &subjects);
-        self.poller.invalidate();
-        let view = review::plan_view(&new, None, Some(self.signer.approver_id()), Utc::now());
-        Ok((view, changed))
+        self.poller.lock().await.invalidate();
+        Ok(RefreshView {
+            plan: self.review(&new),
+            changed,
+        })
     }
 
     /// Pages through every subject of an effect and checks the set against its digest.
@@ -118,35 +407,8 @@ impl Console {
         effect_id: &str,
     ) -> Result<SubjectCheck, ConsoleError> {
         let fetched = self.client.plan(plan_id).await?;
-        let effect = fetched
-            .record
-            .plan
-            .effects
-            .iter()
-            .find(|e| e.id == effect_id)
-            .ok_or_else(|| {
-                ConsoleError::Invalid(format!("plan {plan_id} has no effect {effect_id}"))
-            })?;
-        let subjects = effect.subjects.as_ref().ok_or_else(|| {
-            ConsoleError::Invalid(format!("effect {effect_id} names no subjects"))
-        })?;
-        let ids = self.client.all_subjects(plan_id, effect_id).await?;
-        let ascending = ids.windows(2).all(|w| w[0] < w[1]);
-        let mut hasher = SubjectsHasher::default();
-        for id in &ids {
-            hasher.push(id);
-        }
-        let computed = hasher.finish();
-        Ok(SubjectCheck {
-            plan_id: plan_id.to_owned(),
-            effect_id: effect_id.to_owned(),
-            total: subjects.total,
-            received: ids.len() as u64,
-            matches: ascending && computed == subjects.digest && ids.len() as u64 == subjects.total,
-            expected_digest: subjects.digest.clone(),
-            computed_digest: computed,
-            ascending,
-        })
+        let set = self.subject_set(&fetched, effect_id).await?;
+        Ok(set.check.clone())
     }
 
     /// Replaces the signing key (see [`Signer::rotate`]), once the outbox is empty: a queued
@@ -175,157 +437,5 @@ impl Console {
         let client = GatewayClient::new(url, None)?;
         let signer = Signer::enroll(&client, code, Some(display_name)).await?;
         Console::with_signer(url, signer)
-    }
-
-    pub fn signer(&self) -> &Signer {
-        &self.signer
-    }
-
-    pub fn client(&self) -> &GatewayClient {
-        &self.client
-    }
-
-    pub fn poller(&self) -> &Poller {
-        &self.poller
-    }
-
-    /// Polls the queue; `Ok(true)` when it changed.
-    pub async fn sync(&mut self) -> Result<bool, ConsoleError> {
-        self.poller.poll(&self.client).await
-    }
-
-    /// The queue as last synced.
-    pub fn queue(&self) -> QueueView {
-        review::queue(self.poller.list().map_or(&[], |l| &l.items))
-    }
-
-    fn title(&self, plan_id: &str) -> Option<&str> {
-        self.poller
-            .list()?
-            .items
-            .iter()
-            .find(|s| s.plan_id == plan_id)
-            .map(|s| s.title.as_str())
-    }
-
-    /// Fetches the plan and reviews it.
-    pub async fn plan_view(&self, plan_id: &str) -> Result<PlanView, ConsoleError> {
-        let fetched = self.client.plan(plan_id).await?;
-        Ok(review::plan_view(
-            &fetched,
-            self.title(plan_id),
-            Some(self.signer.approver_id()),
-            Utc::now(),
-        ))
-    }
-
-    /// Re-fetches the plan, recomputes its digest, insists it is the digest the approver was shown
-    /// (`seen_digest`, from [`PlanView::digest`]), refuses what may not be approved, and sends a
-    /// signed approval of exactly that digest.
-    pub async fn approve(
-        &mut self,
-        plan_id: &str,
-        seen_digest: &str,
-        reason: Option<String>,
-    ) -> Result<DecisionResponse, ConsoleError> {
-        self.decide(plan_id, seen_digest, Decision::Approve, reason)
-            .await
-    }
-
-    pub async fn reject(
-        &mut self,
-        plan_id: &str,
-        seen_digest: &str,
-        reason: String,
-    ) -> Result<DecisionResponse, ConsoleError> {
-        if reason.trim().is_empty() {
-            return Err(ConsoleError::Invalid(
-                "a rejection needs a reason".to_owned(),
-            ));
-        }
-        self.decide(plan_id, seen_digest, Decision::Reject, Some(reason))
-            .await
-    }
-
-    async fn decide(
-        &mut self,
-        plan_id: &str,
-        seen_digest: &str,
-        decision: Decision,
-        reason: Option<String>,
-    ) -> Result<DecisionResponse, ConsoleError> {
-        let fetched = self.client.plan(plan_id).await?;
-        let plan = &fetched.record.plan;
-        let computed =
-            plan_digest(&fetched.raw).map_err(|e| ConsoleError::Protocol(e.to_string()))?;
-        if computed != plan.plan_digest {
-            return Err(ConsoleError::DigestMismatch {
-                claimed: plan.plan_digest.clone(),
-                computed,
-            });
-        }
-        if computed != seen_digest {
-            return Err(ConsoleError::DigestMismatch {
-                claimed: seen_digest.to_owned(),
-                computed,
-            });
-        }
-        let now = Utc::now();
-        if decision == Decision::Approve {
-            if let Some(why) =
-                review::refusal(&fetched.record, true, Some(self.signer.approver_id()), now)
-            {
-                return Err(ConsoleError::NotApprovable(why));
-            }
-        }
-        let issued_at = now.trunc_subsecs(0);
-        let statement = Statement {
-            kind: STATEMENT_TYPE.to_owned(),
-            plan_id: plan_id.to_owned(),
-            plan_digest: computed,
-            decision,
-            reason: reason.filter(|r| !r.trim().is_empty()),
-            approver_id: self.signer.approver_id().to_owned(),
-            key_id: self.signer.key_id().to_owned(),
-            audience: self.signer.gateway_id().to_owned(),
-            nonce: new_nonce(),
-            issued_at,
-            // As long as the plan: a decision waiting in the outbox stays good while the plan is.
-            expires_at: plan.expires_at,
-        };
-        self.poller.invalidate();
-        let Some(journal) = &self.journal else {
-            let envelope = self.signer.sign(&statement)?;
-            return self.client.decide(plan_id, &envelope).await;
-        };
-        // A decision for this plan already waiting goes out again as it is; a second envelope
-        // would be refused even if the first one counted.
-        let waiting = journal
-            .pending(self.signer.gateway_id())
-            .await?
-            .into_iter()
-            .find(|e| e.plan_id == plan_id);
-        if let Some(entry) = waiting {
-            return match journal.deliver(&self.client, entry.id).await? {
-                Delivery::Answered(answer) => Ok(answer),
-                Delivery::Refused(e) => Err(e),
-                Delivery::Queued(e) => Err(ConsoleError::Queued(e.to_string())),
-            };
-        }
-        let envelope = self.signer.sign(&statement)?;
-        let id = journal
-            .record(
-                self.signer.gateway_id(),
-                plan_id,
-                decision,
-                &envelope,
-                &self.signer.public_key(),
-            )
-            .await?;
-        match journal.deliver(&self.client, id).await? {
-            Delivery::Answered(answer) => Ok(answer),
-            Delivery::Refused(e) => Err(e),
-            Delivery::Queued(e) => Err(ConsoleError::Queued(e.to_string())),
-        }
     }
 }

@@ -103,6 +103,12 @@ pub fn value_diff(before: &Value, after: &Value) -> ValueDiff {
 
 /// [`value_diff`] within what is left of `budget`.
 pub fn value_diff_within(before: &Value, after: &Value, budget: &Budget) -> ValueDiff {
+    // An absent side (null) is an addition or a removal, not a change from or to "null".
+    match (before.is_null(), after.is_null()) {
+        (true, false) => return one_sided(after, "added", budget),
+        (false, true) => return one_sided(before, "removed", budget),
+        _ => {}
+    }
     match (before, after) {
         (Value::String(a), Value::String(b)) if is_long(a) || is_long(b) => {
             text_diff_within(a, b, budget)
@@ -115,6 +121,37 @@ pub fn value_diff_within(before: &Value, after: &Value, budget: &Budget) -> Valu
         _ => ValueDiff::Scalar {
             before: text(before),
             after: text(after),
+        },
+    }
+}
+
+/// `value` appearing (`added`) or disappearing (`removed`) as a whole: every line or pointer of
+/// it on its side, a scalar as one root entry.
+fn one_sided(value: &Value, change: &str, budget: &Budget) -> ValueDiff {
+    let added = change == "added";
+    let empty = match value {
+        Value::Object(_) => Some(Value::Object(Default::default())),
+        Value::Array(_) => Some(Value::Array(Vec::new())),
+        _ => None,
+    };
+    match (value, empty) {
+        (Value::String(s), _) if is_long(s) => {
+            if added {
+                text_diff_within("", s, budget)
+            } else {
+                text_diff_within(s, "", budget)
+            }
+        }
+        (_, Some(empty)) if added => json_diff(&empty, value),
+        (_, Some(empty)) => json_diff(value, &empty),
+        _ => ValueDiff::Json {
+            entries: vec![JsonChange {
+                pointer: String::new(),
+                change: change.to_owned(),
+                before: (!added).then(|| text(value)),
+                after: added.then(|| text(value)),
+            }],
+            omitted: 0,
         },
     }
 }
@@ -250,13 +287,38 @@ mod tests {
                 after: "14".into()
             }
         );
+    }
+
+    #[test]
+    fn an_absent_before_is_an_addition_not_a_change_from_null() {
+        let added = |pointer: &str, after: &str| JsonChange {
+            pointer: pointer.into(),
+            change: "added".into(),
+            before: None,
+            after: Some(after.into()),
+        };
         assert_eq!(
-            value_diff(&Value::Null, &json!({"a": 1})),
-            ValueDiff::Scalar {
-                before: "null".into(),
-                after: "{\"a\":1}".into()
+            value_diff(&Value::Null, &json!(14)),
+            ValueDiff::Json {
+                entries: vec![added("", "14")],
+                omitted: 0
             }
         );
+        assert_eq!(
+            value_diff(&Value::Null, &json!({"a": 1})),
+            ValueDiff::Json {
+                entries: vec![added("/a", "1")],
+                omitted: 0
+            }
+        );
+        let ValueDiff::Text { lines, .. } = value_diff(&Value::Null, &json!("one\ntwo\n")) else {
+            panic!("a text diff");
+        };
+        assert!(lines.iter().all(|l| l.tag == "insert"));
+        let ValueDiff::Json { entries, .. } = value_diff(&json!("x"), &Value::Null) else {
+            panic!("a removal");
+        };
+        assert_eq!(entries[0].change, "removed");
     }
 
     #[test]

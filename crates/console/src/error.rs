@@ -43,6 +43,9 @@ pub enum ConsoleError {
     /// Signed and written to the outbox, but not yet answered: it will be sent again.
     #[error("the decision is queued and will be sent again: {0}")]
     Queued(String),
+    /// The approver declined the confirmation: nothing was signed or written.
+    #[error("not approved: the confirmation was declined")]
+    Cancelled,
     #[error("{0}")]
     Invalid(String),
 }
@@ -70,6 +73,7 @@ impl ConsoleError {
             ConsoleError::Keyring(_) => "keyring_error".to_owned(),
             ConsoleError::Storage(_) => "storage_error".to_owned(),
             ConsoleError::Queued(_) => "queued".to_owned(),
+            ConsoleError::Cancelled => "cancelled".to_owned(),
             ConsoleError::Invalid(_) => "invalid_input".to_owned(),
         }
     }

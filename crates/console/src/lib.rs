@@ -1,12 +1,17 @@
 //! The Countersign console without a window: talks to a gateway, keeps the approver's key in the
 //! OS keyring, turns plans into what an approver reviews, and signs decisions.
 
+pub mod batch;
 pub mod changed;
 pub mod client;
+pub mod confirm;
 pub mod console;
+mod decide;
 pub mod diff;
 pub mod error;
 pub mod events;
+pub mod execution;
+pub mod history;
 pub mod journal;
 pub mod live;
 pub mod notify;
@@ -14,10 +19,17 @@ pub mod os_keyring;
 pub mod private_files;
 pub mod review;
 pub mod session;
+pub mod settings;
 pub mod signer;
+pub mod subjects;
 pub mod sync;
 pub mod transport;
+pub mod words;
 
+pub use batch::{BatchItem, BatchOutcome, BatchView};
 pub use client::GatewayClient;
+pub use confirm::Confirm;
 pub use console::Console;
-pub use error::ConsoleError;
+pub use countersign_proto::decision::Decision;
+pub use error::{ConsoleError, ErrorView};
+pub use settings::{load_settings, save_settings, Settings, SettingsView};

@@ -1,6 +1,8 @@
 //! Live sync: the gateway's event stream first, conditional polling when the stream is down, and
 //! an explicit link state (online, degraded, offline) with the last successful sync.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -10,6 +12,8 @@ use tokio::sync::watch;
 use ts_rs::TS;
 
 use crate::client::GatewayClient;
+use crate::console::Console;
+use crate::error::ErrorView;
 use crate::events::QueueEvent;
 use crate::sync::{Backoff, Poller};
 
@@ -32,6 +36,26 @@ pub struct Snapshot {
     pub last_sync: Option<DateTime<Utc>>,
     /// Bumped on every change of the queue, so watchers can tell a new list from a state change.
     pub generation: u64,
+    /// Decisions written to the outbox and not yet answered.
+    pub outbox: u64,
+    /// The plans those decisions are on.
+    pub queued: BTreeSet<String>,
+    /// Why the last listing failed, or a queued decision the gateway refused.
+    pub last_error: Option<ErrorView>,
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Snapshot {
+            items: Vec::new(),
+            link: Link::Offline,
+            last_sync: None,
+            generation: 0,
+            outbox: 0,
+            queued: BTreeSet::new(),
+            last_error: None,
+        }
+    }
 }
 
 /// How long to wait before trying the event stream again after it failed.
@@ -59,29 +83,41 @@ pub struct Live {
     last_event_id: Option<String>,
     timing: Timing,
     publish: watch::Sender<Snapshot>,
+    /// Whose outbox goes out whenever the gateway answers a listing.
+    console: Option<Arc<Console>>,
 }
 
 impl Live {
     pub fn new(client: GatewayClient, timing: Timing) -> (Live, watch::Receiver<Snapshot>) {
-        let (publish, receiver) = watch::channel(Snapshot {
-            items: Vec::new(),
-            link: Link::Offline,
-            last_sync: None,
-            generation: 0,
-        });
+        let (publish, receiver) = watch::channel(Snapshot::default());
         let live = Live {
             client,
             poller: Poller::default(),
             last_event_id: None,
             timing,
             publish,
+            console: None,
         };
         (live, receiver)
     }
 
-    fn set(&self, link: Link, items: Option<Vec<PlanSummary>>) {
+    /// Live sync into `console`'s snapshot (what [`Console::queue`] and a session's status read),
+    /// sending the console's outbox again each time the gateway answers.
+    pub fn for_console(console: Arc<Console>, timing: Timing) -> Live {
+        Live {
+            client: console.client().clone(),
+            poller: Poller::default(),
+            last_event_id: None,
+            timing,
+            publish: console.publisher().clone(),
+            console: Some(console),
+        }
+    }
+
+    fn set(&self, link: Link, items: Option<Vec<PlanSummary>>, error: Option<ErrorView>) {
         self.publish.send_modify(|s| {
             s.link = link;
+            s.last_error = error;
             if link != Link::Offline {
                 s.last_sync = Some(Utc::now());
             }
@@ -97,18 +133,22 @@ impl Live {
         });
     }
 
-    /// Lists the queue; false when the gateway did not answer.
+    /// Lists the queue; false when the gateway did not answer. An answer is the moment to send
+    /// what the outbox holds.
     async fn list(&mut self, link: Link) -> bool {
         match self.poller.poll(&self.client).await {
             Ok(_) => {
                 self.timing.offline.succeeded();
                 let items = self.poller.list().map(|l| l.items.clone());
-                self.set(link, items);
+                self.set(link, items, None);
+                if let Some(console) = &self.console {
+                    console.send_outbox().await;
+                }
                 true
             }
             Err(e) => {
                 tracing::debug!(error = %e, "listing the queue failed");
-                self.set(Link::Offline, None);
+                self.set(Link::Offline, None, Some(e.view()));
                 false
             }
         }
@@ -248,7 +288,7 @@ mod tests {
             summary("plan_b", "2026-11-30T10:20:00Z", pending),
             summary("plan_d", "2026-11-30T10:10:00Z", PlanStatus::Stale),
         ];
-        live.set(Link::Online, Some(listed));
+        live.set(Link::Online, Some(listed), None);
         assert_eq!(
             order(&snapshots.borrow()),
             ["plan_d", "plan_a", "plan_b", "plan_c"],

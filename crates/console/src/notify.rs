@@ -4,11 +4,13 @@
 use std::collections::BTreeSet;
 
 use countersign_proto::approvals::{PlanStatus, PlanSummary, RiskFlag};
+use countersign_proto::plan::Preview;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::error::ConsoleError;
 use crate::journal::Journal;
+use crate::review::{console_risk, PlanView};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct NotifyRules {
@@ -46,7 +48,23 @@ fn flag_name(flag: &RiskFlag) -> String {
 }
 
 impl NotifyRules {
-    /// Whether `plan` matches the rules, whatever was seen before.
+    /// Whether a fetched plan matches the rules, judged on the console's own risk flags
+    /// (recomputed from its effects), not on the gateway's summary.
+    pub fn selects_plan(&self, plan: &PlanView) -> bool {
+        plan.status == "pending_approval"
+            && (self.capabilities.contains(&plan.capability_id)
+                || plan.risk.iter().any(|f| self.risk.contains(f)))
+    }
+
+    /// [`NotifyRules::selects_plan`] for a plan as previewed.
+    pub fn selects_preview(&self, plan: &Preview) -> bool {
+        self.capabilities.contains(&plan.capability_id)
+            || console_risk(plan)
+                .iter()
+                .any(|f| self.risk.contains(&flag_name(f)))
+    }
+
+    /// Whether `plan` matches the rules by the gateway's summary, whatever was seen before.
     pub fn selects(&self, plan: &PlanSummary) -> bool {
         plan.status == PlanStatus::PendingApproval
             && (self.capabilities.contains(&plan.capability_id)

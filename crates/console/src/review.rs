@@ -9,15 +9,18 @@ use countersign_proto::approvals::{
 };
 use countersign_proto::decision::Decision;
 use countersign_proto::digest::plan_digest;
-use countersign_proto::plan::{Effect, EffectKind};
+use countersign_proto::plan::{Effect, EffectKind, Preview};
 use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
 use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::Value;
 use ts_rs::TS;
 
-use crate::client::FetchedPlan;
+use crate::changed::WhatChanged;
+use crate::client::{FetchedPlan, PlanWallet};
 use crate::diff::{value_diff_within, Budget, ValueDiff};
+use crate::execution::{execution_view, ExecutionView};
+use crate::words;
 
 /// Time all the text diffs of one plan view may take together.
 const VIEW_DIFF_BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
@@ -45,6 +48,14 @@ pub struct QueueItem {
     pub approvals_received: u32,
     pub approvals_required: u32,
     pub expires_at: String,
+    /// One line: "prj_184 retention days 30 → 14", "grp_support −37".
+    pub gist: String,
+    /// Not executable: an error-severity validation entry.
+    pub blocked: bool,
+    /// A decision on this plan waits in the local outbox.
+    pub queued: bool,
+    /// Display names of the approvers who approved.
+    pub approved_by: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
@@ -126,6 +137,25 @@ pub struct MovedView {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct ApprovalView {
+    pub approver_id: String,
+    pub display_name: String,
+    pub decision: String,
+    pub at: String,
+}
+
+/// What the plan leaves of its agent's wallet.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct WalletView {
+    pub agent_id: String,
+    pub remaining: String,
+    pub limit: String,
+    /// Remaining minus the plan's `amount_max` (may be negative).
+    pub after_max: String,
+    pub can_pay: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct PlanView {
     pub plan_id: String,
     pub title: String,
@@ -152,6 +182,23 @@ pub struct PlanView {
     pub stale: Vec<MovedView>,
     pub approvable: bool,
     pub not_approvable_reason: Option<String>,
+    pub approvals: Vec<ApprovalView>,
+    pub wallet: Option<WalletView>,
+    /// The risky-plan sentence in words; empty when the plan has no risk flag.
+    pub consequence: String,
+    pub gist: String,
+    /// A decision on this plan waits in the local outbox.
+    pub queued: bool,
+    pub execution: Option<ExecutionView>,
+    pub supersedes: Option<String>,
+    pub superseded_by: Option<String>,
+}
+
+/// A refreshed plan and what changed since the plan it supersedes.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct RefreshView {
+    pub plan: PlanView,
+    pub changed: WhatChanged,
 }
 
 /// What the gateway answered to a decision.
@@ -195,11 +242,46 @@ fn time(at: DateTime<Utc>) -> String {
 fn value_text(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
+        Value::Null => String::new(),
         other => serde_json::to_string_pretty(other).unwrap_or_default(),
     }
 }
 
+/// What the console adds to a queue row from beyond the summary.
+pub trait RowContext {
+    /// The plan's gist, once its content was seen.
+    fn gist(&self, plan_id: &str) -> Option<String>;
+    /// Whether a decision on the plan waits in the outbox.
+    fn queued(&self, plan_id: &str) -> bool;
+}
+
+/// No context: gists from the summary, nothing queued.
+pub struct NoContext;
+
+impl RowContext for NoContext {
+    fn gist(&self, _: &str) -> Option<String> {
+        None
+    }
+    fn queued(&self, _: &str) -> bool {
+        false
+    }
+}
+
+/// A gist from the counts alone, until the plan's content is seen.
+fn summary_gist(summary: &PlanSummary) -> String {
+    let effects = summary.effect_counts.direct + summary.effect_counts.derived;
+    match (summary.subjects_total, effects) {
+        (0, 1) => "1 effect".to_owned(),
+        (0, n) => format!("{n} effects"),
+        (n, _) => format!("{n} subjects"),
+    }
+}
+
 pub fn queue_item(summary: &PlanSummary) -> QueueItem {
+    queue_item_in(summary, &NoContext)
+}
+
+pub fn queue_item_in(summary: &PlanSummary, context: &dyn RowContext) -> QueueItem {
     let approvals = &summary.approvals;
     QueueItem {
         plan_id: summary.plan_id.clone(),
@@ -219,11 +301,27 @@ pub fn queue_item(summary: &PlanSummary) -> QueueItem {
         approvals_received: approvals_count(approvals),
         approvals_required: approvals.required,
         expires_at: time(summary.expires_at),
+        gist: context
+            .gist(&summary.plan_id)
+            .unwrap_or_else(|| summary_gist(summary)),
+        blocked: summary.validation_counts.error > 0 || summary.risk.contains(&RiskFlag::Blocked),
+        queued: context.queued(&summary.plan_id),
+        approved_by: approvals
+            .received
+            .iter()
+            .filter(|a| a.decision == Decision::Approve)
+            .map(|a| a.display_name.clone())
+            .collect(),
     }
 }
 
 /// Queue rows, soonest expiry first, with the credit total of everything pending.
 pub fn queue(summaries: &[PlanSummary]) -> QueueView {
+    queue_in(summaries, &NoContext)
+}
+
+/// [`queue`] with what the console knows beyond the summaries.
+pub fn queue_in(summaries: &[PlanSummary], context: &dyn RowContext) -> QueueView {
     let mut sorted: Vec<&PlanSummary> = summaries.iter().collect();
     sorted.sort_by_key(|s| (s.expires_at, s.plan_id.clone()));
     let total = summaries
@@ -233,7 +331,10 @@ pub fn queue(summaries: &[PlanSummary]) -> QueueView {
             sum.checked_add(s.estimated_cost.amount_max.value())
         });
     QueueView {
-        items: sorted.into_iter().map(queue_item).collect(),
+        items: sorted
+            .into_iter()
+            .map(|s| queue_item_in(s, context))
+            .collect(),
         total_credits: total.map_or_else(|| "out of range".to_owned(), |t| format!("{t:.2}")),
     }
 }
@@ -379,6 +480,7 @@ pub fn plan_view(
     let reason = refusal(record, digest_matches, approver_id, now);
     let mut validation: Vec<_> = plan.validation.iter().collect();
     validation.sort_by_key(|v| (v.severity, !v.blocks_execution));
+    let risk = console_risk(plan);
     PlanView {
         plan_id: plan.plan_id.clone(),
         title: title.unwrap_or(&plan.capability_id).to_owned(),
@@ -400,11 +502,8 @@ pub fn plan_view(
             .filter(|a| a.decision == Decision::Approve)
             .map(|a| a.display_name.clone())
             .collect(),
-        risk: risk_flags(plan, default_high_cost_threshold())
-            .iter()
-            .filter(|f| **f != RiskFlag::Blocked || !plan.executable)
-            .map(wire)
-            .collect(),
+        consequence: words::consequence(plan, !risk.is_empty()),
+        risk: risk.iter().map(wire).collect(),
         changes: plan
             .effects
             .iter()
@@ -469,9 +568,12 @@ pub fn plan_view(
             cost_class: wire(&plan.billing.cost_class),
             preflight: wire(&plan.billing.preflight),
         },
+        // Only a stale plan has moved revisions to show: an executed plan's own writes moved
+        // what it read, and that is no staleness.
         stale: record
             .stale
             .as_ref()
+            .filter(|_| record.status == PlanStatus::Stale)
             .map(|s| {
                 s.moved
                     .iter()
@@ -485,5 +587,46 @@ pub fn plan_view(
             .unwrap_or_default(),
         approvable: reason.is_none(),
         not_approvable_reason: reason,
+        approvals: record
+            .approvals
+            .received
+            .iter()
+            .map(|a| ApprovalView {
+                approver_id: a.approver_id.clone(),
+                display_name: a.display_name.clone(),
+                decision: wire(&a.decision),
+                at: time(a.at),
+            })
+            .collect(),
+        wallet: fetched
+            .wallet
+            .as_ref()
+            .map(|w| wallet_view(w, plan.estimated_cost.amount_max.value())),
+        gist: words::gist(plan),
+        queued: false,
+        execution: record.execution.as_ref().and_then(execution_view),
+        supersedes: record.supersedes.clone(),
+        superseded_by: record.superseded_by.clone(),
+    }
+}
+
+/// The console's own risk flags of a plan, recomputed from its effects (not the gateway's
+/// summary); `blocked` only when the plan really is not executable.
+pub fn console_risk(plan: &Preview) -> Vec<RiskFlag> {
+    risk_flags(plan, default_high_cost_threshold())
+        .into_iter()
+        .filter(|f| *f != RiskFlag::Blocked || !plan.executable)
+        .collect()
+}
+
+fn wallet_view(wallet: &PlanWallet, amount_max: Decimal) -> WalletView {
+    let remaining = wallet.remaining_credits.value();
+    let after = remaining.checked_sub(amount_max);
+    WalletView {
+        agent_id: wallet.agent_id.clone(),
+        remaining: wallet.remaining_credits.to_string(),
+        limit: wallet.limit_credits.to_string(),
+        after_max: after.map_or_else(|| "out of range".to_owned(), |a| a.to_string()),
+        can_pay: after.is_some_and(|a| a >= Decimal::ZERO),
     }
 }

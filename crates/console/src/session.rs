@@ -1,31 +1,35 @@
-//! Where the console's gateway comes from: a configured URL, or the demo gateway in-process.
+//! A console session on one gateway: credentials (kept, or enrolled once), the journal, live
+//! sync, and the header's status. The demo gateway itself is the shell's to start.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Arc;
 
 use chrono::SecondsFormat;
-use countersign_gateway::embedded::Embedded;
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use ts_rs::TS;
 
 use crate::client::GatewayClient;
 use crate::console::Console;
 use crate::error::{ConsoleError, ErrorView};
 use crate::journal::Journal;
+use crate::live::{Link, Live, Snapshot, Timing};
 use crate::private_files;
+use crate::review::QueueView;
 use crate::signer::Signer;
 
 pub struct SessionConfig {
-    /// A gateway to use; `None` starts the demo gateway in-process.
-    pub gateway_url: Option<String>,
-    /// Spent on first contact with a configured gateway this machine is not enrolled with.
+    /// The gateway to follow; for the demo, the one the shell started in-process.
+    pub gateway_url: String,
+    /// Spent on first contact only when this machine holds no credential for the gateway.
     pub enrollment_code: Option<String>,
-    /// The name the demo gateway invites; a configured gateway's invite carries its own.
+    /// The name the demo's invite was issued for; a configured gateway's invite carries its own.
     pub display_name: String,
-    /// Where the demo gateway's database and the remembered gateway id live.
+    /// Where the journal and the remembered gateway live.
     pub data_dir: PathBuf,
-    /// How often the demo gateway's simulated agent previews a change.
-    pub simulate_every: Option<Duration>,
+    /// Labels the gateway "Demo gateway" in the header.
+    pub demo: bool,
 }
 
 /// What the header shows about the connection.
@@ -34,11 +38,15 @@ pub struct StatusView {
     pub gateway_name: String,
     pub gateway_url: String,
     pub demo: bool,
+    /// The approver's display name, e.g. "Dana".
     pub approver: String,
     pub key_id: String,
-    pub online: bool,
+    pub link: Link,
     pub last_sync: Option<String>,
     pub last_error: Option<ErrorView>,
+    /// Decisions written but not yet answered.
+    #[ts(type = "number")]
+    pub outbox: u64,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -47,12 +55,15 @@ struct RememberedGateway {
     gateway_id: String,
 }
 
+/// A console following its gateway: live sync and gists run as tasks until the session is
+/// dropped.
 pub struct Session {
-    pub console: Console,
+    console: Arc<Console>,
     gateway_name: String,
-    online: bool,
-    last_error: Option<ErrorView>,
-    demo: Option<Embedded>,
+    demo: bool,
+    /// Keeps the snapshot open for the live task, which ends when nobody watches.
+    changes: watch::Receiver<Snapshot>,
+    tasks: Vec<JoinHandle<()>>,
 }
 
 const REMEMBERED: &str = "gateway.json";
@@ -119,105 +130,102 @@ fn remember(data_dir: &Path, url: &str, gateway_id: &str) -> Result<(), ConsoleE
 }
 
 impl Session {
+    /// Connects to the gateway, with this machine's credential for it when there is one (the
+    /// enrollment code is then left unspent), else by enrolling with the code; opens the journal
+    /// and starts live sync.
     pub async fn start(config: SessionConfig) -> Result<Session, ConsoleError> {
         private_files::create_dir(&config.data_dir)?;
-        match &config.gateway_url {
-            Some(url) => Session::remote(&config, url).await,
-            None => Session::demo(&config).await,
+        let url = config.gateway_url.trim();
+        let client = GatewayClient::new(url, None)?;
+        // The demo gateway runs in this process on a new port each time: its own word for its
+        // id (the identity answer needs no credential) is good. Anywhere else only the id
+        // remembered for this URL is, before the gateway proved its identity to an invite.
+        let trusted = if config.demo {
+            let nonce = countersign_proto::enrollment::new_nonce();
+            Some(client.identity(&nonce).await?.gateway_id)
+        } else {
+            remembered(&config.data_dir, url)
+        };
+        let known = trusted.map(|id| Signer::load(&id)).transpose()?.flatten();
+        let signer = match (known, config.enrollment_code.as_deref()) {
+            (Some(signer), _) => signer,
+            (None, Some(code)) => {
+                let name = config.demo.then_some(config.display_name.as_str());
+                match Signer::enroll(&client, code, name).await {
+                    Ok(signer) => signer,
+                    // The gateway proved it is one this machine is enrolled with, at a new URL.
+                    Err(ConsoleError::AlreadyEnrolled { gateway_id }) => {
+                        Signer::load(&gateway_id)?.ok_or(ConsoleError::NotEnrolled)?
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            (None, None) => return Err(ConsoleError::NotEnrolled),
+        };
+        let info = client.with_token(signer.token()).gateway().await?;
+        if info.gateway_id != signer.gateway_id() {
+            return Err(ConsoleError::Protocol(format!(
+                "{url} is gateway {}, not {} this console enrolled with",
+                info.gateway_id,
+                signer.gateway_id()
+            )));
         }
-    }
-
-    async fn remote(config: &SessionConfig, url: &str) -> Result<Session, ConsoleError> {
-        // A configured gateway's invite carries the approver's name.
-        let (console, gateway_name) = connect(
-            &config.data_dir,
-            url,
-            config.enrollment_code.as_deref(),
-            None,
-        )
-        .await?;
-        Ok(Session {
-            console,
-            gateway_name,
-            online: false,
-            last_error: None,
-            demo: None,
-        })
-    }
-
-    async fn demo(config: &SessionConfig) -> Result<Session, ConsoleError> {
-        let database = format!(
-            "sqlite://{}",
-            config.data_dir.join("demo-gateway.db").display()
-        );
-        let demo = Embedded::start(&database, config.simulate_every)
-            .await
-            .map_err(|e| ConsoleError::Invalid(format!("the demo gateway did not start: {e}")))?;
+        remember(&config.data_dir, url, signer.gateway_id())?;
         let journal = Journal::open(&config.data_dir.join(JOURNAL)).await?;
-        let console = match Signer::load(demo.gateway_id())? {
-            Some(signer) => Console::with_signer(&demo.url, signer)?,
-            None => {
-                let code = demo.invite(&config.display_name).await.map_err(|e| {
-                    ConsoleError::Invalid(format!("the demo gateway made no enrollment code: {e}"))
-                })?;
-                let client = GatewayClient::new(&demo.url, None)?;
-                Console::with_signer(
-                    &demo.url,
-                    Signer::enroll(&client, &code, Some(&config.display_name)).await?,
-                )?
-            }
-        }
-        .with_journal(journal);
+        let console = Arc::new(Console::with_signer(url, signer)?.with_journal(journal));
+        console.note_outbox().await;
+        let changes = console.changes();
+        let tasks = vec![
+            tokio::spawn(Live::for_console(console.clone(), Timing::default()).run()),
+            tokio::spawn(console.clone().fill_gists()),
+        ];
         Ok(Session {
             console,
-            gateway_name: demo.state.name.clone(),
-            online: false,
-            last_error: None,
-            demo: Some(demo),
+            gateway_name: info.name,
+            demo: config.demo,
+            changes,
+            tasks,
         })
     }
 
-    /// Polls once and records whether the gateway answered.
-    /// Sends what the outbox still holds, then polls once; records whether the gateway answered.
-    pub async fn sync(&mut self) -> Result<bool, ConsoleError> {
-        let refused = match self.console.flush().await {
-            Ok(flushed) => flushed.refused.into_iter().next(),
-            Err(e) => {
-                tracing::debug!(error = %e, "the outbox could not be sent");
-                None
-            }
-        };
-        let outcome = self.console.sync().await;
-        self.online = outcome.is_ok();
-        self.last_error = match (&outcome, refused) {
-            (Err(e), _) => Some(e.view()),
-            (Ok(_), Some((plan_id, why))) => Some(ErrorView {
-                code: why.code,
-                message: format!(
-                    "The queued decision on {plan_id} was refused: {}",
-                    why.message
-                ),
-            }),
-            (Ok(_), None) => None,
-        };
-        outcome
+    pub fn console(&self) -> &Arc<Console> {
+        &self.console
     }
 
+    /// The last synced state; changes whenever the queue, the link or the outbox does.
+    pub fn changes(&self) -> watch::Receiver<Snapshot> {
+        self.changes.clone()
+    }
+
+    /// The queue as last synced, without I/O.
+    pub fn queue(&self) -> QueueView {
+        self.console.queue()
+    }
+
+    /// The header, from the live snapshot, without I/O.
     pub fn status(&self) -> StatusView {
         let signer = self.console.signer();
+        let snapshot = self.console.snapshot();
         StatusView {
             gateway_name: self.gateway_name.clone(),
             gateway_url: self.console.client().base().to_owned(),
-            demo: self.demo.is_some(),
+            demo: self.demo,
             approver: signer.display_name().to_owned(),
             key_id: signer.key_id().to_owned(),
-            online: self.online,
-            last_sync: self
-                .console
-                .poller()
-                .last_sync()
+            link: snapshot.link,
+            last_sync: snapshot
+                .last_sync
                 .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true)),
-            last_error: self.last_error.clone(),
+            last_error: snapshot.last_error,
+            outbox: snapshot.outbox,
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
         }
     }
 }

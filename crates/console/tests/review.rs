@@ -20,7 +20,11 @@ fn fetched(raw: Value, status: PlanStatus) -> FetchedPlan {
         "supersedes": null, "superseded_by": null, "stale": null, "execution": null
     }))
     .unwrap();
-    FetchedPlan { raw, record }
+    FetchedPlan {
+        raw,
+        record,
+        wallet: None,
+    }
 }
 
 fn before_expiry() -> chrono::DateTime<Utc> {
@@ -343,4 +347,56 @@ mod what_changed {
         assert!(changed.is_empty());
         assert_eq!(changed.moved.len(), 1);
     }
+}
+
+#[test]
+fn an_executed_plan_shows_no_stale_banner_from_its_own_writes() {
+    let raw = fixture("plan-small.json");
+    let moved =
+        json!({"moved": [{"resource": "projects/prj_184", "planned": "71", "current": "72"}]});
+    let record = |status: PlanStatus| -> PlanRecord {
+        serde_json::from_value(json!({
+            "plan": raw, "status": status, "approvals": {"required": 1, "received": []},
+            "supersedes": null, "superseded_by": null, "stale": moved,
+            "execution": {"executed_at": "2026-11-30T10:07:00Z"}
+        }))
+        .unwrap()
+    };
+    let view = |status| {
+        plan_view(
+            &FetchedPlan {
+                raw: raw.clone(),
+                record: record(status),
+                wallet: None,
+            },
+            None,
+            None,
+            before_expiry(),
+        )
+    };
+    assert!(view(PlanStatus::Executed).stale.is_empty());
+    assert!(view(PlanStatus::Executed).execution.is_some());
+    assert_eq!(view(PlanStatus::Stale).stale.len(), 1);
+}
+
+#[test]
+fn a_plan_the_wallet_cannot_pay_says_so() {
+    let mut plan = fetched(fixture("plan-bulk.json"), PlanStatus::PendingApproval);
+    plan.wallet = Some(
+        serde_json::from_value(
+            json!({"agent_id": "agt_ops", "remaining_credits": "0.30", "limit_credits": "50.00"}),
+        )
+        .unwrap(),
+    );
+    let view = plan_view(&plan, None, None, before_expiry());
+    let wallet = view.wallet.unwrap();
+    assert_eq!(wallet.after_max, "-0.07");
+    assert!(!wallet.can_pay);
+    let none = plan_view(
+        &fetched(fixture("plan-bulk.json"), PlanStatus::PendingApproval),
+        None,
+        None,
+        before_expiry(),
+    );
+    assert!(none.wallet.is_none(), "absent → null");
 }

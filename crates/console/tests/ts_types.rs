@@ -3,20 +3,27 @@
 
 use std::path::PathBuf;
 
+use countersign_console::batch::{
+    BatchColumn, BatchItem, BatchOutcome, BatchResult, BatchView, Overlap,
+};
 use countersign_console::changed::{
     EffectChange, EffectRef, RevisionMove, ValueChange, WhatChanged,
 };
 use countersign_console::console::SubjectCheck;
 use countersign_console::diff::{DiffLine, JsonChange, Segment, ValueDiff};
 use countersign_console::error::ErrorView;
+use countersign_console::execution::ExecutionView;
+use countersign_console::history::HistoryEntry;
 use countersign_console::journal::JournalEntry;
 use countersign_console::live::Link;
 use countersign_console::notify::NotifyRules;
 use countersign_console::review::{
-    AssumptionView, ChangeView, CostView, DecisionView, EffectGroup, EffectView, MovedView,
-    PlanView, QueueItem, QueueView, ValidationView,
+    ApprovalView, AssumptionView, ChangeView, CostView, DecisionView, EffectGroup, EffectView,
+    MovedView, PlanView, QueueItem, QueueView, RefreshView, ValidationView, WalletView,
 };
 use countersign_console::session::StatusView;
+use countersign_console::settings::{Settings, SettingsView, Theme};
+use countersign_console::subjects::{SubjectRow, SubjectsPage};
 use ts_rs::TS;
 
 fn declarations() -> String {
@@ -47,9 +54,25 @@ fn declarations() -> String {
         JournalEntry::decl(),
         NotifyRules::decl(),
         Link::decl(),
+        ApprovalView::decl(),
+        WalletView::decl(),
+        ExecutionView::decl(),
+        RefreshView::decl(),
+        SubjectRow::decl(),
+        SubjectsPage::decl(),
+        BatchColumn::decl(),
+        Overlap::decl(),
+        BatchView::decl(),
+        BatchItem::decl(),
+        BatchResult::decl(),
+        BatchOutcome::decl(),
+        HistoryEntry::decl(),
+        Theme::decl(),
+        Settings::decl(),
+        SettingsView::decl(),
     ];
     let mut out = String::from(
-        "// Generated from crates/console by `UPDATE_TS=1 cargo test -p countersign-console --test ts_types`.\n// Do not edit.\n",
+        "// Generated from crates/console by `UPDATE_TS=1 cargo test --workspace --test ts_types`.\n// Do not edit.\n",
     );
     for decl in decls {
         out.push_str("\nexport ");
@@ -69,7 +92,7 @@ fn committed_typescript_types_are_current() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == expected,
-        "{} is out of date: run UPDATE_TS=1 cargo test -p countersign-console --test ts_types",
+        "{} is out of date: run UPDATE_TS=1 cargo test --workspace --test ts_types",
         path.display()
     );
 }

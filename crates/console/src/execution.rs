@@ -1,0 +1,207 @@
+//! An executed plan's result as the gateway recorded it: the seed 002 envelope (content, usage,
+//! modalities, metadata with unknown keys kept) and the execution journal, before → after.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use ts_rs::TS;
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct ExecutionView {
+    pub success: bool,
+    pub content: String,
+    pub provider: String,
+    #[ts(type = "{ input_tokens: number, output_tokens: number }")]
+    pub usage: UsageView,
+    /// Every metadata key, unknown ones included, value as compact JSON text (strings unquoted).
+    pub metadata: Vec<(String, String)>,
+    #[ts(type = "Array<unknown>")]
+    pub images: Vec<Value>,
+    #[ts(type = "Array<unknown>")]
+    pub files: Vec<Value>,
+    #[ts(type = "Array<unknown>")]
+    pub videos: Vec<Value>,
+    /// What was applied, before → after, as the gateway recorded it.
+    #[ts(type = "Array<{ effect_id: string, resource: string, before: string, after: string }>")]
+    pub journal: Vec<JournalRow>,
+    pub executed_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct UsageView {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JournalRow {
+    pub effect_id: String,
+    pub resource: String,
+    pub before: String,
+    pub after: String,
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn array(object: &Map<String, Value>, key: &str) -> Vec<Value> {
+    object
+        .get(key)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The envelope inside the record: under `result` (or `response`, `envelope`), or the record
+/// itself when it carries the envelope's fields at its top level.
+fn envelope(execution: &Map<String, Value>) -> &Map<String, Value> {
+    ["result", "response", "envelope"]
+        .iter()
+        .find_map(|k| execution.get(*k).and_then(Value::as_object))
+        .unwrap_or(execution)
+}
+
+/// Journal rows: one per recorded change (resource and path, before, after); an entry that
+/// names subjects without changes shows how many it touched.
+fn journal(entries: &[Value]) -> Vec<JournalRow> {
+    let mut rows = Vec::new();
+    for entry in entries {
+        let effect_id = text(&entry["effect_id"]);
+        let resource = text(&entry["resource"]);
+        let changes = entry["changes"].as_array().map_or(&[][..], Vec::as_slice);
+        for change in changes {
+            rows.push(JournalRow {
+                effect_id: effect_id.clone(),
+                resource: format!("{resource}{}", text(&change["path"])),
+                before: text(&change["before"]),
+                after: text(&change["after"]),
+            });
+        }
+        if changes.is_empty() {
+            let kind = text(&entry["type"]).replace('_', " ");
+            let count = entry["subjects"].as_array().map_or(0, Vec::len);
+            rows.push(JournalRow {
+                effect_id,
+                resource,
+                before: String::new(),
+                after: match count {
+                    0 => kind,
+                    n => format!("{kind}: {n} subjects"),
+                },
+            });
+        }
+    }
+    rows
+}
+
+/// The view of a plan record's `execution`, whatever of the envelope it carries: metadata keys
+/// the console does not know are kept; absent modalities are empty.
+pub fn execution_view(execution: &Value) -> Option<ExecutionView> {
+    let record = execution.as_object()?;
+    let env = envelope(record);
+    let mut metadata: Vec<(String, String)> = env
+        .get("metadata")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), text(v))).collect())
+        .unwrap_or_default();
+    // Bookkeeping the gateway keeps beside the envelope is metadata too, for the approver.
+    for (key, value) in record {
+        let known = [
+            "result",
+            "response",
+            "envelope",
+            "journal",
+            "executed_at",
+            "success",
+            "content",
+            "provider",
+            "usage",
+            "metadata",
+            "images",
+            "files",
+            "videos",
+        ];
+        if !known.contains(&key.as_str()) && !metadata.iter().any(|(k, _)| k == key) {
+            metadata.push((key.clone(), text(value)));
+        }
+    }
+    let usage = &env.get("usage").cloned().unwrap_or_default();
+    let journal_entries = record
+        .get("journal")
+        .or_else(|| env.get("journal"))
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    Some(ExecutionView {
+        success: env.get("success").and_then(Value::as_bool).unwrap_or(true),
+        content: env.get("content").map(text).unwrap_or_default(),
+        provider: env.get("provider").map(text).unwrap_or_default(),
+        usage: UsageView {
+            input_tokens: usage["input_tokens"].as_u64().unwrap_or(0),
+            output_tokens: usage["output_tokens"].as_u64().unwrap_or(0),
+        },
+        metadata,
+        images: array(env, "images"),
+        files: array(env, "files"),
+        videos: array(env, "videos"),
+        journal: journal(journal_entries),
+        executed_at: record
+            .get("executed_at")
+            .or_else(|| env.get("executed_at"))
+            .map(text)
+            .filter(|t| !t.is_empty()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_seed_002_envelope_keeps_unknown_metadata_and_the_journal() {
+        let record = json!({
+            "executed_at": "2026-11-30T10:07:00Z",
+            "audit_id": "aud_1",
+            "result": {
+                "success": true, "content": "Retention set to 14 days.", "provider": "countersign",
+                "usage": {"input_tokens": 120, "output_tokens": 64},
+                "metadata": {"trace_id": "trc_123", "latency_ms": 540, "future_key": {"a": 1}},
+                "images": [{"url": "https://example.com/i.png"}], "files": [], "videos": []
+            },
+            "journal": [
+                {"effect_id": "eff_1", "type": "setting_changed", "resource": "projects/prj_184",
+                 "changes": [{"path": "/retention_days", "before": 30, "after": 14}]},
+                {"effect_id": "eff_2", "type": "expiry_recalculated",
+                 "resource": "projects/prj_184/items", "subjects": ["itm_1", "itm_2"]}
+            ]
+        });
+        let view = execution_view(&record).unwrap();
+        assert_eq!(view.content, "Retention set to 14 days.");
+        assert_eq!(view.usage.input_tokens, 120);
+        assert!(view
+            .metadata
+            .contains(&("future_key".to_owned(), "{\"a\":1}".to_owned())));
+        assert!(view
+            .metadata
+            .contains(&("trace_id".to_owned(), "trc_123".to_owned())));
+        assert!(view
+            .metadata
+            .contains(&("audit_id".to_owned(), "aud_1".to_owned())));
+        assert_eq!(view.images.len(), 1);
+        assert_eq!(
+            view.journal[0],
+            JournalRow {
+                effect_id: "eff_1".into(),
+                resource: "projects/prj_184/retention_days".into(),
+                before: "30".into(),
+                after: "14".into()
+            }
+        );
+        assert_eq!(view.journal[1].after, "expiry recalculated: 2 subjects");
+        assert_eq!(view.executed_at.as_deref(), Some("2026-11-30T10:07:00Z"));
+    }
+}

@@ -1,0 +1,306 @@
+//! All subjects of a bulk effect: the whole set paged from the gateway once, checked against the
+//! plan's `subjects.digest`, kept in a cache bounded by total rows, and answered in filtered
+//! windows with what else happens to each subject.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use ts_rs::TS;
+
+use crate::client::FetchedPlan;
+use crate::console::{Console, SubjectCheck};
+use crate::error::ConsoleError;
+use crate::words;
+
+/// Rows the cache holds at most, over all sets: one set of the protocol's largest size fits.
+pub const MAX_CACHED_ROWS: usize = 1_000_000;
+/// Plans whose effect list is kept for paging.
+const CACHED_PLANS: usize = 16;
+/// Rows one page may ask for.
+pub const MAX_PAGE: u64 = 500;
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct SubjectRow {
+    pub id: String,
+    pub label: Option<String>,
+    /// What else happens to this subject: the plan's other effects whose subject set holds it.
+    pub also: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct SubjectsPage {
+    pub plan_id: String,
+    pub effect_id: String,
+    pub effect_description: String,
+    /// Subjects in the effect.
+    #[ts(type = "number")]
+    pub total: u64,
+    /// Rows matching the query.
+    #[ts(type = "number")]
+    pub matched: u64,
+    #[ts(type = "number")]
+    pub offset: u64,
+    pub rows: Vec<SubjectRow>,
+    pub check: SubjectCheck,
+}
+
+/// One effect's full subject set as received, ids ascending when the check says so.
+#[derive(Debug)]
+pub(crate) struct SubjectSet {
+    pub ids: Vec<String>,
+    pub labels: Vec<String>,
+    pub check: SubjectCheck,
+}
+
+impl SubjectSet {
+    fn contains(&self, id: &str) -> bool {
+        if self.check.ascending {
+            self.ids
+                .binary_search_by(|probe| probe.as_str().cmp(id))
+                .is_ok()
+        } else {
+            self.ids.iter().any(|i| i == id)
+        }
+    }
+}
+
+/// What paging needs of a plan's effects.
+#[derive(Debug, Clone)]
+struct EffectInfo {
+    id: String,
+    description: String,
+    for_subject: String,
+    subjects: Option<(u64, String)>,
+}
+
+type Key = (String, String);
+
+#[derive(Default)]
+pub(crate) struct SubjectCache {
+    sets: Mutex<(VecDeque<(Key, Arc<SubjectSet>)>, usize)>,
+    plans: Mutex<VecDeque<(String, Arc<Vec<EffectInfo>>)>>,
+}
+
+impl SubjectCache {
+    fn set(&self, key: &Key) -> Option<Arc<SubjectSet>> {
+        let sets = self.sets.lock().unwrap_or_else(|p| p.into_inner());
+        sets.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, s)| s.clone())
+    }
+
+    /// Keeps `set`, forgetting the oldest sets until the rows fit; a set larger than the whole
+    /// cache is answered from but not kept.
+    fn keep(&self, key: Key, set: Arc<SubjectSet>) {
+        let rows = set.ids.len();
+        if rows > MAX_CACHED_ROWS {
+            return;
+        }
+        let mut sets = self.sets.lock().unwrap_or_else(|p| p.into_inner());
+        let (entries, total) = &mut *sets;
+        if entries.iter().any(|(k, _)| *k == key) {
+            return;
+        }
+        while *total + rows > MAX_CACHED_ROWS {
+            match entries.pop_front() {
+                Some((_, old)) => *total -= old.ids.len(),
+                None => break,
+            }
+        }
+        *total += rows;
+        entries.push_back((key, set));
+    }
+
+    /// Rows held now, over all sets.
+    #[cfg(test)]
+    fn rows(&self) -> usize {
+        self.sets.lock().unwrap_or_else(|p| p.into_inner()).1
+    }
+
+    fn plan(&self, plan_id: &str) -> Option<Arc<Vec<EffectInfo>>> {
+        let plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
+        plans
+            .iter()
+            .find(|(id, _)| id == plan_id)
+            .map(|(_, e)| e.clone())
+    }
+
+    fn keep_plan(&self, plan_id: &str, effects: Arc<Vec<EffectInfo>>) {
+        let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
+        if plans.len() >= CACHED_PLANS {
+            plans.pop_front();
+        }
+        plans.push_back((plan_id.to_owned(), effects));
+    }
+}
+
+fn effects_of(fetched: &FetchedPlan) -> Vec<EffectInfo> {
+    fetched
+        .record
+        .plan
+        .effects
+        .iter()
+        .map(|e| EffectInfo {
+            id: e.id.clone(),
+            description: e.description.clone(),
+            for_subject: words::for_subject(e),
+            subjects: e.subjects.as_ref().map(|s| (s.total, s.digest.clone())),
+        })
+        .collect()
+}
+
+fn matches(query: &str, id: &str, label: &str) -> bool {
+    query.is_empty() || id.to_lowercase().contains(query) || label.to_lowercase().contains(query)
+}
+
+impl Console {
+    /// The full subject set of `effect_id` in a fetched plan, checked, from the cache when it is
+    /// there.
+    pub(crate) async fn subject_set(
+        &self,
+        fetched: &FetchedPlan,
+        effect_id: &str,
+    ) -> Result<Arc<SubjectSet>, ConsoleError> {
+        let plan_id = &fetched.record.plan.plan_id;
+        let effect = effects_of(fetched)
+            .into_iter()
+            .find(|e| e.id == effect_id)
+            .ok_or_else(|| {
+                ConsoleError::Invalid(format!("plan {plan_id} has no effect {effect_id}"))
+            })?;
+        self.set_of(plan_id, &effect).await
+    }
+
+    async fn set_of(
+        &self,
+        plan_id: &str,
+        effect: &EffectInfo,
+    ) -> Result<Arc<SubjectSet>, ConsoleError> {
+        let key = (plan_id.to_owned(), effect.id.clone());
+        if let Some(set) = self.subjects.set(&key) {
+            return Ok(set);
+        }
+        let (total, digest) = effect.subjects.clone().ok_or_else(|| {
+            ConsoleError::Invalid(format!("effect {} names no subjects", effect.id))
+        })?;
+        let items = self.client().all_subject_items(plan_id, &effect.id).await?;
+        let (ids, labels): (Vec<String>, Vec<String>) = items.into_iter().unzip();
+        let check = SubjectCheck::of(
+            plan_id,
+            &effect.id,
+            total,
+            &digest,
+            ids.iter().map(String::as_str),
+        );
+        let set = Arc::new(SubjectSet { ids, labels, check });
+        self.subjects.keep(key, set.clone());
+        Ok(set)
+    }
+
+    async fn plan_effects(&self, plan_id: &str) -> Result<Arc<Vec<EffectInfo>>, ConsoleError> {
+        if let Some(effects) = self.subjects.plan(plan_id) {
+            return Ok(effects);
+        }
+        let fetched = self.client().plan(plan_id).await?;
+        let effects = Arc::new(effects_of(&fetched));
+        self.subjects.keep_plan(plan_id, effects.clone());
+        Ok(effects)
+    }
+
+    /// Rows `[offset, offset + limit)` of the effect's subjects whose id or label contains
+    /// `query` (case-insensitive; empty = all), each with what the plan's other effects do to
+    /// it, and the full set's digest check. `limit` is at most 500.
+    pub async fn subjects_page(
+        &self,
+        plan_id: &str,
+        effect_id: &str,
+        query: &str,
+        offset: u64,
+        limit: u64,
+    ) -> Result<SubjectsPage, ConsoleError> {
+        if limit > MAX_PAGE {
+            return Err(ConsoleError::Invalid(format!(
+                "a page holds at most {MAX_PAGE} subjects, not {limit}"
+            )));
+        }
+        crate::client::id_checked(plan_id, "plan")?;
+        crate::client::id_checked(effect_id, "effect")?;
+        let effects = self.plan_effects(plan_id).await?;
+        let effect = effects.iter().find(|e| e.id == effect_id).ok_or_else(|| {
+            ConsoleError::Invalid(format!("plan {plan_id} has no effect {effect_id}"))
+        })?;
+        let set = self.set_of(plan_id, effect).await?;
+        let mut others = Vec::new();
+        for other in effects
+            .iter()
+            .filter(|e| e.id != effect_id && e.subjects.is_some())
+        {
+            match self.set_of(plan_id, other).await {
+                Ok(other_set) => others.push((other, other_set)),
+                Err(e) => tracing::warn!(error = %e, effect = %other.id, "left out of `also`"),
+            }
+        }
+        let query = query.trim().to_lowercase();
+        let matching = (0..set.ids.len()).filter(|&i| matches(&query, &set.ids[i], &set.labels[i]));
+        let mut matched = 0u64;
+        let mut rows = Vec::new();
+        for i in matching {
+            if matched >= offset && (rows.len() as u64) < limit {
+                let id = &set.ids[i];
+                rows.push(SubjectRow {
+                    id: id.clone(),
+                    label: Some(set.labels[i].clone()).filter(|l| !l.is_empty()),
+                    also: others
+                        .iter()
+                        .filter(|(_, s)| s.contains(id))
+                        .map(|(e, _)| e.for_subject.clone())
+                        .collect(),
+                });
+            }
+            matched += 1;
+        }
+        Ok(SubjectsPage {
+            plan_id: plan_id.to_owned(),
+            effect_id: effect_id.to_owned(),
+            effect_description: effect.description.clone(),
+            total: effect.subjects.as_ref().map_or(0, |(t, _)| *t),
+            matched,
+            offset,
+            rows,
+            check: set.check.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(rows: usize) -> Arc<SubjectSet> {
+        let ids: Vec<String> = (0..rows).map(|i| format!("usr_{i:07}")).collect();
+        let check = SubjectCheck::of("p", "e", rows as u64, "", ids.iter().map(String::as_str));
+        Arc::new(SubjectSet {
+            labels: vec![String::new(); rows],
+            ids,
+            check,
+        })
+    }
+
+    #[test]
+    fn the_subject_cache_is_bounded_by_total_rows() {
+        let cache = SubjectCache::default();
+        let key = |n: u32| ("plan".to_owned(), format!("eff_{n}"));
+        cache.keep(key(1), set(600_000));
+        cache.keep(key(2), set(300_000));
+        assert_eq!(cache.rows(), 900_000);
+        cache.keep(key(3), set(200_000));
+        assert!(cache.rows() <= MAX_CACHED_ROWS);
+        assert!(cache.set(&key(1)).is_none(), "the oldest set made room");
+        assert!(cache.set(&key(3)).is_some());
+        cache.keep(key(4), set(MAX_CACHED_ROWS + 1));
+        assert!(cache.set(&key(4)).is_none(), "too large to keep");
+        assert!(cache.rows() <= MAX_CACHED_ROWS);
+    }
+}

@@ -1,0 +1,261 @@
+//! Plans in words: the one-line gist a queue row shows, the consequence a risky approval is
+//! confirmed on, and what an effect does to one of its subjects. Built from the effects alone
+//! (kind, resource, subjects, changes, reversibility), never from agent-written descriptions.
+
+use countersign_proto::plan::{Effect, EffectKind, Preview};
+use serde_json::Value;
+
+/// Longest value a gist quotes before it is cut.
+const GIST_VALUE: usize = 32;
+
+/// The last segment of a resource path: `groups/grp_support` → `grp_support`.
+fn name(resource: &str) -> &str {
+    resource.rsplit('/').next().unwrap_or(resource)
+}
+
+fn short(value: &Value) -> String {
+    let text = match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "∅".to_owned(),
+        other => other.to_string(),
+    };
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= GIST_VALUE {
+        return flat;
+    }
+    let cut: String = flat.chars().take(GIST_VALUE - 1).collect();
+    format!("{cut}…")
+}
+
+/// `/retention_days` → `retention days`.
+fn field(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).replace('_', " ")
+}
+
+fn subjects(effect: &Effect) -> Option<u64> {
+    effect.subjects.as_ref().map(|s| s.total)
+}
+
+/// One effect in a few words, for the gist.
+fn effect_gist(effect: &Effect) -> String {
+    let target = name(&effect.resource);
+    if let Some(change) = effect.changes.first() {
+        let more = match effect.changes.len() {
+            1 => String::new(),
+            n => format!(" (+{} more)", n - 1),
+        };
+        return format!(
+            "{target} {} {} → {}{more}",
+            field(&change.path),
+            short(&change.before),
+            short(&change.after)
+        );
+    }
+    match (effect.kind, subjects(effect)) {
+        (EffectKind::Revoke | EffectKind::Delete | EffectKind::Archive, Some(n)) => {
+            format!("{target} −{n}")
+        }
+        (EffectKind::Grant | EffectKind::Create, Some(n)) => format!("{target} +{n}"),
+        (_, Some(n)) => format!("{target} {} {n}", kind_word(effect.kind)),
+        (kind, None) => format!("{target} {}", kind_word(kind)),
+    }
+}
+
+fn kind_word(kind: EffectKind) -> &'static str {
+    match kind {
+        EffectKind::Create => "create",
+        EffectKind::Update => "update",
+        EffectKind::Delete => "delete",
+        EffectKind::Archive => "archive",
+        EffectKind::Grant => "grant",
+        EffectKind::Revoke => "revoke",
+        EffectKind::Notify => "notify",
+        EffectKind::Charge => "charge",
+        EffectKind::ExternalCall => "external call",
+        EffectKind::Job => "job",
+    }
+}
+
+/// One line: `prj_184 retention days 30 → 14`, `grp_support −37`; the first direct effect, and
+/// how many more there are.
+pub fn gist(plan: &Preview) -> String {
+    let direct: Vec<&Effect> = plan.effects.iter().filter(|e| !e.derived).collect();
+    let Some(first) = direct.first().copied().or(plan.effects.first()) else {
+        return "no effects".to_owned();
+    };
+    match direct.len() {
+        0 | 1 => effect_gist(first),
+        n => format!("{} +{} more", effect_gist(first), n - 1),
+    }
+}
+
+/// One effect as a clause of the consequence sentence.
+fn clause(effect: &Effect) -> String {
+    let target = name(&effect.resource);
+    let n = subjects(effect);
+    let kept = effect.effect_type.contains("retain") || effect.effect_type.contains("keep");
+    match (effect.kind, n) {
+        (EffectKind::Grant, Some(n)) if kept => {
+            let through = effect
+                .effect_type
+                .split_once("via_")
+                .map(|(_, rest)| rest.replace('_', " "))
+                .map_or_else(String::new, |via| format!(" through {via}s"));
+            format!("{n} keep access{through}")
+        }
+        (EffectKind::Revoke, Some(n)) if effect.effect_type.contains("member") => {
+            format!("removes {n} members from {target}")
+        }
+        (EffectKind::Revoke, Some(n)) => format!("{n} lose {}", target.replace('_', "-")),
+        (EffectKind::Grant, Some(n)) => format!("grants {target} to {n}"),
+        (EffectKind::Notify, Some(n)) => format!("notifies {n} by {target}"),
+        (EffectKind::Delete, Some(n)) => format!("deletes {n} from {target}"),
+        (EffectKind::Archive, Some(n)) => format!("archives {n} in {target}"),
+        (_, _) if !effect.changes.is_empty() => effect
+            .changes
+            .iter()
+            .map(|c| {
+                format!(
+                    "changes {target} {} from {} to {}",
+                    field(&c.path),
+                    short(&c.before),
+                    short(&c.after)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        (kind, Some(n)) => format!("{} {target} for {n}", verb(kind)),
+        (kind, None) => format!("{} {target}", verb(kind)),
+    }
+}
+
+fn verb(kind: EffectKind) -> &'static str {
+    match kind {
+        EffectKind::Create => "creates",
+        EffectKind::Update => "updates",
+        EffectKind::Delete => "deletes",
+        EffectKind::Archive => "archives",
+        EffectKind::Grant => "grants",
+        EffectKind::Revoke => "revokes",
+        EffectKind::Notify => "notifies",
+        EffectKind::Charge => "charges",
+        EffectKind::ExternalCall => "calls",
+        EffectKind::Job => "schedules",
+    }
+}
+
+/// The sentence a risky approval is confirmed on, e.g. "removes 37 members from grp_support;
+/// 4 keep access through nested groups; 6 lose on-call; notifies 37 by email; irreversible;
+/// external; up to 0.37 credits". Empty when `risky` is false.
+pub fn consequence(plan: &Preview, risky: bool) -> String {
+    if !risky {
+        return String::new();
+    }
+    let mut parts: Vec<String> = Vec::new();
+    for effect in plan.effects.iter().filter(|e| !e.derived) {
+        parts.push(clause(effect));
+    }
+    for effect in plan.effects.iter().filter(|e| e.derived) {
+        parts.push(clause(effect));
+    }
+    if plan.effects.is_empty() {
+        parts.push("changes nothing".to_owned());
+    }
+    let irreversible = plan
+        .effects
+        .iter()
+        .any(|e| !e.reversible || matches!(e.kind, EffectKind::Delete | EffectKind::Archive));
+    if irreversible {
+        parts.push("irreversible".to_owned());
+    }
+    if plan.effects.iter().any(|e| e.external) {
+        parts.push("external".to_owned());
+    }
+    let max = plan.estimated_cost.amount_max.value();
+    if !max.is_zero() {
+        parts.push(format!(
+            "up to {} {}",
+            plan.estimated_cost.amount_max, plan.estimated_cost.currency
+        ));
+    }
+    if !plan.assumptions.is_empty() {
+        parts.push(format!(
+            "depends on {}",
+            plan.assumptions
+                .iter()
+                .map(|a| a.dependency.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    parts.join("; ")
+}
+
+/// What `effect` does to one subject in its set: "loses on-call", "keeps access through nested
+/// groups", "is notified by email".
+pub fn for_subject(effect: &Effect) -> String {
+    let target = name(&effect.resource);
+    let kept = effect.effect_type.contains("retain") || effect.effect_type.contains("keep");
+    match effect.kind {
+        EffectKind::Grant if kept => {
+            let via = effect
+                .effect_type
+                .split_once("via_")
+                .map(|(_, rest)| format!(" through {}s", rest.replace('_', " ")));
+            format!("keeps access{}", via.unwrap_or_default())
+        }
+        EffectKind::Revoke if effect.effect_type.contains("member") => {
+            format!("leaves {target}")
+        }
+        EffectKind::Revoke => format!("loses {}", target.replace('_', "-")),
+        EffectKind::Grant => format!("gains {target}"),
+        EffectKind::Notify => format!("is notified by {target}"),
+        EffectKind::Delete => format!("deleted from {target}"),
+        EffectKind::Archive => format!("archived in {target}"),
+        kind => format!("{} {target}", verb(kind)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Preview {
+        let path = format!(
+            "{}/../../../shared/fixtures/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_bulk_removal_reads_as_its_consequence() {
+        let plan = fixture("plan-bulk.json");
+        assert_eq!(gist(&plan), "grp_support −37");
+        let sentence = consequence(&plan, true);
+        assert!(
+            sentence.starts_with(
+                "removes 37 members from grp_support; 4 keep access through nested groups; \
+                 6 lose on-call; notifies 37 by email; irreversible; external"
+            ),
+            "{sentence}"
+        );
+        assert_eq!(consequence(&plan, false), "");
+        assert_eq!(
+            for_subject(&plan.effects[2]),
+            "loses on-call",
+            "what happens to one subject"
+        );
+        assert_eq!(
+            for_subject(&plan.effects[1]),
+            "keeps access through nested groups"
+        );
+    }
+
+    #[test]
+    fn a_settings_change_reads_as_before_and_after() {
+        let plan = fixture("plan-small.json");
+        let line = gist(&plan);
+        assert!(line.starts_with("prj_184 retention days 30 → 14"), "{line}");
+    }
+}

@@ -1,0 +1,147 @@
+//! A session on a gateway the shell started: credentials kept across starts without spending
+//! another invite, the header and the queue from the live snapshot, and notifications judged on
+//! the fetched plan. Run under `tests/with-keyring.sh`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{require_secret_service, Recorder, REMOVE, SETTINGS};
+use countersign_console::live::{Link, Snapshot};
+use countersign_console::notify::NotifyRules;
+use countersign_console::session::{Session, SessionConfig};
+use countersign_console::signer::Signer;
+use countersign_gateway::embedded::Embedded;
+use serde_json::json;
+use tokio::sync::watch;
+
+async fn until(
+    changes: &mut watch::Receiver<Snapshot>,
+    what: &str,
+    test: impl Fn(&Snapshot) -> bool,
+) {
+    let waited = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if test(&changes.borrow_and_update()) {
+                return;
+            }
+            changes.changed().await.unwrap();
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "waited for {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_demo_session_keeps_its_credential_and_spends_no_second_invite() -> anyhow::Result<()> {
+    require_secret_service();
+    let dir = tempfile::tempdir()?;
+    let database = format!("sqlite://{}", dir.path().join("demo.db").display());
+    let demo = Embedded::start(&database, None).await?;
+    let code = demo.invite("Dana").await?;
+    let config = |code: &str| SessionConfig {
+        gateway_url: demo.url.clone(),
+        enrollment_code: Some(code.to_owned()),
+        display_name: "Dana".to_owned(),
+        data_dir: dir.path().join("data"),
+        demo: true,
+    };
+    let first = Session::start(config(&code)).await?;
+    let gateway_id = first.console().signer().gateway_id().to_owned();
+    drop(first);
+    // The code is spent: a start that tried to spend it again would fail.
+    let again = Session::start(config(&code)).await;
+    Signer::forget(&gateway_id)?;
+    let again = again?;
+    let status = again.status();
+    assert!(status.demo);
+    assert_eq!(
+        status.approver, "Dana",
+        "the approver's name, not the key id"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_header_and_queue_come_from_the_live_snapshot() -> anyhow::Result<()> {
+    require_secret_service();
+    let gateway = common::Gateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let code = gateway.invite("Dana").await?;
+    let dir = tempfile::tempdir()?;
+    let session = Session::start(SessionConfig {
+        gateway_url: gateway.url.clone(),
+        enrollment_code: Some(code),
+        display_name: "ignored".to_owned(),
+        data_dir: dir.path().to_owned(),
+        demo: false,
+    })
+    .await;
+    let session = match session {
+        Ok(s) => s,
+        Err(e) => anyhow::bail!("{e}"),
+    };
+    let gateway_id = session.console().signer().gateway_id().to_owned();
+    let outcome = async {
+        let mut changes = session.changes();
+        until(&mut changes, "online", |s| s.link == Link::Online).await;
+        let status = session.status();
+        assert_eq!(status.approver, "Dana");
+        assert!(status.last_sync.is_some());
+        assert_eq!(status.outbox, 0);
+
+        let bulk = agent
+            .plan(
+                REMOVE,
+                json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
+            )
+            .await?;
+        let calm = agent
+            .plan(
+                SETTINGS,
+                json!({"project": "prj_184", "retention_days": 14}),
+            )
+            .await?;
+        until(&mut changes, "both plans listed", |s| s.items.len() == 2).await;
+        until(&mut changes, "the gists", |_| {
+            session
+                .queue()
+                .items
+                .iter()
+                .all(|i| i.gist.contains("prj_184") || i.gist.contains("grp_support"))
+        })
+        .await;
+        let queue = session.queue();
+        let row = queue.items.iter().find(|i| i.plan_id == bulk).unwrap();
+        assert_eq!(row.gist, "grp_support −37");
+        assert!(!row.blocked && !row.queued);
+
+        let rules = NotifyRules::default();
+        let bulk_view = session.console().plan_view(&bulk).await?;
+        let calm_view = session.console().plan_view(&calm).await?;
+        assert!(rules.selects_plan(&bulk_view));
+        assert_eq!(rules.selects_plan(&calm_view), !calm_view.risk.is_empty());
+
+        session
+            .console()
+            .approve(&bulk, &bulk_view.digest, None, &Recorder::answering(true))
+            .await?;
+        until(&mut changes, "Dana's approval listed", |s| {
+            s.items
+                .iter()
+                .any(|p| p.plan_id == bulk && !p.approvals.received.is_empty())
+        })
+        .await;
+        let row = session
+            .queue()
+            .items
+            .into_iter()
+            .find(|i| i.plan_id == bulk)
+            .unwrap();
+        assert_eq!(row.approved_by, ["Dana"]);
+        anyhow::Ok(())
+    }
+    .await;
+    Signer::forget(&gateway_id)?;
+    outcome
+}
