@@ -258,11 +258,20 @@ async fn run(cli: Cli) -> Outcome {
         }
         Command::Show { plan } => {
             let console = open(&cli).await?;
-            let view = console.plan_view(plan).await?;
-            let budget = budget(&console, &view).await;
+            // The plan record names its capability's title, so a plan no longer in the queue
+            // (executed, rejected) is titled too.
+            let fetched = console.client().plan(plan).await?;
+            let view = review::plan_view(
+                &fetched,
+                fetched.record.title.as_deref(),
+                Some(console.signer().approver_id()),
+                chrono::Utc::now(),
+            );
+            let budget = budget(&console, &fetched.record).await;
+            let link = render::deep_link(&view.plan_id);
             print(
                 json,
-                &serde_json::json!({"plan": view, "budget": budget}),
+                &serde_json::json!({"plan": view, "budget": budget, "link": link}),
                 || render::plan(&style, &view, budget.as_ref().map(|b| b.to_string())),
             );
         }
@@ -386,12 +395,30 @@ async fn run(cli: Cli) -> Outcome {
     Ok(())
 }
 
-/// The agent's remaining budget, if the gateway tells approvers.
-async fn budget(console: &Console, view: &review::PlanView) -> Option<serde_json::Value> {
-    let wallet = console.client().wallet(&view.agent_id).await.ok()?;
+/// The agent's remaining budget: from the plan record, or asked of a gateway whose records do
+/// not carry it yet.
+async fn budget(
+    console: &Console,
+    record: &countersign_proto::approvals::PlanRecord,
+) -> Option<serde_json::Value> {
+    let (agent, remaining, limit) = match &record.wallet {
+        Some(w) => (
+            w.agent_id.clone(),
+            w.remaining_credits.to_string(),
+            w.limit_credits.to_string(),
+        ),
+        None => {
+            let agent_id = &record.plan.caller.agent_id;
+            let w = console.client().wallet(agent_id).await.ok()?;
+            (
+                w.agent_id,
+                w.remaining_credits.to_string(),
+                w.limit_credits.to_string(),
+            )
+        }
+    };
     Some(serde_json::json!(format!(
-        "{} of {} credits left to {}",
-        wallet.remaining_credits, wallet.limit_credits, wallet.agent_id
+        "{remaining} of {limit} credits left to {agent}"
     )))
 }
 

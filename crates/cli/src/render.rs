@@ -236,6 +236,11 @@ fn depths(effects: &[EffectView]) -> Vec<usize> {
         .collect()
 }
 
+/// The link that opens a plan in the desktop console.
+pub fn deep_link(plan_id: &str) -> String {
+    format!("countersign://plan/{plan_id}")
+}
+
 pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -259,6 +264,7 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
         clean(&view.status),
         clean(&view.expires_at)
     );
+    let _ = writeln!(out, "open {}", deep_link(&clean(&view.plan_id)));
     let caller = match &view.on_behalf_of {
         Some(user) => format!("{} for {user}", view.agent_id),
         None => view.agent_id.clone(),

@@ -156,12 +156,20 @@ fn enroll_review_and_approve_from_the_terminal() {
 
     let shown = world.cli().args(["show", &plan]).output().unwrap();
     let text = String::from_utf8(shown.stdout).unwrap();
+    assert!(
+        text.starts_with("Update project settings  projects.settings.update"),
+        "the title, then the id: {text}"
+    );
+    let link = format!("countersign://plan/{plan}");
+    assert!(text.contains(&format!("open {link}\n")), "{text}");
     assert!(text.contains("/retention_days: 30 → 14"), "{text}");
     assert!(text.contains("└ eff_2"), "derived under its cause: {text}");
     assert!(text.contains("legal_hold_items_skipped"));
     assert!(text.contains("Approvable."));
     let view = world.json(&["show", &plan]);
     assert_eq!(view["plan"]["digest_matches"], true);
+    assert_eq!(view["plan"]["title"], "Update project settings");
+    assert_eq!(view["link"], link.as_str());
     assert!(view["budget"].as_str().unwrap().contains("50.00"));
 
     let decided = world.json(&["approve", &plan, "--reason", "Two weeks is enough."]);
@@ -206,6 +214,14 @@ fn enroll_review_and_approve_from_the_terminal() {
         "groups.members.remove",
         json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
     );
+    let pending = world.json(&["pending"]);
+    let row = pending["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["plan_id"] == bulk.as_str())
+        .expect("the bulk plan is listed");
+    assert_eq!(row["subjects_total"], 37, "distinct subjects, not 84");
     world.cli().args(["approve", &bulk]).assert().code(2);
     assert_eq!(world.status(&bulk), "pending_approval");
     let decided = world.json(&["approve", &bulk, "--yes"]);
@@ -227,6 +243,12 @@ fn enroll_review_and_approve_from_the_terminal() {
         json!({"project": "prj_184", "retention_days": 60}),
     );
     world.invoke("projects.settings.update", &plan);
+    let executed = world.json(&["show", &plan]);
+    assert_eq!(executed["plan"]["status"], "executed");
+    assert_eq!(
+        executed["plan"]["title"], "Update project settings",
+        "titled out of the queue too"
+    );
     let refreshed = world.json(&["refresh", &other]);
     assert_eq!(refreshed["changed"]["from_plan"], other.as_str());
     assert_eq!(

@@ -5,6 +5,7 @@ pub mod accounts;
 mod auth;
 mod bounds;
 pub mod capabilities;
+pub mod co_approver;
 pub mod demo;
 pub mod embedded;
 mod error;

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Duration, Utc};
 use countersign_proto::approvals::{
     ApprovalEntry, Approvals, EffectCounts, MovedRevision, PlanRecord, PlanStatus, PlanSummary,
-    RiskFlag, Staleness, ValidationCounts,
+    PlanWallet, RiskFlag, Staleness, ValidationCounts, ValidationSubjects,
 };
 use countersign_proto::decision::Decision;
 use countersign_proto::digest::{plan_digest, request_digest, subjects_digest};
@@ -13,6 +13,7 @@ use countersign_proto::plan::{
 };
 use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
 use countersign_proto::INTERFACE_VERSION;
+use rust_decimal::Decimal;
 use serde_json::Value;
 use sqlx::SqliteConnection;
 use std::sync::Arc;
@@ -35,6 +36,10 @@ pub struct StoredPlan {
     pub execution: Option<Value>,
     pub supersedes: Option<String>,
     pub superseded_by: Option<String>,
+    /// The distinct subjects of all its effects, counted when it was stored (absent for a plan
+    /// whose subject rows were swept before the count was kept).
+    pub subjects_distinct: Option<u64>,
+    pub validation_subjects: Vec<ValidationSubjects>,
 }
 
 /// Turns an evaluation into a preview: ids, times, blocking checks, subjects, digests.
@@ -97,7 +102,10 @@ pub fn build_preview(
     let risky = risk_flags(&preview, default_high_cost_threshold())
         .into_iter()
         .any(|f| f != RiskFlag::Blocked);
-    preview.would_require_approval = capability.always_requires_approval() || risky;
+    // A plan that changes nothing has nothing to countersign: whatever its capability's policy,
+    // it waits for nobody and its validation tells the agent why (seed 004: no approval theatre).
+    preview.would_require_approval =
+        !preview.effects.is_empty() && (capability.always_requires_approval() || risky);
     preview.plan_digest =
         plan_digest(&serde_json::to_value(&preview)?).map_err(anyhow::Error::from)?;
     Ok(preview)
@@ -167,14 +175,38 @@ pub fn subject_rows(planned_subjects: &[(String, Arc<Vec<capabilities::Subject>>
     planned_subjects.iter().map(|(_, s)| s.len() as u64).sum()
 }
 
-/// Subject rows per INSERT: four parameters each, under SQLite's limit of 32766.
+/// How many different subjects these sets name together. Effects often share one set (the
+/// removal, its notification), which is counted once without looking at its ids.
+pub fn distinct_subjects(planned_subjects: &[(String, Arc<Vec<capabilities::Subject>>)]) -> u64 {
+    let mut sets: Vec<&Arc<Vec<capabilities::Subject>>> = Vec::new();
+    for (_, set) in planned_subjects {
+        if !set.is_empty() && !sets.iter().any(|s| Arc::ptr_eq(s, set)) {
+            sets.push(set);
+        }
+    }
+    match sets.as_slice() {
+        [] => 0,
+        [only] => only.len() as u64,
+        _ => {
+            let mut ids = std::collections::HashSet::new();
+            for set in sets {
+                ids.extend(set.iter().map(|s| s.id.as_str()));
+            }
+            ids.len() as u64
+        }
+    }
+}
+
+/// Subject rows per INSERT: five parameters each, under SQLite's limit of 32766.
 const SUBJECT_BATCH: usize = 5000;
 
-/// Stores a preview, the resources it read and its full subject sets.
+/// Stores a preview, the resources it read, its full subject sets and the items its validation
+/// names.
 pub async fn insert(
     conn: &mut SqliteConnection,
     preview: &Preview,
     planned_subjects: &[(String, Arc<Vec<capabilities::Subject>>)],
+    named: &[ValidationSubjects],
     required_approvals: u32,
     supersedes: Option<&str>,
 ) -> ApiResult<()> {
@@ -185,8 +217,9 @@ pub async fn insert(
     };
     sqlx::query(
         "INSERT INTO plans (id, capability_id, agent_id, plan_digest, preview, status,
-         required_approvals, created_at, expires_at, supersedes, subject_rows)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         required_approvals, created_at, expires_at, supersedes, subject_rows, subjects_distinct,
+         validation_subjects)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&preview.plan_id)
     .bind(&preview.capability_id)
@@ -199,6 +232,12 @@ pub async fn insert(
     .bind(ids::to_text(preview.expires_at))
     .bind(supersedes)
     .bind(subject_rows(planned_subjects) as i64)
+    .bind(distinct_subjects(planned_subjects) as i64)
+    .bind(if named.is_empty() {
+        None
+    } else {
+        Some(serde_json::to_string(named)?)
+    })
     .execute(&mut *conn)
     .await?;
     for read in &preview.read_revisions {
@@ -211,13 +250,14 @@ pub async fn insert(
     for (effect_id, subjects) in planned_subjects {
         for batch in subjects.chunks(SUBJECT_BATCH) {
             let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                "INSERT INTO plan_subjects (plan_id, effect_id, subject_id, label) ",
+                "INSERT INTO plan_subjects (plan_id, effect_id, subject_id, label, detail) ",
             );
             insert.push_values(batch, |mut row, subject| {
                 row.push_bind(&preview.plan_id)
                     .push_bind(effect_id)
                     .push_bind(&subject.id)
-                    .push_bind(&subject.label);
+                    .push_bind(&subject.label)
+                    .push_bind(subject.detail.as_ref().map(Value::to_string));
             });
             insert.build().execute(&mut *conn).await?;
         }
@@ -245,16 +285,28 @@ pub async fn load(conn: &mut SqliteConnection, plan_id: &str) -> ApiResult<Optio
         Option<String>,
         Option<String>,
         Option<String>,
+        Option<i64>,
+        Option<String>,
     );
     let row: Option<Row> = sqlx::query_as(
-        "SELECT preview, agent_id, status, required_approvals, execution, supersedes, superseded_by
+        "SELECT preview, agent_id, status, required_approvals, execution, supersedes, superseded_by,
+                subjects_distinct, validation_subjects
          FROM plans WHERE id = ?",
     )
     .bind(plan_id)
     .fetch_optional(&mut *conn)
     .await?;
-    let Some((preview, agent_id, status, required_approvals, execution, supersedes, superseded_by)) =
-        row
+    let Some((
+        preview,
+        agent_id,
+        status,
+        required_approvals,
+        execution,
+        supersedes,
+        superseded_by,
+        subjects_distinct,
+        validation_subjects,
+    )) = row
     else {
         return Ok(None);
     };
@@ -266,6 +318,11 @@ pub async fn load(conn: &mut SqliteConnection, plan_id: &str) -> ApiResult<Optio
         execution: execution.map(|e| serde_json::from_str(&e)).transpose()?,
         supersedes,
         superseded_by,
+        subjects_distinct: subjects_distinct.map(|n| n as u64),
+        validation_subjects: validation_subjects
+            .map(|v| serde_json::from_str(&v))
+            .transpose()?
+            .unwrap_or_default(),
     }))
 }
 
@@ -335,6 +392,20 @@ pub async fn approvals(
 }
 
 /// The status a reader sees: time and moved revisions overtake a plan still waiting or approved.
+/// The distinct subjects of `plan`; for a plan stored before they were counted, whose rows are
+/// gone, the largest effect's, which is at least right about the size.
+pub fn subjects_total(plan: &StoredPlan) -> u64 {
+    plan.subjects_distinct.unwrap_or_else(|| {
+        plan.preview
+            .effects
+            .iter()
+            .filter_map(|e| e.subjects.as_ref())
+            .map(|s| s.total)
+            .max()
+            .unwrap_or(0)
+    })
+}
+
 pub fn effective_status(
     plan: &StoredPlan,
     now: DateTime<Utc>,
@@ -368,26 +439,42 @@ pub async fn record(conn: &mut SqliteConnection, plan: StoredPlan) -> ApiResult<
     };
     let status = effective_status(&plan, ids::now(), &moved);
     let approvals = approvals(conn, &plan.preview.plan_id, plan.required_approvals).await?;
+    let wallet = crate::wallet::load(conn, &plan.agent_id).await?;
     Ok(PlanRecord {
+        // What moved is reported while it is why the plan is held back; an expired plan is
+        // over whatever moved under it.
+        stale: (status == PlanStatus::Stale).then_some(Staleness { moved }),
         status,
         approvals,
         supersedes: plan.supersedes,
         superseded_by: plan.superseded_by,
-        stale: (!moved.is_empty()).then_some(Staleness { moved }),
         execution: plan.execution,
+        title: Some(title(&plan.preview.capability_id)),
+        wallet: Some(PlanWallet {
+            agent_id: plan.agent_id,
+            remaining_credits: wallet.check(Decimal::ZERO).remaining_credits,
+            limit_credits: wallet.limit,
+        }),
+        validation_subjects: plan.validation_subjects,
         plan: plan.preview,
     })
 }
 
-pub fn summary(record: &PlanRecord) -> PlanSummary {
+/// A capability's human title; an id the gateway no longer knows names itself.
+pub fn title(capability_id: &str) -> String {
+    Capability::by_id(capability_id)
+        .map_or_else(|| capability_id.to_owned(), |c| c.title().to_owned())
+}
+
+/// What the queue lists of a plan; `subjects_total` is the distinct count kept with the plan.
+pub fn summary(record: &PlanRecord, subjects_total: u64) -> PlanSummary {
     let plan = &record.plan;
     let count = |s: Severity| plan.validation.iter().filter(|v| v.severity == s).count() as u32;
     PlanSummary {
         plan_id: plan.plan_id.clone(),
         plan_digest: plan.plan_digest.clone(),
         capability_id: plan.capability_id.clone(),
-        title: Capability::by_id(&plan.capability_id)
-            .map_or_else(|| plan.capability_id.clone(), |c| c.title().to_owned()),
+        title: title(&plan.capability_id),
         caller: plan.caller.clone(),
         created_at: plan.created_at,
         expires_at: plan.expires_at,
@@ -397,12 +484,7 @@ pub fn summary(record: &PlanRecord) -> PlanSummary {
             direct: plan.effects.iter().filter(|e| !e.derived).count() as u32,
             derived: plan.effects.iter().filter(|e| e.derived).count() as u32,
         },
-        subjects_total: plan
-            .effects
-            .iter()
-            .filter_map(|e| e.subjects.as_ref())
-            .map(|s| s.total)
-            .sum(),
+        subjects_total,
         validation_counts: ValidationCounts {
             error: count(Severity::Error),
             warning: count(Severity::Warning),

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use countersign_proto::plan::Preview;
+use countersign_proto::plan::{EstimatedCost, Preview, Severity, Validation};
 use serde_json::Value;
 
 use crate::accounts::Agent;
@@ -12,7 +12,7 @@ use crate::error::ApiResult;
 use crate::events::EventKind;
 use crate::limits::Limits;
 use crate::store::Tx;
-use crate::{ids, plans, queue, quotas};
+use crate::{ids, plans, queue, quotas, wallet};
 
 pub struct PreviewAudit<'a> {
     pub audit_id: &'a str,
@@ -65,7 +65,11 @@ pub async fn create(
     audit: &PreviewAudit<'_>,
     origin: Origin<'_>,
 ) -> ApiResult<Preview> {
-    let planned = capability.plan(tx, params).await?;
+    let mut planned = capability.plan(tx, params).await?;
+    if let Some(short) = budget_shortfall(tx, &agent.id, &planned.estimated_cost).await? {
+        planned.validation.push(short);
+    }
+    let named = std::mem::take(&mut planned.named);
     let subjects: Vec<_> = planned
         .effects
         .iter()
@@ -82,10 +86,44 @@ pub async fn create(
         Origin::Refresh { supersedes } => Some(supersedes),
     };
     let required = capability.describe().approval.required_approvals;
-    plans::insert(tx, &preview, &subjects, required, supersedes).await?;
+    plans::insert(tx, &preview, &subjects, &named, required, supersedes).await?;
     write_audit(tx, audit, capability, &agent.id, Some(&preview.plan_id)).await?;
     if preview.would_require_approval {
         queue::publish(tx, &preview.plan_id, EventKind::Created).await?;
     }
     Ok(preview)
+}
+
+/// Seed 000's cost preflight, answered in the plan itself: a plan whose most it may cost is more
+/// than its agent's wallet holds would be refused at invoke (`budget_exceeded`) against the same
+/// state, so it is blocked now (seed 004: what would not run is an error, not a warning), with
+/// the numbers and what to do.
+async fn budget_shortfall(
+    tx: &mut Tx,
+    agent_id: &str,
+    cost: &EstimatedCost,
+) -> ApiResult<Option<Validation>> {
+    if cost.currency != "credits" || cost.amount_max.value().is_zero() {
+        return Ok(None);
+    }
+    let wallet = wallet::load(tx, agent_id).await?;
+    let verdict = wallet.check(cost.amount_max.value());
+    if verdict.allowed {
+        return Ok(None);
+    }
+    Ok(Some(Validation {
+        severity: Severity::Error,
+        code: "insufficient_budget".to_owned(),
+        path: Some("/estimated_cost/amount_max".to_owned()),
+        message: format!(
+            "The plan may cost up to {} credits; {agent_id} has {} of its {} credits left.",
+            cost.amount_max, verdict.remaining_credits, verdict.limit_credits
+        ),
+        blocks_execution: true,
+        repair: Some(format!(
+            "Split the request into smaller plans of at most {} credits, or have the budget of \
+             {agent_id} raised, then preview again.",
+            verdict.remaining_credits
+        )),
+    }))
 }

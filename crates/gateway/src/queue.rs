@@ -49,7 +49,8 @@ async fn store_summary(conn: &mut SqliteConnection, plan_id: &str) -> ApiResult<
     let plan = plans::load(conn, plan_id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("plan {plan_id} vanished while it changed"))?;
-    let summary = plans::summary(&plans::record(conn, plan).await?);
+    let subjects_total = plans::subjects_total(&plan);
+    let summary = plans::summary(&plans::record(conn, plan).await?, subjects_total);
     sqlx::query("UPDATE plans SET summary = ? WHERE id = ?")
         .bind(serde_json::to_string(&summary)?)
         .bind(plan_id)

@@ -371,7 +371,14 @@ async fn the_all_staff_group_is_real_bulk() {
         .unwrap();
     assert_eq!(vpn["subjects"]["total"], 5_000);
     assert_eq!(plan["estimated_cost"]["amount_max"], "100.00");
-    assert!(plan["validation"].as_array().unwrap().is_empty());
+    // One notification per removed member is more than an agent's 50.00 credits pay for.
+    let codes: Vec<&Value> = plan["validation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| &v["code"])
+        .collect();
+    assert_eq!(codes, [&json!("insufficient_budget")]);
 }
 
 #[tokio::test]

@@ -310,11 +310,15 @@ async fn a_blocked_plan_can_be_rejected_but_never_approved() {
     let gw = Gateway::new().await;
     let dana = gw.enroll("Dana").await;
     let ada = gw.enroll("Ada").await;
+    // usr_40 is an editor there: a second role is a blocking conflict, the grant still planned.
     let plan = gw
-        .dry_run(json!({"project": "prj_missing", "retention_days": 14}))
+        .preview(
+            "memberships.grant",
+            json!({"project": "prj_184", "subject": "usr_40", "role": "admin"}),
+        )
         .await;
     assert_eq!(plan["executable"], false);
-    assert_eq!(plan["validation"][0]["code"], "project_not_found");
+    assert_eq!(plan["validation"][0]["code"], "role_conflict");
     let plan_id = plan["plan_id"].as_str().unwrap();
 
     let approve = dana.sign(&dana.statement(&gw, &plan));
@@ -330,7 +334,12 @@ async fn a_blocked_plan_can_be_rejected_but_never_approved() {
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     assert_eq!(reply.body["status"], "rejected");
     assert_error(
-        &gw.invoke(json!({"plan_id": plan_id})).await,
+        &gw.invoke_as(
+            &gw.agent,
+            "memberships.grant",
+            json!({ "plan_id": plan_id }),
+        )
+        .await,
         "plan_not_pending",
         409,
     );

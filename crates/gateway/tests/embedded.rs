@@ -82,3 +82,146 @@ async fn the_simulated_agent_mixes_capabilities_and_executes_what_needs_nobody()
         "uploads and quota changes run without approval"
     );
 }
+
+/// Dana approves one bulk removal; the demo's co-approver seconds it after its delay, through a
+/// signed decision of its own. A plan nobody approved it leaves alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_co_approver_seconds_an_approval_and_never_approves_alone() {
+    use countersign_gateway::embedded::CoApprover;
+    use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
+    use serde_json::{json, Value};
+
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("co.db").display());
+    let delay = Duration::from_millis(400);
+    let co = CoApprover {
+        name: "Ada (demo co-approver)".to_owned(),
+        delay,
+    };
+    let gateway = Embedded::start_with(&database, None, Some(co.clone()))
+        .await
+        .unwrap();
+    let ada = gateway.co_approver_id().unwrap().to_owned();
+    let (_, agent) = countersign_gateway::accounts::rotate_agent_token(
+        &gateway.state.store,
+        "ops",
+        Some("usr_lead"),
+    )
+    .await
+    .unwrap();
+    let http = reqwest::Client::new();
+    let url = gateway.url.clone();
+    let dry_run = || async {
+        let plan: Value = http
+            .post(format!(
+                "{url}/v1/capabilities/groups.members.remove/dry_run"
+            ))
+            .bearer_auth(&agent)
+            .json(&json!({"params": {"group": "grp_support", "filter": {"employment": "contractor"}}}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(plan["would_require_approval"], true, "{plan}");
+        plan
+    };
+    let seconded = dry_run().await;
+    let alone = dry_run().await;
+
+    let key = ed25519_dalek::SigningKey::generate(&mut rand::rngs::OsRng);
+    let code = gateway.invite("Dana").await.unwrap();
+    let dana: Value = http
+        .post(format!("{url}/v1/approvers/enroll"))
+        .json(&json!({"enrollment_code": code, "display_name": "Dana",
+                      "public_key": countersign_proto::dsse::encode_public_key(&key.verifying_key())}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = dana["token"].as_str().unwrap().to_owned();
+    let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
+    let statement = Statement {
+        kind: STATEMENT_TYPE.to_owned(),
+        plan_id: seconded["plan_id"].as_str().unwrap().to_owned(),
+        plan_digest: seconded["plan_digest"].as_str().unwrap().to_owned(),
+        decision: Decision::Approve,
+        reason: None,
+        approver_id: dana["approver_id"].as_str().unwrap().to_owned(),
+        key_id: dana["key_id"].as_str().unwrap().to_owned(),
+        audience: gateway.gateway_id().to_owned(),
+        nonce: new_nonce(),
+        issued_at: now,
+        expires_at: now + chrono::Duration::minutes(5),
+    };
+    let plan_id = statement.plan_id.clone();
+    let answer: Value = http
+        .post(format!("{url}/v1/plans/{plan_id}/decisions"))
+        .bearer_auth(&token)
+        .json(&statement.sign(&key).unwrap())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["status"], "pending_approval", "{answer}");
+    let approved_at = tokio::time::Instant::now();
+
+    let record = |id: String| {
+        let (http, url, token) = (http.clone(), url.clone(), token.clone());
+        async move {
+            http.get(format!("{url}/v1/plans/{id}"))
+                .bearer_auth(&token)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let deadline = approved_at + Duration::from_secs(15);
+    let done = loop {
+        let now = record(plan_id.clone()).await;
+        if now["status"] == "approved" {
+            break now;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no quorum: {}",
+            now["approvals"]
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(approved_at.elapsed() >= delay, "seconded before its delay");
+    let received = done["approvals"]["received"].as_array().unwrap();
+    assert_eq!(received.len(), 2);
+    assert_eq!(received[1]["approver_id"], ada.as_str());
+    assert_eq!(received[1]["display_name"], "Ada (demo co-approver)");
+    assert_eq!(received[1]["decision"], "approve");
+
+    // Several delays later, the plan nobody approved still waits with no approval at all.
+    tokio::time::sleep(delay * 4).await;
+    let untouched = record(alone["plan_id"].as_str().unwrap().to_owned()).await;
+    assert_eq!(untouched["status"], "pending_approval");
+    assert_eq!(untouched["approvals"]["received"], json!([]));
+
+    // A restart enrolls a new co-approver and revokes the one whose key died with the process.
+    drop(gateway);
+    let again = Embedded::start_with(&database, None, Some(co))
+        .await
+        .unwrap();
+    let fresh = again.co_approver_id().unwrap().to_owned();
+    assert_ne!(fresh, ada);
+    let revoked: Option<String> =
+        sqlx::query_scalar("SELECT revoked_at FROM approvers WHERE id = ?")
+            .bind(&ada)
+            .fetch_one(again.state.store.pool())
+            .await
+            .unwrap();
+    assert!(revoked.is_some());
+}

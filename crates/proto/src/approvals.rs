@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::decision::Decision;
+use crate::guard::SubjectItem;
 use crate::plan::{Caller, EstimatedCost, Preview};
+use crate::Credits;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -146,7 +148,36 @@ pub struct PlanRecord {
     pub superseded_by: Option<String>,
     pub stale: Option<Staleness>,
     pub execution: Option<Value>,
+    /// The capability's title, as the queue's summaries name it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The wallet of the plan's agent as it is now, beside the plan's cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wallet: Option<PlanWallet>,
+    /// The items a validation entry counts, by name, as the gateway found them for the preview.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub validation_subjects: Vec<ValidationSubjects>,
 }
+
+/// An agent's budget as a plan record shows it (an addition to PROTOCOL's plan record).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanWallet {
+    pub agent_id: String,
+    pub remaining_credits: Credits,
+    pub limit_credits: Credits,
+}
+
+/// The items behind the validation entry with `code`: `total` of them, the first
+/// [`VALIDATION_SUBJECT_LIMIT`] in `items` (ids ascending).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ValidationSubjects {
+    pub code: String,
+    pub total: u64,
+    pub items: Vec<SubjectItem>,
+}
+
+/// At most this many items of a validation entry are named in a plan record.
+pub const VALIDATION_SUBJECT_LIMIT: usize = 100;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DecisionResponse {

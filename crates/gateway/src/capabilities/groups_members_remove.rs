@@ -155,7 +155,7 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
     .await?;
     let selected: Vec<Subject> = rows
         .into_iter()
-        .map(|(id, label)| Subject { id, label })
+        .map(|(id, label)| Subject::new(id, label))
         .collect();
     if selected.is_empty() {
         planned.validation.push(note(

@@ -140,10 +140,7 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
         ));
     }
 
-    let subject = Arc::new(vec![Subject {
-        id: p.subject.clone(),
-        label: name.clone(),
-    }]);
+    let subject = Arc::new(vec![Subject::new(p.subject.clone(), name.clone())]);
     let price = Credits::cents(PRICE_CENTS);
     planned.effects.push(PlannedEffect::with_subjects(
         Effect {

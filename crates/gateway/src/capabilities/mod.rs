@@ -14,6 +14,7 @@ pub mod world;
 
 use std::sync::{Arc, OnceLock};
 
+use countersign_proto::approvals::ValidationSubjects;
 use countersign_proto::describe::Describe;
 use countersign_proto::plan::{
     Assumption, Change, Effect, EffectKind, EstimatedCost, ReadRevision, Validation,
@@ -33,6 +34,8 @@ pub struct Planned {
     pub validation: Vec<Validation>,
     pub assumptions: Vec<Assumption>,
     pub estimated_cost: EstimatedCost,
+    /// The items validation entries count, by name: kept beside the plan, outside its digest.
+    pub named: Vec<ValidationSubjects>,
 }
 
 /// An effect with its full subject set (ids ascending); the plan keeps only total, sample and
@@ -60,10 +63,22 @@ impl PlannedEffect {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Subject {
     pub id: String,
     pub label: String,
+    /// What happens to this subject in particular, served with its page (not digested).
+    pub detail: Option<Value>,
+}
+
+impl Subject {
+    pub fn new(id: String, label: String) -> Subject {
+        Subject {
+            id,
+            label,
+            detail: None,
+        }
+    }
 }
 
 /// What execution did to one planned effect, read back from the rows it wrote.

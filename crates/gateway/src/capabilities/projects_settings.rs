@@ -1,7 +1,9 @@
 //! `projects.settings.update`: change a project's retention; derived, recalculate item expiry,
 //! skipping items under legal hold (seed 004's settings example).
 
+use countersign_proto::approvals::{ValidationSubjects, VALIDATION_SUBJECT_LIMIT};
 use countersign_proto::describe::{CostClass, Describe, DryRunMode, Preflight};
+use countersign_proto::guard::SubjectItem;
 use countersign_proto::plan::{Change, Effect, EffectKind, ReadRevision, Severity};
 use std::sync::Arc;
 
@@ -103,13 +105,18 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
             after: json!(new_note),
         });
     }
-    let items: Vec<(String, String, bool)> = sqlx::query_as(
-        "SELECT id, title, legal_hold FROM project_items WHERE project_id = ? ORDER BY id",
+    // Each item with its expiry now and as the new retention recalculates it, by the same rule
+    // `apply` writes (seed 004: consequences, not counts).
+    let items: Vec<(String, String, String, String, bool)> = sqlx::query_as(
+        "SELECT id, title, expires_at,
+                strftime('%Y-%m-%dT%H:%M:%SZ', created_at, '+' || ? || ' days'), legal_hold
+         FROM project_items WHERE project_id = ? ORDER BY id",
     )
+    .bind(p.retention_days)
     .bind(&p.project)
     .fetch_all(&mut *conn)
     .await?;
-    let (held, free): (Vec<_>, Vec<_>) = items.into_iter().partition(|(_, _, hold)| *hold);
+    let (held, free): (Vec<_>, Vec<_>) = items.into_iter().partition(|item| item.4);
 
     planned.effects.push(PlannedEffect::new(Effect {
         changes,
@@ -140,7 +147,11 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
             },
             Arc::new(
                 free.into_iter()
-                    .map(|(id, label, _)| Subject { id, label })
+                    .map(|(id, title, before, after, _)| Subject {
+                        id,
+                        label: title,
+                        detail: Some(json!({"expires_before": before, "expires_after": after})),
+                    })
                     .collect(),
             ),
         ));
@@ -153,6 +164,19 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
             "/retention_days",
             format!("{count} under legal hold keep their expiry."),
         ));
+        planned.named.push(ValidationSubjects {
+            code: "legal_hold_items_skipped".to_owned(),
+            total: held.len() as u64,
+            items: held
+                .into_iter()
+                .take(VALIDATION_SUBJECT_LIMIT)
+                .map(|(id, title, expires_at, _, _)| SubjectItem {
+                    id,
+                    label: title,
+                    detail: json!({ "expires_at": expires_at, "legal_hold": true }),
+                })
+                .collect(),
+        });
     }
     Ok(planned)
 }

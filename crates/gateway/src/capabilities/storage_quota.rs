@@ -127,10 +127,7 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
                     !over && *blocked
                 }
             })
-            .map(|(id, name, _, _)| Subject {
-                id: id.clone(),
-                label: name.clone(),
-            })
+            .map(|(id, name, _, _)| Subject::new(id.clone(), name.clone()))
             .collect()
     };
     for (effect_type, block) in [(BLOCKED, true), (UNBLOCKED, false)] {

@@ -47,6 +47,7 @@ pub fn nothing(cost: Credits) -> Planned {
         validation: vec![],
         assumptions: vec![],
         estimated_cost: credits(cost),
+        named: vec![],
     }
 }
 

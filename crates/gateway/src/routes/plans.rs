@@ -92,8 +92,8 @@ pub async fn subjects(
         .find(|e| e.id == effect_id)
         .ok_or_else(|| ApiError::not_found("effect"))?;
     let total = effect.subjects.as_ref().map_or(0, |s| s.total);
-    let mut rows: Vec<(String, String)> = sqlx::query_as(
-        "SELECT subject_id, label FROM plan_subjects
+    let mut rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT subject_id, label, detail FROM plan_subjects
          WHERE plan_id = ? AND effect_id = ? AND subject_id > ?
          ORDER BY subject_id LIMIT ?",
     )
@@ -108,18 +108,23 @@ pub async fn subjects(
     let next_cursor = more
         .then(|| {
             rows.last()
-                .map(|(id, _)| plans::cursor_after(&effect_id, id))
+                .map(|(id, _, _)| plans::cursor_after(&effect_id, id))
         })
         .flatten();
     Ok(no_store(SubjectPage {
         items: rows
             .into_iter()
-            .map(|(id, label)| SubjectItem {
-                id,
-                label,
-                detail: Value::Null,
+            .map(|(id, label, detail)| {
+                Ok(SubjectItem {
+                    id,
+                    label,
+                    detail: detail
+                        .map(|d| serde_json::from_str(&d))
+                        .transpose()?
+                        .unwrap_or(Value::Null),
+                })
             })
-            .collect(),
+            .collect::<serde_json::Result<_>>()?,
         next_cursor,
         total,
     }))

@@ -1,0 +1,338 @@
+//! What a plan tells its approver beyond the signed preview, and which plans reach an approver at
+//! all (issue 8): no-op plans, distinct subjects, named consequences, the wallet, staleness.
+
+mod common;
+
+use axum::http::StatusCode;
+use common::{approve_by, assert_error, Gateway};
+use serde_json::{json, Value};
+
+const QUEUE: &str = "/v1/approvals?status=pending";
+
+fn fixture(name: &str) -> Value {
+    let path = format!(
+        "{}/../../../shared/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+async fn listed(gw: &Gateway, token: &str) -> Vec<Value> {
+    let reply = gw.call("GET", QUEUE, Some(token), None).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    reply.body["items"].as_array().unwrap().clone()
+}
+
+async fn events_of(gw: &Gateway, plan_id: &str) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM plan_events WHERE plan_id = ?")
+        .bind(plan_id)
+        .fetch_one(gw.state.store.pool())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_plan_that_changes_nothing_waits_for_nobody_and_never_enters_the_queue() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let unchanged = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 30}))
+        .await;
+    let granted = gw
+        .preview(
+            "memberships.grant",
+            json!({"project": "prj_184", "subject": "usr_40", "role": "editor"}),
+        )
+        .await;
+    let missing = gw
+        .dry_run(json!({"project": "prj_missing", "retention_days": 14}))
+        .await;
+    let real = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+
+    for (plan, code) in [
+        (&unchanged, "no_change"),
+        (&granted, "already_granted"),
+        (&missing, "project_not_found"),
+    ] {
+        let plan_id = plan["plan_id"].as_str().unwrap();
+        assert_eq!(plan["effects"], json!([]), "{code}");
+        assert_eq!(plan["would_require_approval"], false, "{code}");
+        assert_eq!(
+            plan["validation"][0]["code"], code,
+            "the reason stays in the plan"
+        );
+        let record = gw.record(&dana.token, plan_id).await;
+        assert_eq!(record.body["status"], "approved", "{code}");
+        assert_eq!(events_of(&gw, plan_id).await, 0, "{code}: no event");
+    }
+    let queued: Vec<Value> = listed(&gw, &dana.token)
+        .await
+        .iter()
+        .map(|s| s["plan_id"].clone())
+        .collect();
+    assert_eq!(queued, [real["plan_id"].clone()]);
+
+    // Its invoke runs like any plan that needs nobody: nothing to do, said so.
+    let ran = gw.invoke(json!({"plan_id": unchanged["plan_id"]})).await;
+    assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
+    assert_eq!(ran.body["metadata"]["effects_applied"], json!([]));
+    let ran = gw
+        .invoke_as(
+            &gw.agent,
+            "memberships.grant",
+            json!({"plan_id": granted["plan_id"]}),
+        )
+        .await;
+    assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
+    // A blocked one still never runs, and says why.
+    let refused = gw.invoke(json!({"plan_id": missing["plan_id"]})).await;
+    assert_error(&refused, "validation_error", 422);
+    assert_eq!(
+        refused.body["error"]["details"]["validation"][0]["code"],
+        "project_not_found"
+    );
+}
+
+#[tokio::test]
+async fn the_queue_counts_each_subject_once_across_effects() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let bulk = gw
+        .preview(
+            "groups.members.remove",
+            fixture("plan-bulk.json")["request"]["params"].clone(),
+        )
+        .await;
+    let per_effect: u64 = bulk["effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["subjects"]["total"].as_u64())
+        .sum();
+    assert_eq!(
+        per_effect, 84,
+        "37 removed, 4 retained, 6 on call, 37 notified"
+    );
+    let summary = listed(&gw, &dana.token).await.remove(0);
+    assert_eq!(summary["plan_id"], bulk["plan_id"]);
+    assert_eq!(summary["subjects_total"], 37);
+
+    // Kept with the plan: a decision rewrites the summary and the count stays.
+    approve_by(&gw, &bulk, &[&dana]).await;
+    let summary = listed(&gw, &dana.token).await.remove(0);
+    assert_eq!(summary["approvals"]["received"][0]["display_name"], "Dana");
+    assert_eq!(summary["subjects_total"], 37);
+}
+
+#[tokio::test]
+async fn the_retention_preview_names_each_item_with_its_expiry_before_and_after() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let page = gw
+        .call(
+            "GET",
+            &format!("/v1/plans/{plan_id}/effects/eff_2/subjects"),
+            Some(&dana.token),
+            None,
+        )
+        .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let items = page.body["items"].as_array().unwrap();
+    assert_eq!(items.len(), 18);
+    let pool = gw.state.store.pool();
+    for item in items {
+        let (title, expires_at, recalculated): (String, String, String) = sqlx::query_as(
+            "SELECT title, expires_at, strftime('%Y-%m-%dT%H:%M:%SZ', created_at, '+14 days')
+             FROM project_items WHERE id = ?",
+        )
+        .bind(item["id"].as_str().unwrap())
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        assert_eq!(item["label"], title.as_str());
+        assert_eq!(item["detail"]["expires_before"], expires_at.as_str());
+        assert_eq!(item["detail"]["expires_after"], recalculated.as_str());
+    }
+
+    // The held items by name, beside the warning that counts them.
+    let record = gw.record(&dana.token, plan_id).await;
+    let named = &record.body["validation_subjects"];
+    assert_eq!(named[0]["code"], "legal_hold_items_skipped");
+    assert_eq!(named[0]["total"], 2);
+    let held: Vec<(&str, &str)> = named[0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["id"].as_str().unwrap(), i["label"].as_str().unwrap()))
+        .collect();
+    let expected: Vec<(String, String)> = sqlx::query_as(
+        "SELECT id, title FROM project_items WHERE project_id = 'prj_184' AND legal_hold = 1
+         ORDER BY id",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    let expected: Vec<(&str, &str)> = expected
+        .iter()
+        .map(|(id, title)| (id.as_str(), title.as_str()))
+        .collect();
+    assert_eq!(held, expected);
+    assert_eq!(held[0].0, "itm_19");
+
+    // What the preview said is what execution wrote.
+    approve_by(&gw, &plan, &[&dana]).await;
+    let ran = gw.invoke(json!({"plan_id": plan_id})).await;
+    assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
+    for item in items {
+        let now: String = sqlx::query_scalar("SELECT expires_at FROM project_items WHERE id = ?")
+            .bind(item["id"].as_str().unwrap())
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        assert_eq!(item["detail"]["expires_after"], now.as_str());
+    }
+}
+
+#[tokio::test]
+async fn the_plan_record_carries_its_title_and_the_agents_wallet() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let ada = gw.enroll("Ada").await;
+    let bulk = gw
+        .preview(
+            "groups.members.remove",
+            fixture("plan-bulk.json")["request"]["params"].clone(),
+        )
+        .await;
+    let plan_id = bulk["plan_id"].as_str().unwrap();
+    let record = gw.record(&dana.token, plan_id).await;
+    assert_eq!(record.body["title"], "Remove members from a group");
+    assert_eq!(
+        record.body["wallet"],
+        json!({"agent_id": "agt_ops", "remaining_credits": "50.00", "limit_credits": "50.00"})
+    );
+    approve_by(&gw, &bulk, &[&dana, &ada]).await;
+    let ran = gw
+        .invoke_as(
+            &gw.agent,
+            "groups.members.remove",
+            json!({ "plan_id": plan_id }),
+        )
+        .await;
+    assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
+    let record = gw.record(&dana.token, plan_id).await;
+    assert_eq!(record.body["wallet"]["remaining_credits"], "49.63");
+}
+
+#[tokio::test]
+async fn a_bulk_plan_the_wallet_cannot_pay_says_so_and_cannot_be_approved() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let plan = gw
+        .preview(
+            "groups.members.remove",
+            json!({"group": "grp_all_staff", "filter": {"employment": "employee"}}),
+        )
+        .await;
+    assert_eq!(plan["estimated_cost"]["amount_max"], "900.00");
+    assert_eq!(plan["executable"], false);
+    let blocker = &plan["validation"][0];
+    assert_eq!(blocker["code"], "insufficient_budget");
+    assert_eq!(blocker["severity"], "error");
+    assert_eq!(blocker["blocks_execution"], true);
+    assert_eq!(blocker["path"], "/estimated_cost/amount_max");
+    let message = blocker["message"].as_str().unwrap();
+    assert!(
+        message.contains("900.00") && message.contains("50.00") && message.contains("agt_ops"),
+        "{message}"
+    );
+    assert!(blocker["repair"].as_str().unwrap().contains("50.00"));
+
+    // Approvers see it, blocked, with the numbers; nobody can sign it.
+    let summary = listed(&gw, &dana.token).await.remove(0);
+    assert_eq!(summary["plan_id"], plan["plan_id"]);
+    assert!(summary["risk"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("blocked")));
+    let approve = dana.sign(&dana.statement(&gw, &plan));
+    assert_error(
+        &dana
+            .send(&gw, plan["plan_id"].as_str().unwrap(), &approve)
+            .await,
+        "plan_not_pending",
+        409,
+    );
+
+    // A plan the wallet pays carries no such entry.
+    let small = gw
+        .preview(
+            "groups.members.remove",
+            fixture("plan-bulk.json")["request"]["params"].clone(),
+        )
+        .await;
+    assert_eq!(small["executable"], true);
+}
+
+#[tokio::test]
+async fn an_executed_plan_reports_no_staleness_from_its_own_writes() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let grant = gw
+        .preview(
+            "memberships.grant",
+            json!({"project": "prj_421", "subject": "usr_92", "role": "viewer"}),
+        )
+        .await;
+    approve_by(&gw, &grant, &[&dana]).await;
+    let ran = gw
+        .invoke_as(
+            &gw.agent,
+            "memberships.grant",
+            json!({"plan_id": grant["plan_id"]}),
+        )
+        .await;
+    assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
+    let record = gw
+        .record(&dana.token, grant["plan_id"].as_str().unwrap())
+        .await;
+    assert_eq!(record.body["status"], "executed");
+    assert_eq!(record.body["stale"], Value::Null, "{}", record.body);
+
+    // A waiting plan whose read moved says what moved; once expired it is over, not stale.
+    let waiting = gw
+        .dry_run(json!({"project": "prj_421", "retention_days": 30}))
+        .await;
+    let other = gw
+        .preview(
+            "memberships.grant",
+            json!({"project": "prj_421", "subject": "usr_42", "role": "viewer"}),
+        )
+        .await;
+    approve_by(&gw, &other, &[&dana]).await;
+    let ran = gw
+        .invoke_as(
+            &gw.agent,
+            "memberships.grant",
+            json!({"plan_id": other["plan_id"]}),
+        )
+        .await;
+    assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
+    let waiting_id = waiting["plan_id"].as_str().unwrap();
+    let record = gw.record(&dana.token, waiting_id).await;
+    assert_eq!(record.body["status"], "stale");
+    assert_eq!(
+        record.body["stale"]["moved"][0]["resource"],
+        "projects/prj_421"
+    );
+    gw.expire(waiting_id).await;
+    let record = gw.record(&dana.token, waiting_id).await;
+    assert_eq!(record.body["status"], "expired");
+    assert_eq!(record.body["stale"], Value::Null, "{}", record.body);
+}
