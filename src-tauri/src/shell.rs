@@ -9,7 +9,7 @@ use countersign_console::error::{ConsoleError, ErrorView};
 use countersign_console::notify::NotifyRules;
 use countersign_console::session::{Session, SessionConfig};
 use countersign_console::settings::{self, Settings, SettingsView};
-use countersign_gateway::embedded::Embedded;
+use countersign_gateway::embedded::{CoApprover, Embedded};
 use tauri::async_runtime::JoinHandle;
 use tauri::{AppHandle, Emitter, Manager};
 
@@ -186,7 +186,10 @@ async fn open(
                 "sqlite://{}",
                 env.data_dir.join("demo-gateway.db").display()
             );
-            let demo = Embedded::start(&database, env.simulate_every)
+            // The co-approver approves what the app's approver approved, so bulk removals (two
+            // approvals) reach their quorum in a demo with one person.
+            let co_approver = Some(CoApprover::default());
+            let demo = Embedded::start_with(&database, env.simulate_every, co_approver)
                 .await
                 .map_err(|e| {
                     ConsoleError::Invalid(format!("the demo gateway did not start: {e}")).view()
