@@ -67,7 +67,7 @@ fn main() {
     let links = deep_link::plans_in(&args.links);
     let app = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
-        .manage(window::Geometry::default())
+        .manage(window::Geometry::new(env.data_dir.clone()))
         .invoke_handler(tauri::generate_handler![
             commands::status,
             commands::queue,
@@ -88,7 +88,7 @@ fn main() {
             WindowEvent::Moved(_) | WindowEvent::Resized(_) => {
                 window.state::<window::Geometry>().record(window)
             }
-            WindowEvent::CloseRequested { .. } => save_geometry(window.app_handle()),
+            WindowEvent::CloseRequested { .. } => window.state::<window::Geometry>().save(),
             _ => {}
         })
         .setup(move |app| {
@@ -118,12 +118,7 @@ fn main() {
         .expect("the Countersign window could not start");
     app.run(|app, event| {
         if let RunEvent::Exit = event {
-            save_geometry(app);
+            app.state::<window::Geometry>().save();
         }
     });
-}
-
-fn save_geometry(app: &tauri::AppHandle) {
-    let shell = app.state::<shell::Shell>();
-    app.state::<window::Geometry>().save(&shell.env.data_dir);
 }

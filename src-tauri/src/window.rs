@@ -1,7 +1,9 @@
 //! The main window: brought forward to open a plan, and put back where it was last time.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use countersign_desktop::window_state::{self, Area, WindowState};
 use tauri::{AppHandle, Emitter, Manager, PhysicalPosition, PhysicalSize, WebviewWindow};
@@ -24,35 +26,63 @@ pub fn open_plan(app: &AppHandle, plan_id: &str) {
     let _ = app.emit(OPEN_PLAN, plan_id);
 }
 
-/// The window's last normal (not maximized) geometry, written when the app ends.
-#[derive(Default)]
-pub struct Geometry(Mutex<Option<WindowState>>);
+/// The window's last normal (not maximized) geometry, written to the data directory shortly after
+/// it settles: the app usually ends by a signal at logout, when no exit handler runs.
+pub struct Geometry {
+    data_dir: PathBuf,
+    state: Mutex<Option<WindowState>>,
+    changes: AtomicU64,
+}
+
+const SETTLE: Duration = Duration::from_millis(500);
 
 impl Geometry {
-    /// Takes note of where `window` is now; called as it moves and resizes.
-    pub fn record(&self, window: &tauri::Window) {
-        let maximized = window.is_maximized().unwrap_or(false);
-        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if maximized {
-            if let Some(state) = slot.as_mut() {
-                state.maximized = true;
-            }
-            return;
-        }
-        if let (Ok(at), Ok(size)) = (window.outer_position(), window.inner_size()) {
-            *slot = Some(WindowState {
-                x: at.x,
-                y: at.y,
-                width: size.width,
-                height: size.height,
-                maximized: false,
-            });
+    pub fn new(data_dir: PathBuf) -> Geometry {
+        Geometry {
+            data_dir,
+            state: Mutex::new(None),
+            changes: AtomicU64::new(0),
         }
     }
 
-    pub fn save(&self, data_dir: &Path) {
-        if let Some(state) = *self.0.lock().unwrap_or_else(|e| e.into_inner()) {
-            if let Err(e) = window_state::save(data_dir, &state) {
+    /// Takes note of where `window` is now (called as it moves and resizes) and saves it once
+    /// no further change came for a moment.
+    pub fn record(&self, window: &tauri::Window) {
+        let maximized = window.is_maximized().unwrap_or(false);
+        {
+            let mut slot = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            match (maximized, window.outer_position(), window.inner_size()) {
+                (true, _, _) => {
+                    if let Some(state) = slot.as_mut() {
+                        state.maximized = true;
+                    }
+                }
+                (false, Ok(at), Ok(size)) => {
+                    *slot = Some(WindowState {
+                        x: at.x,
+                        y: at.y,
+                        width: size.width,
+                        height: size.height,
+                        maximized: false,
+                    })
+                }
+                _ => return,
+            }
+        }
+        let change = self.changes.fetch_add(1, Ordering::SeqCst) + 1;
+        let app = window.app_handle().clone();
+        tauri::async_runtime::spawn(async move {
+            tokio::time::sleep(SETTLE).await;
+            let geometry = app.state::<Geometry>();
+            if geometry.changes.load(Ordering::SeqCst) == change {
+                geometry.save();
+            }
+        });
+    }
+
+    pub fn save(&self) {
+        if let Some(state) = *self.state.lock().unwrap_or_else(|e| e.into_inner()) {
+            if let Err(e) = window_state::save(&self.data_dir, &state) {
                 tracing::warn!(error = %e, "the window's place could not be saved");
             }
         }
