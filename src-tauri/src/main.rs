@@ -24,7 +24,7 @@ use tracing_subscriber::EnvFilter;
     name = "countersign",
     version,
     about = "Countersign: review and sign what AI agents want to do",
-    after_help = "Environment (each overrides the settings file):
+    after_help = "Environment (GATEWAY_URL, POLL_INTERVAL_SECS and THEME override settings.json):
   COUNTERSIGN_GATEWAY_URL         the gateway to follow (none: an in-process demo gateway)
   COUNTERSIGN_ENROLLMENT_CODE     the code from `countersign-gateway approvers invite`, the first time
   COUNTERSIGN_APPROVER_NAME       the name the demo gateway invites (a real invite carries its own)

@@ -4,11 +4,13 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use countersign_console::error::{ConsoleError, ErrorView};
 use countersign_console::notify::NotifyRules;
 use countersign_console::session::{Session, SessionConfig};
 use countersign_console::settings::{self, Settings, SettingsView};
+use countersign_console::sync::Backoff;
 use countersign_gateway::embedded::{CoApprover, Embedded};
 use tauri::async_runtime::JoinHandle;
 use tauri::{AppHandle, Emitter, Manager};
@@ -109,7 +111,9 @@ impl Shell {
     }
 }
 
-/// Starts (or restarts) the session the settings name; the window shows `starting` meanwhile.
+/// Starts (or restarts) the session the settings name; the window shows `starting` meanwhile. A
+/// gateway that does not answer yet is tried again, backing off, until a later start replaces
+/// this one.
 pub fn restart(app: &AppHandle) {
     let shell = app.state::<Shell>();
     let start = shell.starts.fetch_add(1, Ordering::SeqCst) + 1;
@@ -118,22 +122,33 @@ pub fn restart(app: &AppHandle) {
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
         let shell = app.state::<Shell>();
-        let outcome = match shell.settings() {
-            Ok(view) => {
-                shell.apply(&view.settings);
-                let code = shell.env.enrollment_code.clone();
-                open(&app, view.settings.gateway_url, code).await
-            }
-            Err(e) => Err(e),
-        };
-        match outcome {
-            Ok(session) => install(&app, start, session),
-            Err(e) => {
-                tracing::error!(code = %e.code, message = %e.message, "the console could not start");
-                if shell.starts.load(Ordering::SeqCst) == start {
-                    shell.set(Current::Failed(e));
-                    let _ = app.emit(follow::QUEUE_CHANGED, ());
+        let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
+        loop {
+            let outcome = match shell.settings() {
+                Ok(view) => {
+                    shell.apply(&view.settings);
+                    let code = shell.env.enrollment_code.clone();
+                    open(&app, view.settings.gateway_url, code).await
                 }
+                Err(e) => Err(e),
+            };
+            let e = match outcome {
+                Ok(session) => return install(&app, start, session),
+                Err(e) => e,
+            };
+            tracing::error!(code = %e.code, message = %e.message, "the console could not start");
+            if shell.starts.load(Ordering::SeqCst) != start {
+                return;
+            }
+            let again = e.code == "unreachable";
+            shell.set(Current::Failed(e));
+            let _ = app.emit(follow::QUEUE_CHANGED, ());
+            if !again {
+                return;
+            }
+            tokio::time::sleep(backoff.failed()).await;
+            if shell.starts.load(Ordering::SeqCst) != start {
+                return;
             }
         }
     });
