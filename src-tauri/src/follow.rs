@@ -7,15 +7,20 @@ use countersign_console::console::Console;
 use countersign_console::live::Snapshot;
 use countersign_desktop::seen::Seen;
 use tauri::{AppHandle, Emitter};
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 
 use crate::{notification, tray};
 
 pub const QUEUE_CHANGED: &str = "queue-changed";
 
+const FETCHES_AT_ONCE: usize = 4;
+
 pub async fn follow(app: AppHandle, console: Arc<Console>, mut changes: watch::Receiver<Snapshot>) {
     let mut seen = Seen::default();
     let mut shown = None;
+    // Each arrival is fetched to be judged on its own flags; a burst of thousands (a busy agent)
+    // must not become thousands of requests at once.
+    let fetches = Arc::new(Semaphore::new(FETCHES_AT_ONCE));
     loop {
         let (now, pending, arrivals) = {
             let snapshot = changes.borrow_and_update();
@@ -41,11 +46,12 @@ pub async fn follow(app: AppHandle, console: Arc<Console>, mut changes: watch::R
             tray::set_pending(&app, pending);
         }
         for plan_id in arrivals {
-            tauri::async_runtime::spawn(notification::announce(
-                app.clone(),
-                console.clone(),
-                plan_id,
-            ));
+            let (app, console, fetches) = (app.clone(), console.clone(), fetches.clone());
+            tauri::async_runtime::spawn(async move {
+                if let Ok(_permit) = fetches.acquire().await {
+                    notification::announce(app, console, plan_id).await;
+                }
+            });
         }
         if changes.changed().await.is_err() {
             return;
