@@ -22,6 +22,7 @@ pub fn show(app: &AppHandle) {
 
 /// Brings the window forward on `plan_id` (a deep link or a notification's click).
 pub fn open_plan(app: &AppHandle, plan_id: &str) {
+    tracing::info!(plan_id, "opening a plan");
     show(app);
     let _ = app.emit(OPEN_PLAN, plan_id);
 }
