@@ -327,7 +327,9 @@ impl Console {
     /// Reviews a fetched plan for this approver.
     pub(crate) fn review(&self, fetched: &FetchedPlan) -> PlanView {
         let plan = &fetched.record.plan;
-        let title = self.title(&plan.plan_id, &plan.capability_id);
+        let title = self
+            .title(&plan.plan_id, &plan.capability_id)
+            .or_else(|| fetched.title.clone());
         let mut view = review::plan_view(
             fetched,
             title.as_deref(),
@@ -339,10 +341,26 @@ impl Console {
         view
     }
 
-    /// Fetches the plan and reviews it.
+    /// Fetches the plan and reviews it; an executed plan whose record keeps no execution journal
+    /// gets the one its audit trail keeps.
     pub async fn plan_view(&self, plan_id: &str) -> Result<PlanView, ConsoleError> {
         let fetched = self.fetch(plan_id).await?;
-        Ok(self.review(&fetched))
+        let mut view = self.review(&fetched);
+        if let Some(execution) = view.execution.as_mut().filter(|e| e.journal.is_empty()) {
+            match self.client.audit(plan_id).await {
+                Ok(audit) => {
+                    let last = audit["executions"]
+                        .as_array()
+                        .and_then(|runs| runs.last())
+                        .and_then(|run| run["journal"].as_array());
+                    if let Some(entries) = last {
+                        execution.journal = crate::execution::journal(entries);
+                    }
+                }
+                Err(e) => tracing::debug!(error = %e, "no execution journal from the audit"),
+            }
+        }
+        Ok(view)
     }
 
     /// Fetches a plan and keeps it as the last one seen.
