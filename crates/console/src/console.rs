@@ -24,6 +24,8 @@ use crate::words;
 
 /// Gists remembered at most; past it, those of plans no longer listed are forgotten.
 const MAX_GISTS: usize = 50_000;
+/// Gists read between two announcements of a new queue generation.
+const GIST_BATCH: usize = 50;
 /// Plans kept as last fetched, for decisions while the gateway does not answer.
 const RECENT_PLANS: usize = 16;
 
@@ -285,20 +287,24 @@ impl Console {
         let mut changes = self.changes();
         loop {
             let missing = self.without_gist();
-            let mut added = false;
+            let mut added = 0usize;
             for plan_id in missing {
                 match self.client.plan(&plan_id).await {
                     Ok(fetched) => {
                         self.remember_gist(&plan_id, &words::gist(&fetched.record.plan));
-                        added = true;
+                        added += 1;
                     }
                     Err(e) => {
                         tracing::debug!(error = %e, plan = %plan_id, "no gist for now");
                         break;
                     }
                 }
+                // A long queue shows its gists as they come, not all at the end.
+                if added % GIST_BATCH == 0 {
+                    self.publish.send_modify(|s| s.generation += 1);
+                }
             }
-            if added {
+            if added > 0 {
                 self.publish.send_modify(|s| s.generation += 1);
                 changes.borrow_and_update();
             }
