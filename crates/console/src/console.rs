@@ -287,12 +287,13 @@ impl Console {
         let mut changes = self.changes();
         loop {
             let missing = self.without_gist();
-            let mut added = 0usize;
+            let (mut added, mut unannounced) = (0usize, 0usize);
             for plan_id in missing {
                 match self.client.plan(&plan_id).await {
                     Ok(fetched) => {
                         self.remember_gist(&plan_id, &words::gist(&fetched.record.plan));
                         added += 1;
+                        unannounced += 1;
                     }
                     Err(e) => {
                         tracing::debug!(error = %e, plan = %plan_id, "no gist for now");
@@ -300,7 +301,8 @@ impl Console {
                     }
                 }
                 // A long queue shows its gists as they come, not all at the end.
-                if added % GIST_BATCH == 0 {
+                if unannounced == GIST_BATCH {
+                    unannounced = 0;
                     self.publish.send_modify(|s| s.generation += 1);
                 }
             }
