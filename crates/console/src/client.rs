@@ -64,6 +64,8 @@ pub struct FetchedPlan {
     pub raw: Value,
     pub record: PlanRecord,
     pub wallet: Option<PlanWallet>,
+    /// The capability's title, when the gateway names it beside the plan.
+    pub title: Option<String>,
 }
 
 /// The outcome of a conditional poll.
@@ -289,6 +291,13 @@ impl GatewayClient {
             .await
     }
 
+    /// The plan's audit trails: previews, decisions as received, executions with their journals.
+    pub async fn audit(&self, plan_id: &str) -> Result<Value, ConsoleError> {
+        id_checked(plan_id, "plan")?;
+        self.call::<(), _>(Method::GET, &format!("/v1/audit?plan_id={plan_id}"), None)
+            .await
+    }
+
     /// Asks the gateway for a fresh preview of the same request; the new plan supersedes the old.
     pub async fn refresh(&self, plan_id: &str) -> Result<FetchedPlan, ConsoleError> {
         id_checked(plan_id, "plan")?;
@@ -436,6 +445,7 @@ fn fetched(plan_id: &str, raw: Value) -> Result<FetchedPlan, ConsoleError> {
         None => None,
     };
     Ok(FetchedPlan {
+        title: raw["title"].as_str().map(str::to_owned),
         raw: raw["plan"].clone(),
         record,
         wallet,

@@ -24,6 +24,8 @@ use crate::words;
 
 /// Gists remembered at most; past it, those of plans no longer listed are forgotten.
 const MAX_GISTS: usize = 50_000;
+/// Gists read between two announcements of a new queue generation.
+const GIST_BATCH: usize = 50;
 /// Plans kept as last fetched, for decisions while the gateway does not answer.
 const RECENT_PLANS: usize = 16;
 
@@ -285,20 +287,26 @@ impl Console {
         let mut changes = self.changes();
         loop {
             let missing = self.without_gist();
-            let mut added = false;
+            let (mut added, mut unannounced) = (0usize, 0usize);
             for plan_id in missing {
                 match self.client.plan(&plan_id).await {
                     Ok(fetched) => {
                         self.remember_gist(&plan_id, &words::gist(&fetched.record.plan));
-                        added = true;
+                        added += 1;
+                        unannounced += 1;
                     }
                     Err(e) => {
                         tracing::debug!(error = %e, plan = %plan_id, "no gist for now");
                         break;
                     }
                 }
+                // A long queue shows its gists as they come, not all at the end.
+                if unannounced == GIST_BATCH {
+                    unannounced = 0;
+                    self.publish.send_modify(|s| s.generation += 1);
+                }
             }
-            if added {
+            if added > 0 {
                 self.publish.send_modify(|s| s.generation += 1);
                 changes.borrow_and_update();
             }
@@ -327,7 +335,9 @@ impl Console {
     /// Reviews a fetched plan for this approver.
     pub(crate) fn review(&self, fetched: &FetchedPlan) -> PlanView {
         let plan = &fetched.record.plan;
-        let title = self.title(&plan.plan_id, &plan.capability_id);
+        let title = self
+            .title(&plan.plan_id, &plan.capability_id)
+            .or_else(|| fetched.title.clone());
         let mut view = review::plan_view(
             fetched,
             title.as_deref(),
@@ -339,10 +349,26 @@ impl Console {
         view
     }
 
-    /// Fetches the plan and reviews it.
+    /// Fetches the plan and reviews it; an executed plan whose record keeps no execution journal
+    /// gets the one its audit trail keeps.
     pub async fn plan_view(&self, plan_id: &str) -> Result<PlanView, ConsoleError> {
         let fetched = self.fetch(plan_id).await?;
-        Ok(self.review(&fetched))
+        let mut view = self.review(&fetched);
+        if let Some(execution) = view.execution.as_mut().filter(|e| e.journal.is_empty()) {
+            match self.client.audit(plan_id).await {
+                Ok(audit) => {
+                    let last = audit["executions"]
+                        .as_array()
+                        .and_then(|runs| runs.last())
+                        .and_then(|run| run["journal"].as_array());
+                    if let Some(entries) = last {
+                        execution.journal = crate::execution::journal(entries);
+                    }
+                }
+                Err(e) => tracing::debug!(error = %e, "no execution journal from the audit"),
+            }
+        }
+        Ok(view)
     }
 
     /// Fetches a plan and keeps it as the last one seen.

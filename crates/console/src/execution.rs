@@ -67,7 +67,7 @@ fn envelope(execution: &Map<String, Value>) -> &Map<String, Value> {
 
 /// Journal rows: one per recorded change (resource and path, before, after); an entry that
 /// names subjects without changes shows how many it touched.
-fn journal(entries: &[Value]) -> Vec<JournalRow> {
+pub(crate) fn journal(entries: &[Value]) -> Vec<JournalRow> {
     let mut rows = Vec::new();
     for entry in entries {
         let effect_id = text(&entry["effect_id"]);

@@ -17,6 +17,7 @@ pub mod live;
 pub mod notify;
 pub mod os_keyring;
 pub mod private_files;
+pub mod queue;
 pub mod review;
 pub mod session;
 pub mod settings;

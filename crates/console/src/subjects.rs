@@ -76,9 +76,12 @@ struct EffectInfo {
 
 type Key = (String, String);
 
+/// Sets in the order they were kept, and their rows in total.
+type Sets = (VecDeque<(Key, Arc<SubjectSet>)>, usize);
+
 #[derive(Default)]
 pub(crate) struct SubjectCache {
-    sets: Mutex<(VecDeque<(Key, Arc<SubjectSet>)>, usize)>,
+    sets: Mutex<Sets>,
     plans: Mutex<VecDeque<(String, Arc<Vec<EffectInfo>>)>>,
 }
 

@@ -158,6 +158,16 @@ async fn an_executed_plan_shows_its_result_and_no_stale_banner() -> anyhow::Resu
     let execution = after.execution.expect("the execution record");
     assert!(execution.executed_at.is_some());
     assert!(!execution.metadata.is_empty());
+    assert!(
+        execution
+            .journal
+            .iter()
+            .any(|r| r.resource == "projects/prj_184/retention_days"
+                && r.before == "30"
+                && r.after == "14"),
+        "{:?}",
+        execution.journal
+    );
     assert_eq!(after.approvals.len(), 1);
     assert_eq!(after.approvals[0].display_name, "Dana");
     Ok(())

@@ -24,6 +24,7 @@ fn fetched(raw: Value, status: PlanStatus) -> FetchedPlan {
         raw,
         record,
         wallet: None,
+        title: None,
     }
 }
 
@@ -368,6 +369,7 @@ fn an_executed_plan_shows_no_stale_banner_from_its_own_writes() {
                 raw: raw.clone(),
                 record: record(status),
                 wallet: None,
+                title: None,
             },
             None,
             None,

@@ -1,0 +1,139 @@
+//! The queue's rows, computed from the gateway's summaries and what the console knows beyond
+//! them (gists of plans it read, decisions waiting in its outbox).
+
+use countersign_proto::approvals::{PlanSummary, RiskFlag};
+use countersign_proto::decision::Decision;
+use rust_decimal::Decimal;
+use serde::Serialize;
+use ts_rs::TS;
+
+use crate::review::{approvals_count, time, wire, CREDITS};
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct QueueItem {
+    pub plan_id: String,
+    pub title: String,
+    pub capability_id: String,
+    pub agent_id: String,
+    pub on_behalf_of: Option<String>,
+    pub status: String,
+    pub risk: Vec<String>,
+    pub credits_max: String,
+    pub currency: String,
+    pub effects_direct: u32,
+    pub effects_derived: u32,
+    #[ts(type = "number")]
+    pub subjects_total: u64,
+    pub warnings: u32,
+    pub errors: u32,
+    pub approvals_received: u32,
+    pub approvals_required: u32,
+    pub expires_at: String,
+    /// One line: "prj_184 retention days 30 → 14", "grp_support −37".
+    pub gist: String,
+    /// Not executable: an error-severity validation entry.
+    pub blocked: bool,
+    /// A decision on this plan waits in the local outbox.
+    pub queued: bool,
+    /// Display names of the approvers who approved.
+    pub approved_by: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct QueueView {
+    pub items: Vec<QueueItem>,
+    /// Sum of `amount_max` over the pending plans priced in credits.
+    pub total_credits: String,
+}
+
+/// What the console adds to a queue row from beyond the summary.
+pub trait RowContext {
+    /// The plan's gist, once its content was seen.
+    fn gist(&self, plan_id: &str) -> Option<String>;
+    /// Whether a decision on the plan waits in the outbox.
+    fn queued(&self, plan_id: &str) -> bool;
+}
+
+/// No context: gists from the summary, nothing queued.
+pub struct NoContext;
+
+impl RowContext for NoContext {
+    fn gist(&self, _: &str) -> Option<String> {
+        None
+    }
+    fn queued(&self, _: &str) -> bool {
+        false
+    }
+}
+
+/// A gist from the counts alone, until the plan's content is seen.
+fn summary_gist(summary: &PlanSummary) -> String {
+    let effects = summary.effect_counts.direct + summary.effect_counts.derived;
+    match (summary.subjects_total, effects) {
+        (0, 1) => "1 effect".to_owned(),
+        (0, n) => format!("{n} effects"),
+        (n, _) => format!("{n} subjects"),
+    }
+}
+
+pub fn queue_item(summary: &PlanSummary) -> QueueItem {
+    queue_item_in(summary, &NoContext)
+}
+
+pub fn queue_item_in(summary: &PlanSummary, context: &dyn RowContext) -> QueueItem {
+    let approvals = &summary.approvals;
+    QueueItem {
+        plan_id: summary.plan_id.clone(),
+        title: summary.title.clone(),
+        capability_id: summary.capability_id.clone(),
+        agent_id: summary.caller.agent_id.clone(),
+        on_behalf_of: summary.caller.on_behalf_of.clone(),
+        status: wire(&summary.status),
+        risk: summary.risk.iter().map(wire).collect(),
+        credits_max: summary.estimated_cost.amount_max.to_string(),
+        currency: summary.estimated_cost.currency.clone(),
+        effects_direct: summary.effect_counts.direct,
+        effects_derived: summary.effect_counts.derived,
+        subjects_total: summary.subjects_total,
+        warnings: summary.validation_counts.warning,
+        errors: summary.validation_counts.error,
+        approvals_received: approvals_count(approvals),
+        approvals_required: approvals.required,
+        expires_at: time(summary.expires_at),
+        gist: context
+            .gist(&summary.plan_id)
+            .unwrap_or_else(|| summary_gist(summary)),
+        blocked: summary.validation_counts.error > 0 || summary.risk.contains(&RiskFlag::Blocked),
+        queued: context.queued(&summary.plan_id),
+        approved_by: approvals
+            .received
+            .iter()
+            .filter(|a| a.decision == Decision::Approve)
+            .map(|a| a.display_name.clone())
+            .collect(),
+    }
+}
+
+/// Queue rows, soonest expiry first, with the credit total of everything pending.
+pub fn queue(summaries: &[PlanSummary]) -> QueueView {
+    queue_in(summaries, &NoContext)
+}
+
+/// [`queue`] with what the console knows beyond the summaries.
+pub fn queue_in(summaries: &[PlanSummary], context: &dyn RowContext) -> QueueView {
+    let mut sorted: Vec<&PlanSummary> = summaries.iter().collect();
+    sorted.sort_by_key(|s| (s.expires_at, s.plan_id.clone()));
+    let total = summaries
+        .iter()
+        .filter(|s| s.estimated_cost.currency == CREDITS)
+        .try_fold(Decimal::ZERO, |sum, s| {
+            sum.checked_add(s.estimated_cost.amount_max.value())
+        });
+    QueueView {
+        items: sorted
+            .into_iter()
+            .map(|s| queue_item_in(s, context))
+            .collect(),
+        total_credits: total.map_or_else(|| "out of range".to_owned(), |t| format!("{t:.2}")),
+    }
+}
