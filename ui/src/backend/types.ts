@@ -3,7 +3,7 @@
 
 export type ErrorView = { code: string, message: string, };
 
-export type QueueItem = { plan_id: string, title: string, capability_id: string, agent_id: string, on_behalf_of: string | null, status: string, risk: Array<string>, credits_max: string, currency: string, effects_direct: number, effects_derived: number, subjects_total: number, warnings: number, errors: number, approvals_received: number, approvals_required: number, expires_at: string, };
+export type QueueItem = { plan_id: string, title: string, capability_id: string, agent_id: string, on_behalf_of: string | null, status: string, risk: Array<string>, credits_max: string, currency: string, effects_direct: number, effects_derived: number, subjects_total: number, warnings: number, errors: number, approvals_received: number, approvals_required: number, expires_at: string, gist: string, blocked: boolean, queued: boolean, approved_by: Array<string>, };
 
 export type QueueView = { items: Array<QueueItem>, 
 /**
@@ -61,9 +61,21 @@ export type PlanView = { plan_id: string, title: string, capability_id: string, 
 /**
  * The digest the console computed and would sign.
  */
-digest: string, digest_matches: boolean, approvals_received: number, approvals_required: number, approved_by: Array<string>, risk: Array<string>, changes: Array<ChangeView>, effects: Array<EffectView>, groups: Array<EffectGroup>, validation: Array<ValidationView>, assumptions: Array<AssumptionView>, cost: CostView, stale: Array<MovedView>, approvable: boolean, not_approvable_reason: string | null, };
+digest: string, digest_matches: boolean, approvals_received: number, approvals_required: number, approved_by: Array<string>, risk: Array<string>, changes: Array<ChangeView>, effects: Array<EffectView>, groups: Array<EffectGroup>, validation: Array<ValidationView>, assumptions: Array<AssumptionView>, cost: CostView, stale: Array<MovedView>, approvable: boolean, not_approvable_reason: string | null, approvals: Array<ApprovalView>, wallet: WalletView | null, consequence: string, gist: string, queued: boolean, execution: ExecutionView | null, supersedes: string | null, superseded_by: string | null, };
 
-export type StatusView = { gateway_name: string, gateway_url: string, demo: boolean, approver: string, key_id: string, online: boolean, last_sync: string | null, last_error: ErrorView | null, };
+export type StatusView = { gateway_name: string, gateway_url: string, demo: boolean, 
+/**
+ * The approver's display name, e.g. "Dana".
+ */
+approver: string, key_id: string, link: Link, 
+/**
+ * RFC 3339.
+ */
+last_sync: string | null, last_error: ErrorView | null, 
+/**
+ * Decisions written but not yet answered.
+ */
+outbox: number, };
 
 export type DecisionView = { plan_id: string, status: string, approvals_received: number, approvals_required: number, };
 
@@ -104,3 +116,76 @@ risk: Array<string>,
 capabilities: Array<string>, };
 
 export type Link = "online" | "degraded" | "offline";
+
+export type ApprovalView = { approver_id: string, display_name: string, decision: string, at: string, };
+
+export type WalletView = { agent_id: string, remaining: string, limit: string, 
+/**
+ * Remaining minus the plan's amount_max (may be negative).
+ */
+after_max: string, can_pay: boolean, };
+
+export type ExecutionView = { success: boolean, content: string, provider: string, usage: { input_tokens: number, output_tokens: number, }, 
+/**
+ * Every metadata key, unknown ones included, value as compact JSON text (strings unquoted).
+ */
+metadata: Array<[string, string]>, images: Array<unknown>, files: Array<unknown>, videos: Array<unknown>, 
+/**
+ * The execution journal: what was applied, before → after, as the gateway recorded it.
+ */
+journal: Array<{ effect_id: string, resource: string, before: string, after: string, }>, executed_at: string | null, };
+
+export type RefreshView = { plan: PlanView, changed: WhatChanged, };
+
+export type SubjectRow = { id: string, label: string | null, 
+/**
+ * What else happens to this subject: the descriptions of the plan's other effects whose subject
+ * set contains it, e.g. ["loses on-call"].
+ */
+also: Array<string>, };
+
+export type SubjectsPage = { plan_id: string, effect_id: string, effect_description: string, 
+/**
+ * Subjects in the effect.
+ */
+total: number, 
+/**
+ * Rows matching the query.
+ */
+matched: number, offset: number, rows: Array<SubjectRow>, check: SubjectCheck, };
+
+export type BatchColumn = { plan_id: string, title: string, capability_id: string, gist: string, agent_id: string, on_behalf_of: string | null, effects_direct: number, effects_derived: number, subjects: number, warnings: number, errors: number, credits_max: string, currency: string, approvals_received: number, approvals_required: number, digest: string, digest_matches: boolean, risk: Array<string>, consequence: string, approvable: boolean, not_approvable_reason: string | null, };
+
+export type Overlap = { plans: Array<string>, subjects: number, sample: Array<string>, };
+
+export type BatchView = { plans: Array<BatchColumn>, total_credits: string, distinct_subjects: number, overlaps: Array<Overlap>, };
+
+export type BatchItem = { plan_id: string, digest: string, };
+
+export type BatchResult = { plan_id: string, 
+/**
+ * `answered`, `queued` or `refused`.
+ */
+outcome: string, decision: DecisionView | null, error: ErrorView | null, };
+
+export type BatchOutcome = { results: Array<BatchResult>, };
+
+export type HistoryEntry = { id: number, plan_id: string, decision: string, reason: string | null, plan_digest: string, issued_at: string, recorded_at: string, attempts: number, 
+/**
+ * `pending`, `answered` or `refused`.
+ */
+state: string, answer: unknown, answered_at: string | null, 
+/**
+ * Offline check of the envelope's signature against this console's keys.
+ */
+verified: boolean, verify_error: string | null, envelope: unknown, };
+
+export type Theme = "light" | "dark" | "system";
+
+export type Settings = { gateway_url: string | null, poll_interval_secs: number, theme: Theme, notify: NotifyRules, };
+
+export type SettingsView = { settings: Settings, 
+/**
+ * Settings fields overridden by COUNTERSIGN_* variables, e.g. ["gateway_url"].
+ */
+overridden: Array<string>, config_path: string, };

@@ -22,6 +22,10 @@ function item(n: number): QueueItem {
     approvals_received: 0,
     approvals_required: 1,
     expires_at: '2026-11-30T10:15:00Z',
+    gist: 'prj_184 retention 30 → 14',
+    blocked: false,
+    queued: false,
+    approved_by: [],
   };
 }
 
