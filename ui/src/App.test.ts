@@ -14,7 +14,7 @@ afterAll(() => {
   Reflect.deleteProperty(HTMLElement.prototype, 'clientHeight');
 });
 
-const ORDER = ['plan_0003', 'plan_0004', 'plan_0001', 'plan_0002', 'plan_0006', 'plan_0007', 'plan_0008', 'plan_0009'];
+const ORDER = ['plan_0003', 'plan_0004', 'plan_0001', 'plan_0002', 'plan_0015', 'plan_0006', 'plan_0007', 'plan_0008', 'plan_0009'];
 
 async function renderApp(options: FakeOptions = {}) {
   const backend = new FakeBackend(options);
@@ -39,7 +39,7 @@ describe('the console', () => {
     await renderApp();
     expect(screen.getAllByTestId('queue-row').map((r) => r.dataset.planId)).toEqual(ORDER);
     // Plans priced in another currency are not added to the credits.
-    expect(screen.getByTestId('pending-count').textContent).toContain('8 pending · 900.46 credits');
+    expect(screen.getByTestId('pending-count').textContent).toContain('9 pending · 900.52 credits');
     expect(row('plan_0003').getAttribute('aria-selected')).toBe('true');
   });
 
@@ -82,7 +82,7 @@ describe('the console', () => {
     const asked: string[][] = [];
     const backend = await renderApp({ confirm: (_t, consequence, lines) => (asked.push([consequence, ...lines]), false) });
     await open('plan_0002');
-    expect(screen.getByTestId('consequence').textContent).toContain('Removes 37 members from grp_support');
+    expect(screen.getByTestId('consequence').textContent).toContain('If signed, this plan removes 37 members from grp_support');
     await key('a');
     await waitFor(() => expect(screen.getByTestId('decision-note').textContent).toContain('Not signed'));
     expect(asked[0][0]).toContain('irreversible');
@@ -203,6 +203,16 @@ describe('batch review', () => {
     expect(screen.getAllByTestId('batch-result').map((r) => r.dataset.outcome)).toEqual(['answered', 'answered', 'answered']);
     await key('Escape');
     await waitFor(() => expect(screen.queryByTestId('batch')).toBeNull());
+  });
+
+  it('names the subjects two selected plans share', async () => {
+    await renderApp();
+    await fireEvent.click(row('plan_0002').querySelector('[data-testid=select-plan]')!);
+    await fireEvent.click(row('plan_0015').querySelector('[data-testid=select-plan]')!);
+    const batch = await screen.findByTestId('batch');
+    await waitFor(() => expect(within(batch).getByTestId('overlap').textContent).toContain('6 subjects in plan_0002 and plan_0015'));
+    expect(within(batch).getByTestId('overlap').textContent).toContain('usr_02, usr_07');
+    expect(within(batch).getByTestId('batch-credits').textContent).toContain('0.43');
   });
 
   it('rejects the selected plans with one reason', async () => {

@@ -73,8 +73,11 @@ export function subjectRows(planId: string, effectId: string): SubjectRow[] {
       if (effectId !== 'eff_3' && ON_CALL.includes(id)) also.push('loses on-call');
       if (effectId !== 'eff_2' && NESTED.includes(id)) also.push('keeps access via nested group');
       if (effectId !== 'eff_4') also.push('notified by email');
-      return { id, label: NAMES[Number(id.slice(4)) % NAMES.length], also };
+      return { id, label: NAMES[(Number(id.slice(4)) - 1) % NAMES.length], also };
     });
+  }
+  if (planId === 'plan_0015') {
+    return ON_CALL.map((id) => ({ id, label: NAMES[(Number(id.slice(4)) - 1) % NAMES.length], also: ['loses on-call'] }));
   }
   if (planId === 'plan_0008') {
     return Array.from({ length: 100_000 }, (_, n) => {
@@ -152,6 +155,16 @@ export function demoPlans(): PlanView[] {
         execution_can_proceed_without: true }],
       cost: { min: '0.37', max: '0.37', currency: 'credits', cost_class: 'flat', preflight: 'estimate' },
       wallet: wallet('agt_ops', '12.63', '0.37'),
+    }),
+    plan({
+      plan_id: 'plan_0015', title: 'Remove members from a group', capability_id: 'groups.members.remove', agent_id: 'agt_offboard',
+      expires_at: minutesFromNow(13), digest: DIGEST('07aa55c3f9'), approvals_required: 2, gist: 'grp_oncall −6',
+      risk: ['access_change'], consequence: 'removes 6 members from grp_oncall; they lose on-call',
+      changes: [{ resource: 'groups/grp_oncall', path: '/direct_members', before: '6', after: '0', diff: { kind: 'scalar', before: '6', after: '0' } }],
+      effects: [effect({ id: 'eff_1', effect_type: 'direct_membership_removed', kind: 'revoke', description: 'Remove 6 direct memberships.',
+        resource: 'groups/grp_oncall', badges: ['access_change'], subjects_total: 6, sample: ON_CALL })],
+      cost: { min: '0.06', max: '0.06', currency: 'credits', cost_class: 'flat', preflight: 'estimate' },
+      wallet: wallet('agt_offboard', '12.63', '0.06'),
     }),
     plan({
       plan_id: 'plan_0001', title: 'Update project settings', expires_at: minutesFromNow(8),

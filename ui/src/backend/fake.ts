@@ -175,7 +175,11 @@ export class FakeBackend implements Backend {
     const effect = p.effects.find((e) => e.id === effectId);
     if (!effect) throw new BackendError('not_found', `No effect ${effectId} in ${planId}.`);
     const key = `${planId}/${effectId}`;
-    if (!this.rows.has(key)) this.rows.set(key, subjectRows(planId, effectId));
+    if (!this.rows.has(key)) {
+      const rows = subjectRows(planId, effectId);
+      // A small effect's sample is its whole set.
+      this.rows.set(key, rows.length > 0 ? rows : effect.sample.map((id) => ({ id, label: null, also: [] })));
+    }
     const all = this.rows.get(key)!;
     const q = query.trim().toLowerCase();
     const matching = q ? all.filter((r) => r.id.toLowerCase().includes(q) || (r.label ?? '').toLowerCase().includes(q)) : all;

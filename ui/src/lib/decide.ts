@@ -12,7 +12,6 @@ export function blockedReason(plan: PlanView, now: number): string | null {
   if (isExpired(plan.expires_at, now)) return 'The plan expired.';
   if (!plan.digest_matches) return 'The digest this console computed does not match the gateway’s: do not sign.';
   if (plan.cost.currency !== 'credits') return `Priced in ${plan.cost.currency}, not credits: the contract must be re-read.`;
-  if (plan.wallet && !plan.wallet.can_pay) return `The wallet of ${plan.wallet.agent_id} cannot pay this plan.`;
   return null;
 }
 

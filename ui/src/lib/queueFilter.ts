@@ -34,6 +34,11 @@ export function applyFilter(items: QueueItem[], f: Filter): QueueItem[] {
   return shown;
 }
 
+/** 37, 1,031, 100k: short enough for a chip. */
+export function compact(n: number): string {
+  return n >= 10_000 ? `${Math.round(n / 1000)}k` : n.toLocaleString('en-US');
+}
+
 export type Chip = { kind: string; text: string };
 
 /** In order of concern: the first few show, the rest are counted. */
@@ -42,9 +47,10 @@ export function chips(item: QueueItem): Chip[] {
   if (item.queued) all.push({ kind: 'queued', text: 'queued' });
   if (item.status === 'stale') all.push({ kind: 'stale', text: 'stale' });
   if (item.blocked || item.errors > 0) all.push({ kind: 'blocked', text: 'blocked' });
+  for (const flag of item.risk.filter((r) => r !== 'blocked'))
+    all.push({ kind: `risk-${flag}`, text: flag === 'bulk' ? `bulk ${compact(item.subjects_total)}` : label(flag) });
+  // Warnings after the risk flags: a flag says more about the consequence than a count does.
   if (item.warnings > 0)
     all.push({ kind: 'warn', text: `${item.warnings} warning${item.warnings > 1 ? 's' : ''}` });
-  for (const flag of item.risk.filter((r) => r !== 'blocked'))
-    all.push({ kind: `risk-${flag}`, text: flag === 'bulk' ? `bulk ${item.subjects_total}` : label(flag) });
   return all;
 }
