@@ -69,8 +69,11 @@ export async function connect(): Promise<Backend> {
     return new TauriBackend();
   }
   const { FakeBackend } = await import('./fake');
-  // In a plain browser the page's own dialog stands in for the native one.
-  return new FakeBackend({
+  // In a plain browser the page's own dialog stands in for the native one; `?offline` starts
+  // with the gateway down, so queued decisions can be seen.
+  const fake = new FakeBackend({
     confirm: (title, consequence, lines) => window.confirm([title, consequence, ...lines].join('\n')),
   });
+  if (new URLSearchParams(window.location.search).has('offline')) fake.goOffline();
+  return fake;
 }
