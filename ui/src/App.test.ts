@@ -2,6 +2,7 @@ import { fireEvent, render, screen, waitFor, within } from '@testing-library/sve
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import App from './App.svelte';
 import { BackendError } from './backend';
+import { plan } from './backend/demo';
 import { FakeBackend, type FakeOptions } from './backend/fake';
 import { KEYS } from './lib/keys';
 
@@ -182,6 +183,20 @@ describe('the console', () => {
     expect(within(result).getByTestId('execution-metadata').textContent).toContain('x_region_hint');
     expect(within(result).getByTestId('execution-journal').textContent).toContain('retention_days = 30');
     expect(within(result).getByTestId('execution-files').textContent).toContain('retention-report.csv');
+  });
+});
+
+describe('a long queue', () => {
+  it('renders a screenful of 10,000 pending plans and walks them with j', async () => {
+    const plans = Array.from({ length: 10_000 }, (_, n) =>
+      plan({ plan_id: `plan_${String(n).padStart(5, '0')}`, title: `Plan ${n}`, expires_at: new Date(Date.now() + 60_000 + n * 1000).toISOString() }));
+    render(App, { props: { backend: new FakeBackend({ plans }) } });
+    await waitFor(() => expect(screen.getByTestId('pending-count').textContent).toContain('10000 pending'));
+    await shown('plan_00000');
+    expect(screen.getAllByTestId('queue-row').length).toBeLessThan(30);
+    await key('j');
+    await shown('plan_00001');
+    expect(row('plan_00001').getAttribute('aria-selected')).toBe('true');
   });
 });
 
