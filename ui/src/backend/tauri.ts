@@ -1,6 +1,7 @@
 import { invoke } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
 import { asBackendError, type Backend } from './index';
+import { visible } from './visible';
 import type {
   BatchItem,
   BatchOutcome,
@@ -18,9 +19,9 @@ import type {
 
 async function call<T>(command: string, args?: Record<string, unknown>): Promise<T> {
   try {
-    return await invoke<T>(command, args);
+    return visible(await invoke<T>(command, args));
   } catch (e) {
-    throw asBackendError(e);
+    throw asBackendError(visible(e));
   }
 }
 
@@ -71,6 +72,6 @@ export class TauriBackend implements Backend {
     return listen('queue-changed', () => listener());
   }
   async onOpenPlan(listener: (planId: string) => void): Promise<() => void> {
-    return listen<string>('open-plan', (event) => listener(event.payload));
+    return listen<string>('open-plan', (event) => listener(visible(event.payload)));
   }
 }
