@@ -35,3 +35,9 @@ export function shortDigest(digest: string): string {
 export function label(flag: string): string {
   return flag.replace(/_/g, ' ');
 }
+
+/** A type name as a heading: "direct_membership_removed" → "Direct membership removed". */
+export function heading(flag: string): string {
+  const text = label(flag);
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}

@@ -49,9 +49,15 @@ describe('a value diff', () => {
     expect(screen.getByTestId('diff-omitted').textContent).toContain('2 more');
   });
 
-  it('shows a scalar as before → after', () => {
+  it('shows no difference for scalars that are not both numbers', () => {
+    render(ValueDiff, { props: { diff: { kind: 'scalar', before: '(none)', after: '184320' } } });
+    expect(screen.getByTestId('diff-scalar').textContent).toBe('(none) → 184320');
+    expect(screen.queryByTestId('diff-delta')).toBeNull();
+  });
+
+  it('shows a scalar as before → after, with the difference of numbers', () => {
     render(ValueDiff, { props: { diff: { kind: 'scalar', before: '30', after: '14' } } });
-    expect(screen.getByTestId('diff-scalar').textContent).toBe('30 → 14');
+    expect(screen.getByTestId('diff-scalar').textContent).toBe('30 → 14 (−16)');
     expect(screen.getByText('30').className).toBe('before');
     expect(screen.getByText('14').className).toBe('after');
   });

@@ -33,7 +33,7 @@ describe('the effects pane', () => {
     expect(shown[1].style.marginLeft).toBe('14px');
     expect(shown[1].textContent).toContain('irreversible');
     expect(screen.getByText('Effects · 1 direct, 3 derived')).toBeTruthy();
-    expect(screen.getByTestId('effect-groups').textContent).toContain('on call entitlement removed');
+    expect(screen.getByTestId('effect-groups').textContent).toContain('On call entitlement removed');
     await fireEvent.click(shown[0].querySelector('button')!);
     expect(opened).toEqual(['eff_1']);
   });
