@@ -1,59 +1,283 @@
 import { fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import App from './App.svelte';
 import { BackendError } from './backend';
-import { FakeBackend } from './backend/fake';
+import { plan } from './backend/demo';
+import { FakeBackend, type FakeOptions } from './backend/fake';
+import { KEYS } from './lib/keys';
 
-async function renderApp() {
-  const backend = new FakeBackend();
+// jsdom lays nothing out: give every scroll container a screen's height so the virtualized
+// lists render the rows a window would.
+beforeAll(() => {
+  Object.defineProperty(HTMLElement.prototype, 'clientHeight', { configurable: true, get: () => 800 });
+});
+afterAll(() => {
+  Reflect.deleteProperty(HTMLElement.prototype, 'clientHeight');
+});
+
+const ORDER = ['plan_0003', 'plan_0004', 'plan_0001', 'plan_0002', 'plan_0015', 'plan_0006', 'plan_0007', 'plan_0008', 'plan_0009'];
+
+async function renderApp(options: FakeOptions = {}) {
+  const backend = new FakeBackend(options);
   render(App, { props: { backend } });
-  await waitFor(() => expect(screen.getAllByTestId('queue-row').length).toBe(3));
+  await waitFor(() => expect(screen.getAllByTestId('queue-row').length).toBe(ORDER.length));
+  await shown('plan_0003');
   return backend;
+}
+
+const shown = (id: string) => waitFor(() => expect(screen.getByTestId('plan').dataset.planId).toBe(id));
+const row = (id: string) => document.querySelector<HTMLElement>(`[data-testid='queue-row'][data-plan-id='${id}']`)!;
+const key = (k: string, extra: KeyboardEventInit = {}) => fireEvent.keyDown(window, { key: k, ...extra });
+const state = () => screen.getByTestId('decision-state');
+
+async function open(id: string) {
+  await fireEvent.click(row(id));
+  await shown(id);
 }
 
 describe('the console', () => {
   it('lists pending plans soonest expiry first with the credit total', async () => {
     await renderApp();
-    const ids = screen.getAllByTestId('queue-row').map((r) => r.dataset.planId);
-    expect(ids).toEqual(['plan_0003', 'plan_0001', 'plan_0002']);
-    expect(screen.getByTestId('pending-count').textContent).toContain('3 pending · 0.37 credits');
+    expect(screen.getAllByTestId('queue-row').map((r) => r.dataset.planId)).toEqual(ORDER);
+    // Plans priced in another currency are not added to the credits.
+    expect(screen.getByTestId('pending-count').textContent).toContain('9 pending · 900.52 credits');
+    expect(row('plan_0003').getAttribute('aria-selected')).toBe('true');
+  });
+
+  it('shows the gateway, its link state and the approver in the header', async () => {
+    const backend = await renderApp();
+    const link = screen.getByTestId('link-state');
+    expect(link.dataset.link).toBe('online');
+    expect(link.textContent).toMatch(/Demo gateway · live · synced \d+ s ago/);
+    expect(screen.getByTestId('approver').textContent).toContain('Dana · key_dana1');
+    expect(screen.queryByTestId('outbox')).toBeNull();
+    backend.goOffline();
+    await waitFor(() => expect(screen.getByTestId('link-state').dataset.link).toBe('offline'));
   });
 
   it('shows an agent-written title as text, never as HTML', async () => {
     await renderApp();
-    const row = screen.getAllByTestId('queue-row')[0];
-    expect(row.textContent).toContain('<img src=x onerror=alert(1)>');
-    expect(row.querySelector('img')).toBeNull();
+    expect(row('plan_0003').textContent).toContain('<img src=x onerror=alert(1)>');
+    expect(document.querySelector('img')).toBeNull();
   });
 
   it('disables approval of a blocked plan and says why', async () => {
     await renderApp();
-    await waitFor(() => expect(screen.getByTestId('plan').dataset.planId).toBe('plan_0003'));
     expect((screen.getByTestId('approve') as HTMLButtonElement).disabled).toBe(true);
     expect(screen.getByTestId('not-approvable').textContent).toContain('blocked');
   });
 
-  it('moves with j and approves with a, and the plan shows the new approval', async () => {
+  it('moves with j and approves with a; the answer shows and the plan leaves the queue', async () => {
     const backend = await renderApp();
-    await waitFor(() => expect(screen.getByTestId('plan').dataset.planId).toBe('plan_0003'));
-    await fireEvent.keyDown(window, { key: 'j' });
-    await waitFor(() => expect(screen.getByTestId('plan').dataset.planId).toBe('plan_0001'));
-    const plan = screen.getByTestId('plan');
-    expect(within(plan).getByText('30').className).toBe('before');
-    expect(within(plan).getByText('14').className).toBe('after');
-    await fireEvent.keyDown(window, { key: 'a' });
-    await waitFor(() => expect(backend.approvals).toEqual(['plan_0001']));
-    await waitFor(() => expect(screen.getByTestId('notice').textContent).toContain('1 of 1'));
-    await waitFor(() => expect(screen.getAllByTestId('queue-row').length).toBe(2));
+    await key('j');
+    await shown('plan_0004');
+    expect(screen.getByTestId('sign-line').textContent).toMatch(/You will sign sha256:51ee…0000 with key_dana1\.\s+Approval 1 of 1 executes the plan\./);
+    await key('a');
+    await waitFor(() => expect(state().dataset.state).toBe('answered'));
+    expect(backend.approvals).toEqual(['plan_0004']);
+    expect(screen.getByTestId('notice').textContent).toContain('1 of 1');
+    await waitFor(() => expect(row('plan_0004')).toBeNull());
   });
 
-  it('groups derived effects under their cause and shows blockers before warnings', async () => {
+  it('asks the confirmation hook before a risky approval; declining leaves the plan as it was', async () => {
+    const asked: string[][] = [];
+    const backend = await renderApp({ confirm: (_t, consequence, lines) => (asked.push([consequence, ...lines]), false) });
+    await open('plan_0002');
+    expect(screen.getByTestId('consequence').textContent).toContain('If signed, this plan removes 37 members from grp_support');
+    await key('a');
+    await waitFor(() => expect(screen.getByTestId('decision-note').textContent).toContain('Not signed'));
+    expect(asked[0][0]).toContain('irreversible');
+    expect(asked[0][1]).toMatch(/^plan_0002 {2}grp_support −37 · sha256:4c30…0000$/);
+    expect(backend.approvals).toEqual([]);
+    expect(screen.getByTestId('approvals').textContent).toBe('1 of 2');
+    expect(screen.queryByTestId('decision-state')).toBeNull();
+  });
+
+  it('shows a decision written while the gateway is down as queued, and sends it when it answers', async () => {
+    const backend = await renderApp();
+    await open('plan_0001');
+    backend.goOffline();
+    await key('a');
+    await waitFor(() => expect(state().dataset.state).toBe('queued'));
+    expect(state().textContent).toContain('goes out when it answers again');
+    await waitFor(() => expect(screen.getByTestId('outbox').textContent).toContain('1 queued'));
+    expect(row('plan_0001').querySelector('.chip.queued')).not.toBeNull();
+    expect((screen.getByTestId('approve') as HTMLButtonElement).disabled).toBe(true);
+    backend.goOnline();
+    await waitFor(() => expect(row('plan_0001')).toBeNull());
+    await waitFor(() => expect(screen.queryByTestId('outbox')).toBeNull());
+  });
+
+  it('shows a refusal with its code and message, unknown codes too', async () => {
+    const backend = await renderApp();
+    await open('plan_0001');
+    backend.refuseNext = { code: 'plan_expired', message: 'The plan expired at 10:15.' };
+    await key('a');
+    await waitFor(() => expect(state().dataset.state).toBe('refused'));
+    expect(state().textContent).toContain('plan_expired');
+    expect(state().textContent).toContain('The plan expired at 10:15.');
+    backend.refuseNext = { code: 'brand_new_code', message: 'Something the console has never heard of.' };
+    await key('a');
+    await waitFor(() => expect(state().textContent).toContain('brand_new_code'));
+    expect(state().textContent).toContain('Something the console has never heard of.');
+  });
+
+  it('rejects with r only once a reason is written', async () => {
+    const backend = await renderApp();
+    await open('plan_0001');
+    await key('r');
+    const reason = screen.getByTestId('reject-reason') as HTMLTextAreaElement;
+    await waitFor(() => expect(document.activeElement).toBe(reason));
+    const confirm = screen.getByTestId('reject-confirm') as HTMLButtonElement;
+    expect(confirm.disabled).toBe(true);
+    await fireEvent.input(reason, { target: { value: 'Wrong project.' } });
+    expect(confirm.disabled).toBe(false);
+    await fireEvent.click(confirm);
+    await waitFor(() => expect(state().dataset.state).toBe('answered'));
+    expect(backend.rejections).toEqual([{ planId: 'plan_0001', reason: 'Wrong project.' }]);
+  });
+
+  it('shows the moved revisions of a stale plan and, after f, what changed; the new plan is approved from there', async () => {
+    const backend = await renderApp();
+    await open('plan_0007');
+    expect(screen.getByTestId('moved').textContent).toMatch(/projects\/prj_184 revision 73 → 74/);
+    expect(screen.getByTestId('not-approvable').textContent).toContain('stale');
+    await key('f');
+    const changed = await screen.findByTestId('what-changed');
+    expect(within(changed).getByTestId('changed-moved').textContent).toContain('moved from revision 73 to 74');
+    expect(within(changed).getByTestId('effect-removed').textContent).toContain('itm_19, itm_20 were released');
+    expect(within(changed).getByTestId('subjects-in').textContent).toContain('itm_21');
+    expect(within(changed).getAllByTestId('effect-changed')[1].textContent).toContain('18 → 19 subjects');
+    expect(within(changed).getByTestId('cost-delta').textContent).toContain('no change');
+    await fireEvent.click(screen.getByTestId('approve-new'));
+    await waitFor(() => expect(backend.approvals).toEqual(['plan_0011']));
+    await shown('plan_0011');
+    expect(state().dataset.state).toBe('answered');
+  });
+
+  it('lists every key in the ? overlay, and Esc closes it', async () => {
     await renderApp();
-    await fireEvent.click(screen.getAllByTestId('queue-row')[2]);
-    await waitFor(() => expect(screen.getByTestId('plan').dataset.planId).toBe('plan_0002'));
-    const effects = screen.getAllByTestId('effect');
-    expect(effects.map((e) => e.classList.contains('derived'))).toEqual([false, true]);
-    expect(screen.getByText(/Irreversible: Six subjects lose/)).toBeTruthy();
+    await key('?');
+    const map = screen.getByTestId('keymap');
+    for (const k of KEYS) expect(map.textContent).toContain(k.what);
+    await key('Escape');
+    expect(screen.queryByTestId('keymap')).toBeNull();
+  });
+
+  it('focuses the filter with / and the subject search with s', async () => {
+    await renderApp();
+    await key('/');
+    await waitFor(() => expect(document.activeElement).toBe(screen.getByTestId('queue-filter')));
+    (document.activeElement as HTMLElement).blur();
+    await open('plan_0002');
+    await key('s');
+    await waitFor(() => expect(document.activeElement).toBe(screen.getByTestId('subjects-search')));
+  });
+
+  it('opens the plan a deep link or notification names, with its execution result', async () => {
+    const backend = await renderApp();
+    backend.openPlan('plan_0005');
+    await shown('plan_0005');
+    const result = screen.getByTestId('execution');
+    expect(result.textContent).toContain('Retention set to 7 days');
+    expect(within(result).getByTestId('execution-metadata').textContent).toContain('x_region_hint');
+    expect(within(result).getByTestId('execution-journal').textContent).toContain('retention_days = 30');
+    expect(within(result).getByTestId('execution-files').textContent).toContain('retention-report.csv');
+  });
+});
+
+describe('a long queue', () => {
+  it('renders a screenful of 10,000 pending plans and walks them with j', async () => {
+    const plans = Array.from({ length: 10_000 }, (_, n) =>
+      plan({ plan_id: `plan_${String(n).padStart(5, '0')}`, title: `Plan ${n}`, expires_at: new Date(Date.now() + 60_000 + n * 1000).toISOString() }));
+    render(App, { props: { backend: new FakeBackend({ plans }) } });
+    await waitFor(() => expect(screen.getByTestId('pending-count').textContent).toContain('10000 pending'));
+    await shown('plan_00000');
+    expect(screen.getAllByTestId('queue-row').length).toBeLessThan(30);
+    await key('j');
+    await shown('plan_00001');
+    expect(row('plan_00001').getAttribute('aria-selected')).toBe('true');
+  });
+});
+
+describe('batch review', () => {
+  it('selects with x and shift-click, shows the plans side by side and approves each over its own digest', async () => {
+    const asked: string[][] = [];
+    const backend = await renderApp({ confirm: (_t, _c, lines) => (asked.push(lines), true) });
+    await key('x');
+    await fireEvent.click(row('plan_0002'), { shiftKey: true });
+    const batch = await screen.findByTestId('batch');
+    expect(screen.getAllByTestId('select-plan').filter((c) => (c as HTMLInputElement).checked)).toHaveLength(4);
+    await waitFor(() => expect(within(batch).getByTestId('batch-apart').textContent).toContain('plan_0003'));
+    expect(within(batch).getByTestId('batch-credits').textContent).toContain('0.37');
+    expect(within(batch).getByTestId('batch-subjects').textContent).toContain('59');
+    await fireEvent.click(screen.getByTestId('batch-approve'));
+    await waitFor(() => expect(screen.getAllByTestId('batch-result')).toHaveLength(3));
+    expect(asked[0]).toHaveLength(3);
+    expect(backend.approvals.sort()).toEqual(['plan_0001', 'plan_0002', 'plan_0004']);
+    expect(screen.getAllByTestId('batch-result').map((r) => r.dataset.outcome)).toEqual(['answered', 'answered', 'answered']);
+    await key('Escape');
+    await waitFor(() => expect(screen.queryByTestId('batch')).toBeNull());
+  });
+
+  it('names the subjects two selected plans share', async () => {
+    await renderApp();
+    await fireEvent.click(row('plan_0002').querySelector('[data-testid=select-plan]')!);
+    await fireEvent.click(row('plan_0015').querySelector('[data-testid=select-plan]')!);
+    const batch = await screen.findByTestId('batch');
+    await waitFor(() => expect(within(batch).getByTestId('overlap').textContent).toContain('6 subjects in plan_0002 and plan_0015'));
+    expect(within(batch).getByTestId('overlap').textContent).toContain('usr_02, usr_07');
+    expect(within(batch).getByTestId('batch-credits').textContent).toContain('0.43');
+  });
+
+  it('rejects the selected plans with one reason', async () => {
+    const backend = await renderApp();
+    await fireEvent.click(row('plan_0001').querySelector('[data-testid=select-plan]')!);
+    await fireEvent.click(row('plan_0006'), { ctrlKey: true });
+    await screen.findByTestId('batch');
+    await fireEvent.click(screen.getByTestId('batch-reject'));
+    await fireEvent.input(screen.getByTestId('reject-reason'), { target: { value: 'Not this week.' } });
+    await fireEvent.click(screen.getByTestId('reject-confirm'));
+    await waitFor(() => expect(screen.getAllByTestId('batch-result')).toHaveLength(2));
+    expect(backend.rejections.map((r) => r.reason)).toEqual(['Not this week.', 'Not this week.']);
+  });
+});
+
+describe('history and settings', () => {
+  it('lists the decisions sent with state, verification and envelope, and exports them', async () => {
+    await renderApp();
+    await fireEvent.click(screen.getByTestId('nav-history'));
+    const rows = await screen.findAllByTestId('history-row');
+    expect(rows.map((r) => r.dataset.state)).toEqual(['answered', 'refused']);
+    expect(within(rows[0]).getByTestId('verified').dataset.verified).toBe('true');
+    expect(within(rows[1]).getByTestId('verified').textContent).toContain('no longer holds');
+    expect(rows[0].querySelector('pre.envelope')!.textContent).toContain('"keyid": "key_dana1"');
+    await fireEvent.click(screen.getByTestId('export-history'));
+    await waitFor(() => expect(screen.getByTestId('export-path').textContent).toContain('countersign-history.jsonl'));
+  });
+
+  it('applies a theme at once, saves the settings and shows overridden fields read-only', async () => {
+    await renderApp({ overridden: ['gateway_url'] });
+    await fireEvent.click(screen.getByTestId('nav-settings'));
+    const url = (await screen.findByTestId('gateway-url')) as HTMLInputElement;
+    expect(url.readOnly).toBe(true);
+    expect(screen.getByTestId('overridden-gateway_url').textContent).toContain('COUNTERSIGN_GATEWAY_URL');
+    expect((screen.getByTestId('poll-interval') as HTMLInputElement).readOnly).toBe(false);
+    await fireEvent.click(screen.getByTestId('theme-dark'));
+    expect(document.documentElement.dataset.theme).toBe('dark');
+    await fireEvent.click(screen.getByTestId('notify-money'));
+    await fireEvent.click(screen.getByTestId('save-settings'));
+    await waitFor(() => expect(screen.getByTestId('settings-saved').textContent).toContain('settings.json'));
+    expect((screen.getByTestId('notify-money') as HTMLInputElement).checked).toBe(true);
+  });
+
+  it('enrolls with a gateway URL and a pasted code', async () => {
+    await renderApp();
+    await fireEvent.click(screen.getByTestId('nav-settings'));
+    await fireEvent.input(await screen.findByTestId('gateway-url'), { target: { value: 'https://gw.example.com' } });
+    await fireEvent.input(screen.getByTestId('enroll-code'), { target: { value: 'ENR-1234' } });
+    await fireEvent.click(screen.getByTestId('enroll'));
+    await waitFor(() => expect(screen.getByTestId('enrolled').textContent).toContain('key_dana1'));
   });
 });
 
@@ -75,7 +299,7 @@ describe('while the gateway is starting', () => {
     await waitFor(() => expect(screen.getByTestId('load-error').textContent).toContain('starting'));
     ready = true;
     notify();
-    await waitFor(() => expect(screen.getAllByTestId('queue-row').length).toBe(3));
+    await waitFor(() => expect(screen.getAllByTestId('queue-row').length).toBe(ORDER.length));
     expect(screen.queryByTestId('load-error')).toBeNull();
   });
 });

@@ -1,121 +1,39 @@
 // An in-memory backend with the seeds' examples: for the UI tests and for running the UI in a
-// plain browser. It follows the same contract as the Rust side, including refusals.
+// plain browser. It follows the same contract as the Rust side, including refusals, the outbox
+// (`offline`) and the confirmation of risky approvals (`confirm`, the native dialog's stand-in).
 import { BackendError, type Backend } from './index';
-import type { DecisionView, PlanView, QueueItem, QueueView, StatusView } from './types';
+import { demoPlans, execution, staleRefresh, subjectRows } from './demo';
+import type {
+  BatchColumn,
+  BatchItem,
+  BatchOutcome,
+  BatchResult,
+  BatchView,
+  DecisionView,
+  HistoryEntry,
+  Overlap,
+  PlanView,
+  QueueItem,
+  QueueView,
+  RefreshView,
+  Settings,
+  SettingsView,
+  StatusView,
+  SubjectRow,
+  SubjectsPage,
+  WhatChanged,
+} from './types';
 
-const minutesFromNow = (m: number) => new Date(Date.now() + m * 60_000).toISOString();
+export type Confirm = (title: string, consequence: string, lines: string[]) => boolean | Promise<boolean>;
 
-function plan(overrides: Partial<PlanView> & Pick<PlanView, 'plan_id' | 'title'>): PlanView {
-  return {
-    capability_id: 'projects.settings.update',
-    version: '1.0.0',
-    agent_id: 'agt_ops',
-    on_behalf_of: 'usr_lead',
-    status: 'pending_approval',
-    created_at: minutesFromNow(-2),
-    expires_at: minutesFromNow(13),
-    digest: 'sha256:ba5a3e96f4a4e44e8e0cb433066eadaa2f76296ffeab494051c6996ab661310e',
-    digest_matches: true,
-    approvals_received: 0,
-    approvals_required: 1,
-    approved_by: [],
-    risk: [],
-    changes: [],
-    effects: [],
-    groups: [],
-    validation: [],
-    assumptions: [],
-    cost: { min: '0.00', max: '0.00', currency: 'credits', cost_class: 'free', preflight: 'estimate' },
-    stale: [],
-    approvable: true,
-    not_approvable_reason: null,
-    ...overrides,
-  };
-}
+export type FakeOptions = {
+  plans?: PlanView[];
+  confirm?: Confirm;
+  /** Settings fields an environment variable overrides. */
+  overridden?: string[];
+};
 
-export function samplePlans(): PlanView[] {
-  return [
-    plan({
-      plan_id: 'plan_0002',
-      title: 'Remove members from a group',
-      capability_id: 'groups.members.remove',
-      expires_at: minutesFromNow(12),
-      approvals_required: 2,
-      risk: ['irreversible', 'access_change', 'money', 'external', 'bulk', 'uncertain'],
-      effects: [
-        {
-          id: 'eff_1', effect_type: 'direct_membership_removed', kind: 'revoke',
-          description: 'Remove 37 direct memberships.', resource: 'groups/grp_support',
-          derived: false, cause: null, badges: ['access_change'], subjects_total: 37,
-          sample: ['usr_01', 'usr_02'], cost: null,
-        },
-        {
-          id: 'eff_3', effect_type: 'on_call_entitlement_removed', kind: 'revoke',
-          description: 'Six subjects lose the linked on-call entitlement.',
-          resource: 'entitlements/on_call', derived: true, cause: 'eff_1',
-          badges: ['irreversible', 'access_change'], subjects_total: 6,
-          sample: ['usr_02', 'usr_07', 'usr_11', 'usr_24', 'usr_29', 'usr_35'], cost: null,
-        },
-      ],
-      validation: [
-        {
-          severity: 'warning', code: 'access_outcome_varies', path: '/filter',
-          message: 'Four selected subjects retain group-derived access.', repair: null,
-          blocks_execution: false,
-        },
-      ],
-      assumptions: [
-        {
-          dependency: 'mail_relay',
-          description: 'Delivery is attempted after commit; bounces are not known now.',
-          execution_can_proceed_without: true,
-        },
-      ],
-      cost: { min: '0.37', max: '0.37', currency: 'credits', cost_class: 'metered', preflight: 'estimate' },
-    }),
-    plan({
-      plan_id: 'plan_0001',
-      title: 'Update project settings',
-      expires_at: minutesFromNow(8),
-      changes: [
-        {
-          resource: 'projects/prj_184', path: '/retention_days', before: '30', after: '14',
-          diff: { kind: 'scalar', before: '30', after: '14' },
-        },
-      ],
-      effects: [
-        {
-          id: 'eff_1', effect_type: 'setting_changed', kind: 'update',
-          description: 'Change retention_days from 30 to 14.', resource: 'projects/prj_184',
-          derived: false, cause: null, badges: [], subjects_total: null, sample: [], cost: null,
-        },
-      ],
-      validation: [
-        {
-          severity: 'warning', code: 'legal_hold_items_skipped', path: '/retention_days',
-          message: 'Two items under legal hold keep their expiry.', repair: null,
-          blocks_execution: false,
-        },
-      ],
-    }),
-    plan({
-      plan_id: 'plan_0003',
-      title: 'Grant membership <img src=x onerror=alert(1)>',
-      capability_id: 'memberships.grant',
-      expires_at: minutesFromNow(2),
-      risk: ['access_change', 'blocked'],
-      validation: [
-        {
-          severity: 'error', code: 'role_conflict', path: '/role',
-          message: 'usr_92 already holds a conflicting role.', repair: 'Remove the old role first.',
-          blocks_execution: true,
-        },
-      ],
-      approvable: false,
-      not_approvable_reason: 'The plan is blocked by validation errors.',
-    }),
-  ];
-}
+const PENDING = ['pending_approval', 'stale'];
 
 function row(p: PlanView): QueueItem {
   return {
@@ -124,61 +42,327 @@ function row(p: PlanView): QueueItem {
     currency: p.cost.currency,
     effects_direct: p.effects.filter((e) => !e.derived).length,
     effects_derived: p.effects.filter((e) => e.derived).length,
-    subjects_total: p.effects.reduce((n, e) => n + (e.subjects_total ?? 0), 0),
+    // Every demo plan's derived subjects are among its direct ones: the largest set is the distinct count.
+    subjects_total: Math.max(0, ...p.effects.map((e) => e.subjects_total ?? 0)),
     warnings: p.validation.filter((v) => v.severity === 'warning').length,
     errors: p.validation.filter((v) => v.severity === 'error').length,
     approvals_received: p.approvals_received, approvals_required: p.approvals_required,
-    expires_at: p.expires_at,
+    expires_at: p.expires_at, gist: p.gist, blocked: p.validation.some((v) => v.blocks_execution),
+    queued: p.queued, approved_by: p.approved_by,
   };
 }
 
-export class FakeBackend implements Backend {
-  readonly approvals: string[] = [];
-  private listeners = new Set<() => void>();
+const cents = (s: string) => Math.round(Number(s) * 100);
+const credits = (c: number) => (c / 100).toFixed(2);
+const short = (d: string) => `sha256:${d.slice(7, 11)}…${d.slice(-4)}`;
 
-  constructor(private plans: PlanView[] = samplePlans()) {}
+type Outgoing = { entry: HistoryEntry; planId: string; decision: 'approve' | 'reject' };
+
+export class FakeBackend implements Backend {
+  /** Plan ids approved, in order (answered or queued). */
+  readonly approvals: string[] = [];
+  readonly rejections: { planId: string; reason: string }[] = [];
+  /** Answers the next approval with this refusal, as the gateway would. */
+  refuseNext: { code: string; message: string } | null = null;
+  /** `effect` keys (`plan_id/effect_id`) whose full subject set does not match its digest. */
+  readonly mismatched = new Set<string>();
+  subjectCalls = 0;
+  confirm: Confirm;
+  private plans: PlanView[];
+  private offline = false;
+  private outbox: Outgoing[] = [];
+  private readonly entries: HistoryEntry[] = [];
+  private settingsValue: Settings = {
+    gateway_url: null, poll_interval_secs: 5, theme: 'system',
+    notify: { risk: ['irreversible', 'access_change'], capabilities: [] },
+  };
+  private overridden: string[];
+  private enrolled: string | null = null;
+  private queueListeners = new Set<() => void>();
+  private openListeners = new Set<(planId: string) => void>();
+  private rows = new Map<string, SubjectRow[]>();
+
+  constructor(options: FakeOptions = {}) {
+    this.plans = options.plans ?? demoPlans();
+    this.confirm = options.confirm ?? (() => true);
+    this.overridden = options.overridden ?? [];
+    this.entries.push(this.entry('plan_0010', 'reject', 'Wrong project.', 'refused', 30));
+    this.entries.push(this.entry('plan_0005', 'approve', null, 'answered', 7));
+  }
+
+  /** The gateway stops answering: decisions wait in the outbox. */
+  goOffline() {
+    this.offline = true;
+    this.changed();
+  }
+
+  /** The gateway answers again: the outbox goes out. */
+  goOnline() {
+    this.offline = false;
+    for (const out of this.outbox.splice(0)) {
+      const p = this.find(out.planId);
+      p.queued = false;
+      this.apply(p, out.decision);
+      out.entry.state = 'answered';
+      out.entry.answered_at = new Date().toISOString();
+    }
+    this.changed();
+  }
+
+  /** A deep link or a notification click. */
+  openPlan(planId: string) {
+    this.openListeners.forEach((l) => l(planId));
+  }
 
   async status(): Promise<StatusView> {
     return {
-      gateway_name: 'Demo gateway', gateway_url: 'http://127.0.0.1:0', demo: true,
-      approver: 'Dana', key_id: 'key_dana1', online: true,
-      last_sync: new Date().toISOString(), last_error: null,
+      gateway_name: this.enrolled ? 'Gateway' : 'Demo gateway', gateway_url: this.enrolled ?? 'http://127.0.0.1:0',
+      demo: !this.enrolled, approver: 'Dana', key_id: 'key_dana1', link: this.offline ? 'offline' : 'online',
+      last_sync: new Date(Date.now() - (this.offline ? 95_000 : 1_000)).toISOString(),
+      last_error: this.offline ? { code: 'unreachable', message: 'The gateway does not answer.' } : null,
+      outbox: this.outbox.length,
     };
   }
 
   async queue(): Promise<QueueView> {
-    const pending = this.plans.filter((p) => p.status === 'pending_approval' || p.status === 'stale');
-    const items = pending.map(row).sort((a, b) => a.expires_at.localeCompare(b.expires_at));
-    const total = items.reduce((sum, i) => sum + Math.round(Number(i.credits_max) * 100), 0);
-    return { items, total_credits: (total / 100).toFixed(2) };
+    const items = this.plans.filter((p) => PENDING.includes(p.status)).map(row)
+      .sort((a, b) => a.expires_at.localeCompare(b.expires_at));
+    const total = items.filter((i) => i.currency === 'credits').reduce((sum, i) => sum + cents(i.credits_max), 0);
+    return { items, total_credits: credits(total) };
   }
 
   async plan(planId: string): Promise<PlanView> {
-    const found = this.plans.find((p) => p.plan_id === planId);
-    if (!found) throw new BackendError('not_found', `No such plan ${planId}.`);
-    return structuredClone(found);
+    return structuredClone(this.find(planId));
   }
 
-  async approve(planId: string, digest: string, _reason: string | null): Promise<DecisionView> {
-    const p = await this.plan(planId);
-    if (p.digest !== digest) throw new BackendError('digest_mismatch', 'The plan changed since it was shown.');
-    if (!p.approvable) throw new BackendError('not_approvable', p.not_approvable_reason ?? '');
+  async approve(planId: string, digest: string, reason: string | null): Promise<DecisionView> {
+    const p = this.decidable(planId, digest);
+    if (this.refuseNext) {
+      const { code, message } = this.refuseNext;
+      this.refuseNext = null;
+      throw new BackendError(code, message);
+    }
+    if (p.risk.length > 0 && !(await this.confirm(`Approve ${p.title}?`, p.consequence, [this.line(p)]))) {
+      throw new BackendError('cancelled', 'The approval was not confirmed; nothing was signed.');
+    }
     this.approvals.push(planId);
-    const target = this.plans.find((x) => x.plan_id === planId)!;
-    target.approvals_received += 1;
-    target.approved_by.push('Dana');
-    target.approvable = false;
-    target.not_approvable_reason = 'You already decided this plan.';
-    if (target.approvals_received >= target.approvals_required) target.status = 'approved';
-    this.listeners.forEach((l) => l());
+    return this.send(p, 'approve', reason);
+  }
+
+  async reject(planId: string, digest: string, reason: string): Promise<DecisionView> {
+    if (!reason.trim()) throw new BackendError('invalid_input', 'A rejection needs a reason.');
+    const p = this.decidable(planId, digest);
+    this.rejections.push({ planId, reason });
+    return this.send(p, 'reject', reason);
+  }
+
+  async refresh(planId: string): Promise<RefreshView> {
+    const old = this.find(planId);
+    const { plan, changed } = planId === 'plan_0007' ? staleRefresh(old) : this.unchanged(old);
+    old.status = 'superseded';
+    old.superseded_by = plan.plan_id;
+    old.approvable = false;
+    old.not_approvable_reason = `Superseded by ${plan.plan_id}.`;
+    this.plans.push(plan);
+    this.changed();
+    return structuredClone({ plan, changed });
+  }
+
+  async subjects(planId: string, effectId: string, query: string, offset: number, limit: number): Promise<SubjectsPage> {
+    if (limit > 500) throw new BackendError('invalid_input', 'At most 500 rows per page.');
+    this.subjectCalls += 1;
+    const p = this.find(planId);
+    const effect = p.effects.find((e) => e.id === effectId);
+    if (!effect) throw new BackendError('not_found', `No effect ${effectId} in ${planId}.`);
+    const key = `${planId}/${effectId}`;
+    if (!this.rows.has(key)) {
+      const rows = subjectRows(planId, effectId);
+      // A small effect's sample is its whole set.
+      this.rows.set(key, rows.length > 0 ? rows : effect.sample.map((id) => ({ id, label: null, also: [] })));
+    }
+    const all = this.rows.get(key)!;
+    const q = query.trim().toLowerCase();
+    const matching = q ? all.filter((r) => r.id.toLowerCase().includes(q) || (r.label ?? '').toLowerCase().includes(q)) : all;
+    const matches = !this.mismatched.has(key);
+    const expected = 'sha256:5d1f0c7e29a4b8f3c6d2e1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0';
     return {
-      plan_id: planId, status: target.status,
-      approvals_received: target.approvals_received, approvals_required: target.approvals_required,
+      plan_id: planId, effect_id: effectId, effect_description: effect.description, total: all.length,
+      matched: matching.length, offset, rows: matching.slice(offset, offset + limit),
+      check: { plan_id: planId, effect_id: effectId, total: all.length, received: all.length, expected_digest: expected,
+        computed_digest: matches ? expected : 'sha256:0bad0bad29a4b8f3c6d2e1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0',
+        ascending: true, matches },
     };
   }
 
+  async batch(planIds: string[]): Promise<BatchView> {
+    const plans = planIds.map((id) => this.find(id));
+    const sets = plans.map((p) => new Set(p.effects.flatMap((e) => this.subjectsOf(p.plan_id, e.id, e.sample))));
+    const overlaps: Overlap[] = [];
+    for (let i = 0; i < plans.length; i++) {
+      for (let j = i + 1; j < plans.length; j++) {
+        const both = [...sets[i]].filter((s) => sets[j].has(s));
+        if (both.length > 0) overlaps.push({ plans: [plans[i].plan_id, plans[j].plan_id], subjects: both.length, sample: both.slice(0, 6) });
+      }
+    }
+    const distinct = new Set(sets.flatMap((s) => [...s]));
+    const total = plans.filter((p) => p.cost.currency === 'credits').reduce((n, p) => n + cents(p.cost.max), 0);
+    return { plans: plans.map((p) => this.column(p)), total_credits: credits(total), distinct_subjects: distinct.size, overlaps };
+  }
+
+  async decideBatch(decision: 'approve' | 'reject', items: BatchItem[], reason: string | null): Promise<BatchOutcome> {
+    if (decision === 'reject' && !reason?.trim()) throw new BackendError('invalid_input', 'A rejection needs a reason.');
+    if (decision === 'approve') {
+      const lines = items.map((i) => this.line(this.find(i.plan_id)));
+      const words = items.map((i) => this.find(i.plan_id).consequence).filter(Boolean).join('; ');
+      if (!(await this.confirm(`Approve ${items.length} plans?`, words, lines))) {
+        throw new BackendError('cancelled', 'The approvals were not confirmed; nothing was signed.');
+      }
+    }
+    const results: BatchResult[] = [];
+    for (const item of items) {
+      try {
+        const p = this.decidable(item.plan_id, item.digest);
+        if (decision === 'approve') this.approvals.push(p.plan_id);
+        else this.rejections.push({ planId: p.plan_id, reason: reason! });
+        results.push({ plan_id: item.plan_id, outcome: 'answered', decision: this.send(p, decision, reason), error: null });
+      } catch (e) {
+        const err = e as BackendError;
+        results.push({ plan_id: item.plan_id, outcome: err.code === 'queued' ? 'queued' : 'refused', decision: null,
+          error: { code: err.code, message: err.message } });
+      }
+    }
+    return { results };
+  }
+
+  async history(): Promise<HistoryEntry[]> {
+    return structuredClone([...this.entries].reverse());
+  }
+
+  async exportHistory(): Promise<string | null> {
+    return '/home/dana/countersign-history.jsonl';
+  }
+
+  async settings(): Promise<SettingsView> {
+    return { settings: structuredClone(this.settingsValue), overridden: [...this.overridden], config_path: '/home/dana/.config/countersign/settings.json' };
+  }
+
+  async saveSettings(settings: Settings): Promise<SettingsView> {
+    if (settings.poll_interval_secs < 1) throw new BackendError('invalid_input', 'The poll interval is at least 1 second.');
+    this.settingsValue = structuredClone(settings);
+    return this.settings();
+  }
+
+  async enroll(gatewayUrl: string, code: string): Promise<StatusView> {
+    if (!/^https?:\/\//.test(gatewayUrl)) throw new BackendError('invalid_input', 'The gateway URL must start with https://.');
+    if (!code.trim()) throw new BackendError('invalid_input', 'Paste the enrollment code.');
+    this.enrolled = gatewayUrl;
+    this.settingsValue.gateway_url = gatewayUrl;
+    return this.status();
+  }
+
   async onQueueChanged(listener: () => void): Promise<() => void> {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    this.queueListeners.add(listener);
+    return () => this.queueListeners.delete(listener);
+  }
+
+  async onOpenPlan(listener: (planId: string) => void): Promise<() => void> {
+    this.openListeners.add(listener);
+    return () => this.openListeners.delete(listener);
+  }
+
+  private find(planId: string): PlanView {
+    const found = this.plans.find((p) => p.plan_id === planId);
+    if (!found) throw new BackendError('not_found', `No such plan ${planId}.`);
+    return found;
+  }
+
+  private decidable(planId: string, digest: string): PlanView {
+    const p = this.find(planId);
+    if (p.digest !== digest) throw new BackendError('digest_mismatch', 'The plan changed since it was shown.');
+    if (!p.approvable) throw new BackendError('not_approvable', p.not_approvable_reason ?? 'The plan cannot be decided.');
+    return p;
+  }
+
+  private line(p: PlanView): string {
+    return `${p.plan_id}  ${p.gist} · ${short(p.digest)}`;
+  }
+
+  private send(p: PlanView, decision: 'approve' | 'reject', reason: string | null): DecisionView {
+    const entry = this.entry(p.plan_id, decision, reason, 'pending', 0, p.digest);
+    this.entries.push(entry);
+    if (this.offline) {
+      this.outbox.push({ entry, planId: p.plan_id, decision });
+      p.queued = true;
+      p.approvable = false;
+      p.not_approvable_reason = 'Your decision is queued; it goes out when the gateway answers again.';
+      this.changed();
+      throw new BackendError('queued', 'The gateway does not answer; the decision waits in the outbox.');
+    }
+    this.apply(p, decision);
+    entry.state = 'answered';
+    entry.answered_at = new Date().toISOString();
+    this.changed();
+    return { plan_id: p.plan_id, status: p.status, approvals_received: p.approvals_received, approvals_required: p.approvals_required };
+  }
+
+  private apply(p: PlanView, decision: 'approve' | 'reject') {
+    p.approvable = false;
+    p.not_approvable_reason = 'You already decided this plan.';
+    if (decision === 'reject') {
+      p.status = 'rejected';
+      return;
+    }
+    p.approvals_received += 1;
+    p.approved_by.push('Dana');
+    p.approvals.push({ approver_id: 'apr_dana', display_name: 'Dana', decision: 'approve', at: new Date().toISOString() });
+    if (p.approvals_received >= p.approvals_required) {
+      p.status = 'executed';
+      p.execution = {
+        ...execution(), content: `Applied ${p.effects.length} effects of ${p.plan_id}.`,
+        journal: p.changes.map((c, n) => ({ effect_id: `eff_${n + 1}`, resource: c.resource, before: c.before, after: c.after })),
+      };
+    }
+  }
+
+  private unchanged(old: PlanView): { plan: PlanView; changed: WhatChanged } {
+    const n = this.plans.length + 10;
+    const plan: PlanView = { ...structuredClone(old), plan_id: `plan_${String(n).padStart(4, '0')}`, supersedes: old.plan_id,
+      digest: `sha256:${(n * 7919).toString(16).padStart(8, '0')}${old.digest.slice(15)}` };
+    return { plan, changed: { from_plan: old.plan_id, to_plan: plan.plan_id, effects_added: [], effects_removed: [],
+      effects_changed: [], cost_delta: '+0.00', moved: [] } };
+  }
+
+  private subjectsOf(planId: string, effectId: string, sample: string[]): string[] {
+    const rows = subjectRows(planId, effectId);
+    return rows.length > 0 ? rows.map((r) => r.id) : sample;
+  }
+
+  private column(p: PlanView): BatchColumn {
+    const r = row(p);
+    return {
+      plan_id: p.plan_id, title: p.title, capability_id: p.capability_id, gist: p.gist, agent_id: p.agent_id,
+      on_behalf_of: p.on_behalf_of, effects_direct: r.effects_direct, effects_derived: r.effects_derived,
+      subjects: r.subjects_total, warnings: r.warnings, errors: r.errors, credits_max: p.cost.max,
+      currency: p.cost.currency, approvals_received: p.approvals_received, approvals_required: p.approvals_required,
+      digest: p.digest, digest_matches: p.digest_matches, risk: p.risk, consequence: p.consequence,
+      approvable: p.approvable, not_approvable_reason: p.not_approvable_reason,
+    };
+  }
+
+  private entry(planId: string, decision: string, reason: string | null, state: string, minutesAgo: number, digest = 'sha256:7c0de5e5'): HistoryEntry {
+    const at = new Date(Date.now() - minutesAgo * 60_000).toISOString();
+    const statement = { plan_id: planId, decision, plan_digest: digest, reason, issued_at: at };
+    return {
+      id: this.entries.length + 1, plan_id: planId, decision, reason, plan_digest: digest, issued_at: at, recorded_at: at,
+      attempts: state === 'pending' ? 0 : 1, state,
+      answer: state === 'refused' ? { code: 'plan_stale', message: 'projects/prj_184 moved from revision 9 to 10.' } : state === 'answered' ? { status: 'approved' } : null,
+      answered_at: state === 'pending' ? null : at, verified: state !== 'refused', verify_error: state === 'refused' ? 'signed by a key this console no longer holds' : null,
+      envelope: { payloadType: 'application/vnd.countersign.decision+json', payload: btoa(JSON.stringify(statement)),
+        signatures: [{ keyid: 'key_dana1', sig: 'MEUCIQDx3v9p1k6Qy1q0Zk2b0W4m0f8n3d1c2a9b8e7f6a5b4c3d2e1f0' }] },
+    };
+  }
+
+  private changed() {
+    this.queueListeners.forEach((l) => l());
   }
 }

@@ -1,16 +1,47 @@
 // The one interface the UI talks to. Only this folder knows how it reaches the Rust side.
-import type { DecisionView, PlanView, QueueView, StatusView } from './types';
+import type {
+  BatchItem,
+  BatchOutcome,
+  BatchView,
+  DecisionView,
+  HistoryEntry,
+  PlanView,
+  QueueView,
+  RefreshView,
+  Settings,
+  SettingsView,
+  StatusView,
+  SubjectsPage,
+} from './types';
 
-export type { DecisionView, PlanView, QueueView, QueueItem, StatusView } from './types';
+export type * from './types';
 
 export interface Backend {
   status(): Promise<StatusView>;
   queue(): Promise<QueueView>;
   plan(planId: string): Promise<PlanView>;
-  /** Signs an approval of `digest`, the digest the approver was shown; refused if the plan moved. */
+  /** Signs an approval of `digest`, the digest the approver was shown; refused if the plan moved.
+   *  A risky plan is confirmed in a native dialog first (declined: `cancelled`). */
   approve(planId: string, digest: string, reason: string | null): Promise<DecisionView>;
+  /** Signs a rejection; the reason is required. */
+  reject(planId: string, digest: string, reason: string): Promise<DecisionView>;
+  /** Asks the gateway for a new preview of the same request and what changed since the last one. */
+  refresh(planId: string): Promise<RefreshView>;
+  /** A window `[offset, offset + limit)` of the effect's subjects matching `query`. */
+  subjects(planId: string, effectId: string, query: string, offset: number, limit: number): Promise<SubjectsPage>;
+  batch(planIds: string[]): Promise<BatchView>;
+  decideBatch(decision: 'approve' | 'reject', items: BatchItem[], reason: string | null): Promise<BatchOutcome>;
+  /** Every decision this console sent, newest first. */
+  history(): Promise<HistoryEntry[]>;
+  /** The path written, or null when the save dialog was cancelled. */
+  exportHistory(): Promise<string | null>;
+  settings(): Promise<SettingsView>;
+  saveSettings(settings: Settings): Promise<SettingsView>;
+  enroll(gatewayUrl: string, code: string): Promise<StatusView>;
   /** Calls `listener` whenever the queue may have changed; returns an unsubscribe function. */
   onQueueChanged(listener: () => void): Promise<() => void>;
+  /** Calls `listener` with a plan id to show (a deep link or a notification click). */
+  onOpenPlan(listener: (planId: string) => void): Promise<() => void>;
 }
 
 /** Every failure crosses as a stable code and a message. */
@@ -38,5 +69,11 @@ export async function connect(): Promise<Backend> {
     return new TauriBackend();
   }
   const { FakeBackend } = await import('./fake');
-  return new FakeBackend();
+  // In a plain browser the page's own dialog stands in for the native one; `?offline` starts
+  // with the gateway down, so queued decisions can be seen.
+  const fake = new FakeBackend({
+    confirm: (title, consequence, lines) => window.confirm([title, consequence, ...lines].join('\n')),
+  });
+  if (new URLSearchParams(window.location.search).has('offline')) fake.goOffline();
+  return fake;
 }

@@ -1,13 +1,27 @@
 import { invoke } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
 import { asBackendError, type Backend } from './index';
-import type { DecisionView, PlanView, QueueView, StatusView } from './types';
+import { visible } from './visible';
+import type {
+  BatchItem,
+  BatchOutcome,
+  BatchView,
+  DecisionView,
+  HistoryEntry,
+  PlanView,
+  QueueView,
+  RefreshView,
+  Settings,
+  SettingsView,
+  StatusView,
+  SubjectsPage,
+} from './types';
 
 async function call<T>(command: string, args?: Record<string, unknown>): Promise<T> {
   try {
-    return await invoke<T>(command, args);
+    return visible(await invoke<T>(command, args));
   } catch (e) {
-    throw asBackendError(e);
+    throw asBackendError(visible(e));
   }
 }
 
@@ -24,7 +38,40 @@ export class TauriBackend implements Backend {
   approve(planId: string, digest: string, reason: string | null): Promise<DecisionView> {
     return call('approve', { planId, digest, reason });
   }
+  reject(planId: string, digest: string, reason: string): Promise<DecisionView> {
+    return call('reject', { planId, digest, reason });
+  }
+  refresh(planId: string): Promise<RefreshView> {
+    return call('refresh', { planId });
+  }
+  subjects(planId: string, effectId: string, query: string, offset: number, limit: number): Promise<SubjectsPage> {
+    return call('subjects', { planId, effectId, query, offset, limit });
+  }
+  batch(planIds: string[]): Promise<BatchView> {
+    return call('batch', { planIds });
+  }
+  decideBatch(decision: 'approve' | 'reject', items: BatchItem[], reason: string | null): Promise<BatchOutcome> {
+    return call('decide_batch', { decision, items, reason });
+  }
+  history(): Promise<HistoryEntry[]> {
+    return call('history');
+  }
+  exportHistory(): Promise<string | null> {
+    return call('export_history');
+  }
+  settings(): Promise<SettingsView> {
+    return call('settings');
+  }
+  saveSettings(settings: Settings): Promise<SettingsView> {
+    return call('save_settings', { settings });
+  }
+  enroll(gatewayUrl: string, code: string): Promise<StatusView> {
+    return call('enroll', { gatewayUrl, code });
+  }
   async onQueueChanged(listener: () => void): Promise<() => void> {
     return listen('queue-changed', () => listener());
+  }
+  async onOpenPlan(listener: (planId: string) => void): Promise<() => void> {
+    return listen<string>('open-plan', (event) => listener(visible(event.payload)));
   }
 }

@@ -22,6 +22,10 @@ function item(n: number): QueueItem {
     approvals_received: 0,
     approvals_required: 1,
     expires_at: '2026-11-30T10:15:00Z',
+    gist: 'prj_184 retention 30 → 14',
+    blocked: false,
+    queued: false,
+    approved_by: [],
   };
 }
 
@@ -86,5 +90,76 @@ describe('the queue', () => {
       'access change, money, external',
     );
     expect(second.querySelectorAll('.chip')).toHaveLength(0);
+  });
+
+  it('filters by text over title, gist, agent and plan id', async () => {
+    const items = [
+      { ...item(1), title: 'Remove members from a group', gist: 'grp_support −37', agent_id: 'agt_offboard' },
+      { ...item(2), gist: 'prj_184 retention 30 → 14' },
+      { ...item(3), gist: 'prj_201 retention 30 → 7' },
+    ];
+    render(Queue, { props: { items, selectedId: null, now: 0, onselect: () => {} } });
+    const shown = () => screen.getAllByTestId('queue-row').map((r) => r.dataset.planId);
+    const filter = screen.getByTestId('queue-filter');
+    await fireEvent.input(filter, { target: { value: 'retention prj_184' } });
+    expect(shown()).toEqual(['plan_00002']);
+    await fireEvent.input(filter, { target: { value: 'offboard' } });
+    expect(shown()).toEqual(['plan_00001']);
+    await fireEvent.keyDown(filter, { key: 'Escape' });
+    expect(shown()).toHaveLength(3);
+  });
+
+  it('filters by risk chip and capability, counting each chip', async () => {
+    const items = [
+      { ...item(1), risk: ['bulk', 'access_change'], capability_id: 'groups.members.remove' },
+      { ...item(2), blocked: true, errors: 1 },
+      { ...item(3), risk: ['money'] },
+    ];
+    render(Queue, { props: { items, selectedId: null, now: 0, onselect: () => {} } });
+    const shown = () => screen.getAllByTestId('queue-row').map((r) => r.dataset.planId);
+    expect(screen.getByTestId('facet-risky').textContent).toBe('Risky 2');
+    expect(screen.queryByTestId('facet-stale')).toBeNull();
+    await fireEvent.click(screen.getByTestId('facet-blocked'));
+    expect(shown()).toEqual(['plan_00002']);
+    expect(screen.getByTestId('facet-blocked').getAttribute('aria-pressed')).toBe('true');
+    await fireEvent.click(screen.getByTestId('facet-risky'));
+    expect(shown()).toEqual(['plan_00001', 'plan_00003']);
+    await fireEvent.click(screen.getByTestId('facet-all'));
+    await fireEvent.change(screen.getByTestId('queue-capability'), { target: { value: 'groups.members.remove' } });
+    expect(shown()).toEqual(['plan_00001']);
+  });
+
+  it('sorts by credits and by distinct subjects', async () => {
+    const items = [
+      { ...item(1), credits_max: '0.37', subjects_total: 37 },
+      { ...item(2), credits_max: '900.00', subjects_total: 3 },
+      { ...item(3), credits_max: '0.09', subjects_total: 100_000 },
+    ];
+    render(Queue, { props: { items, selectedId: null, now: 0, onselect: () => {} } });
+    const shown = () => screen.getAllByTestId('queue-row').map((r) => r.dataset.planId);
+    expect(shown()).toEqual(['plan_00001', 'plan_00002', 'plan_00003']);
+    await fireEvent.change(screen.getByTestId('queue-sort'), { target: { value: 'credits' } });
+    expect(shown()).toEqual(['plan_00002', 'plan_00001', 'plan_00003']);
+    await fireEvent.change(screen.getByTestId('queue-sort'), { target: { value: 'subjects' } });
+    expect(shown()).toEqual(['plan_00003', 'plan_00001', 'plan_00002']);
+  });
+
+  it('shows the gist, credits, a live countdown and who approved, and picks plans for a batch', async () => {
+    const picked: [string, string][] = [];
+    const approved = { ...item(1), approvals_received: 1, approvals_required: 2, approved_by: ['Ada'], credits_max: '0.37' };
+    const now = Date.parse('2026-11-30T10:02:41Z');
+    render(Queue, { props: { items: [approved, item(2)], selectedId: 'plan_00001', now, onselect: () => {},
+      ontoggle: (id: string, mode: string) => picked.push([id, mode]) } });
+    const [first, second] = screen.getAllByTestId('queue-row');
+    expect(first.getAttribute('aria-selected')).toBe('true');
+    expect(second.getAttribute('aria-selected')).toBe('false');
+    expect(first.textContent).toContain('prj_184 retention 30 → 14');
+    expect(first.textContent).toContain('12:19');
+    expect(first.textContent).toContain('0.37 cr');
+    expect(first.querySelector('[data-testid=row-approvals]')!.getAttribute('title')).toBe('1 of 2 approvals; approved by Ada');
+    await fireEvent.click(second.querySelector('[data-testid=select-plan]')!);
+    await fireEvent.click(first, { shiftKey: true });
+    await fireEvent.click(first, { ctrlKey: true });
+    expect(picked).toEqual([['plan_00002', 'toggle'], ['plan_00001', 'range'], ['plan_00001', 'toggle']]);
   });
 });

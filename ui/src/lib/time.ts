@@ -14,6 +14,19 @@ export function isUrgent(expiresAt: string, now: number): boolean {
   return Date.parse(expiresAt) - now < 3 * 60_000;
 }
 
+export function isExpired(expiresAt: string, now: number): boolean {
+  return Date.parse(expiresAt) <= now;
+}
+
+/** "synced 4 s ago", coarser as it gets older. */
+export function ago(at: string, now: number): string {
+  const s = Math.max(0, Math.round((now - Date.parse(at)) / 1000));
+  if (Number.isNaN(s)) return '—';
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  return `${Math.floor(s / 3600)} h ago`;
+}
+
 export function shortDigest(digest: string): string {
   const hex = digest.replace(/^sha256:/, '');
   return hex.length > 8 ? `sha256:${hex.slice(0, 4)}…${hex.slice(-4)}` : digest;
@@ -21,4 +34,10 @@ export function shortDigest(digest: string): string {
 
 export function label(flag: string): string {
   return flag.replace(/_/g, ' ');
+}
+
+/** A type name as a heading: "direct_membership_removed" → "Direct membership removed". */
+export function heading(flag: string): string {
+  const text = label(flag);
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }

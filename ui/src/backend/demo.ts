@@ -1,0 +1,296 @@
+// The fake backend's world: the seeds' and the mockups' examples, as the core would present them.
+import type {
+  DiffLine,
+  EffectGroup,
+  EffectView,
+  ExecutionView,
+  PlanView,
+  SubjectRow,
+  WhatChanged,
+} from './types';
+
+const minutesFromNow = (m: number) => new Date(Date.now() + m * 60_000).toISOString();
+const DIGEST = (hex: string) => `sha256:${hex.padEnd(64, '0')}`;
+
+function effect(e: Partial<EffectView> & Pick<EffectView, 'id' | 'effect_type' | 'description' | 'resource'>): EffectView {
+  return { kind: 'update', derived: false, cause: null, badges: [], subjects_total: null, sample: [], cost: null, ...e };
+}
+
+function groups(effects: EffectView[]): EffectGroup[] {
+  const out: EffectGroup[] = [];
+  for (const e of effects) {
+    const g = out.find((x) => x.effect_type === e.effect_type && x.derived === e.derived);
+    if (g) {
+      g.effects += 1;
+      g.subjects += e.subjects_total ?? 0;
+    } else {
+      out.push({ effect_type: e.effect_type, kind: e.kind, derived: e.derived, effects: 1,
+        subjects: e.subjects_total ?? 0, badges: e.badges });
+    }
+  }
+  return out;
+}
+
+export function plan(o: Partial<PlanView> & Pick<PlanView, 'plan_id' | 'title'>): PlanView {
+  const p: PlanView = {
+    capability_id: 'projects.settings.update', version: '1.0.0', agent_id: 'agt_ops',
+    on_behalf_of: 'usr_lead', status: 'pending_approval', created_at: minutesFromNow(-2),
+    expires_at: minutesFromNow(13), digest: DIGEST('ba5a3e96'), digest_matches: true,
+    approvals_received: 0, approvals_required: 1, approved_by: [], risk: [], changes: [],
+    effects: [], groups: [], validation: [], assumptions: [],
+    cost: { min: '0.00', max: '0.00', currency: 'credits', cost_class: 'free', preflight: 'estimate' },
+    stale: [], approvable: true, not_approvable_reason: null, approvals: [],
+    wallet: null, consequence: '', gist: '', queued: false, execution: null, supersedes: null,
+    superseded_by: null, ...o,
+  };
+  if (p.groups.length === 0) p.groups = groups(p.effects);
+  return p;
+}
+
+const wallet = (agent: string, remaining: string, max: string) => {
+  const after = (Number(remaining) - Number(max)).toFixed(2);
+  return { agent_id: agent, remaining, limit: '50.00', after_max: after, can_pay: Number(after) >= 0 };
+};
+
+const line = (tag: string, old_line: number | null, new_line: number | null,
+  ...segments: [string, boolean][]): DiffLine => ({
+  tag, old_line, new_line, segments: segments.map(([text, emphasized]) => ({ text, emphasized })),
+});
+
+const NAMES = ['Ari Okafor', 'Bea Lindqvist', 'Chen Wei', 'Dara Novak', 'Eli Moreau', 'Fatima Haddad',
+  'Gus Pereira', 'Hana Sato', 'Ines Costa', 'Jon Berg', 'Kira Ivanova', 'Lars Holm', 'Mei Tan',
+  'Nico Ferri', 'Olu Adeyemi', 'Pia Schulz', 'Quinn Reyes', 'Rosa Diaz', 'Sami Virtanen', 'Tara Nair'];
+const ON_CALL = ['usr_02', 'usr_07', 'usr_11', 'usr_24', 'usr_29', 'usr_35'];
+const NESTED = ['usr_08', 'usr_19', 'usr_31', 'usr_34'];
+
+/** Every subject of an effect, as the core pages them (ascending ids). */
+export function subjectRows(planId: string, effectId: string): SubjectRow[] {
+  if (planId === 'plan_0002') {
+    const ids = effectId === 'eff_3' ? ON_CALL : effectId === 'eff_2' ? NESTED
+      : Array.from({ length: 37 }, (_, n) => `usr_${String(n + 1).padStart(2, '0')}`);
+    return ids.map((id) => {
+      const also: string[] = [];
+      if (effectId !== 'eff_3' && ON_CALL.includes(id)) also.push('loses on-call');
+      if (effectId !== 'eff_2' && NESTED.includes(id)) also.push('keeps access via nested group');
+      if (effectId !== 'eff_4') also.push('notified by email');
+      return { id, label: NAMES[(Number(id.slice(4)) - 1) % NAMES.length], also };
+    });
+  }
+  if (planId === 'plan_0015') {
+    return ON_CALL.map((id) => ({ id, label: NAMES[(Number(id.slice(4)) - 1) % NAMES.length], also: ['loses on-call'] }));
+  }
+  if (planId === 'plan_0008') {
+    return Array.from({ length: 100_000 }, (_, n) => {
+      const id = `usr_${String(n).padStart(6, '0')}`;
+      return { id, label: `${NAMES[n % NAMES.length]} ${Math.floor(n / NAMES.length)}`,
+        also: n % 97 === 0 ? ['loses on-call'] : [] };
+    });
+  }
+  if (planId === 'plan_0001' || planId === 'plan_0011') {
+    const count = planId === 'plan_0011' ? 19 : 18;
+    return Array.from({ length: count }, (_, n) => {
+      const day = 3 + n;
+      return { id: `itm_${String(n + 1).padStart(2, '0')}`,
+        label: `expires 2026-12-${String(day + 16).padStart(2, '0')} → 2026-12-${String(day).padStart(2, '0')}`,
+        also: [] };
+    });
+  }
+  return [];
+}
+
+const GROUP_NOTICE: DiffLine[] = [
+  line('delete', 1, null, ['Support rota for ', false], ['all staff and contractors', true], ['.', false]),
+  line('insert', null, 1, ['Support rota for ', false], ['staff', true], ['.', false]),
+  line('equal', 2, 2, ['Escalate through the on-call channel.', false]),
+];
+
+export function execution(): ExecutionView {
+  return {
+    success: true, content: 'Retention set to 7 days on prj_184; 22 items now expire sooner.',
+    provider: 'countersign-demo', usage: { input_tokens: 120, output_tokens: 64 },
+    metadata: [['model', 'gpt-x'], ['latency_ms', '540'], ['trace_id', 'trc_123'],
+      ['x_region_hint', '{"primary":"eu-west","fallback":null}']],
+    images: [], files: [{ name: 'retention-report.csv', bytes: 2048 }], videos: [],
+    journal: [{ effect_id: 'eff_1', resource: 'projects/prj_184', before: 'retention_days = 30', after: 'retention_days = 7' },
+      { effect_id: 'eff_2', resource: 'items/prj_184', before: '22 items, latest expiry 2026-12-30', after: '22 items, latest expiry 2026-12-07' }],
+    executed_at: minutesFromNow(-2),
+  };
+}
+
+export function demoPlans(): PlanView[] {
+  const bulk = [
+    effect({ id: 'eff_1', effect_type: 'direct_membership_removed', kind: 'revoke',
+      description: 'Remove 37 direct memberships.', resource: 'groups/grp_support',
+      badges: ['access_change'], subjects_total: 37, sample: ['usr_01', 'usr_02', 'usr_03'] }),
+    effect({ id: 'eff_2', effect_type: 'access_retained_via_nested_group', kind: 'info',
+      description: 'Four subjects keep access through a nested group.', resource: 'groups/grp_support',
+      derived: true, cause: 'eff_1', subjects_total: 4, sample: NESTED }),
+    effect({ id: 'eff_3', effect_type: 'on_call_entitlement_removed', kind: 'revoke',
+      description: 'Six subjects lose the linked on-call entitlement.', resource: 'entitlements/on_call',
+      derived: true, cause: 'eff_1', badges: ['irreversible', 'access_change'], subjects_total: 6, sample: ON_CALL }),
+    effect({ id: 'eff_4', effect_type: 'notification_queued', kind: 'external',
+      description: '37 emails will be sent after commit.', resource: 'mail/outbound', derived: true,
+      cause: 'eff_1', badges: ['external', 'money'], subjects_total: 37, sample: ['usr_01', 'usr_02'], cost: '0.37 credits' }),
+  ];
+  return [
+    plan({
+      plan_id: 'plan_0002', title: 'Remove members from a group', capability_id: 'groups.members.remove',
+      digest: DIGEST('4c30a9e17202'), expires_at: minutesFromNow(12), approvals_required: 2,
+      approvals_received: 1, approved_by: ['Ada'], gist: 'grp_support −37',
+      approvals: [{ approver_id: 'apr_ada', display_name: 'Ada', decision: 'approve', at: minutesFromNow(-1) }],
+      risk: ['bulk', 'access_change', 'irreversible', 'external', 'money'],
+      consequence: 'removes 37 members from grp_support; 4 keep access through nested groups; 6 lose on-call; 37 emails are sent; irreversible',
+      changes: [
+        { resource: 'groups/grp_support', path: '/direct_members', before: '412', after: '375', diff: { kind: 'scalar', before: '412', after: '375' } },
+        { resource: 'groups/grp_support', path: '/filter', before: '{"employment":"any"}', after: '{"employment":"contractor"}',
+          diff: { kind: 'json', entries: [{ pointer: '/employment', change: 'changed', before: '"any"', after: '"contractor"' }], omitted: 0 } },
+        { resource: 'entitlements/on_call', path: '/holders', before: '58', after: '52', diff: { kind: 'scalar', before: '58', after: '52' } },
+        { resource: 'groups/grp_support', path: '/notice', before: 'Support rota for all staff and contractors.\nEscalate through the on-call channel.',
+          after: 'Support rota for staff.\nEscalate through the on-call channel.', diff: { kind: 'text', lines: GROUP_NOTICE, coarse: false } },
+      ],
+      effects: bulk,
+      validation: [{ severity: 'warning', code: 'access_outcome_varies', path: '/filter',
+        message: 'Four selected subjects retain group-derived access.', repair: null, blocks_execution: false }],
+      assumptions: [{ dependency: 'mail_relay', description: 'Delivery is attempted after commit; bounces are not known now.',
+        execution_can_proceed_without: true }],
+      cost: { min: '0.37', max: '0.37', currency: 'credits', cost_class: 'flat', preflight: 'estimate' },
+      wallet: wallet('agt_ops', '12.63', '0.37'),
+    }),
+    plan({
+      plan_id: 'plan_0015', title: 'Remove members from a group', capability_id: 'groups.members.remove', agent_id: 'agt_offboard',
+      expires_at: minutesFromNow(13), digest: DIGEST('07aa55c3f9'), approvals_required: 2, gist: 'grp_oncall −6',
+      risk: ['access_change'], consequence: 'removes 6 members from grp_oncall; they lose on-call',
+      changes: [{ resource: 'groups/grp_oncall', path: '/direct_members', before: '6', after: '0', diff: { kind: 'scalar', before: '6', after: '0' } }],
+      effects: [effect({ id: 'eff_1', effect_type: 'direct_membership_removed', kind: 'revoke', description: 'Remove 6 direct memberships.',
+        resource: 'groups/grp_oncall', badges: ['access_change'], subjects_total: 6, sample: ON_CALL })],
+      cost: { min: '0.06', max: '0.06', currency: 'credits', cost_class: 'flat', preflight: 'estimate' },
+      wallet: wallet('agt_offboard', '12.63', '0.06'),
+    }),
+    plan({
+      plan_id: 'plan_0001', title: 'Update project settings', expires_at: minutesFromNow(8),
+      digest: DIGEST('9e1ac04f'), gist: 'prj_184 retention 30 → 14',
+      changes: [
+        { resource: 'projects/prj_184', path: '/retention_days', before: '30', after: '14', diff: { kind: 'scalar', before: '30', after: '14' } },
+      ],
+      effects: [
+        effect({ id: 'eff_1', effect_type: 'setting_changed', description: 'Change retention_days from 30 to 14.', resource: 'projects/prj_184' }),
+        effect({ id: 'eff_2', effect_type: 'expiry_recalculated', derived: true, cause: 'eff_1',
+          description: '18 items expire 16 days sooner (2026-12-19 → 2026-12-03 for the first).',
+          resource: 'items/prj_184', subjects_total: 18, sample: ['itm_01', 'itm_02', 'itm_03'] }),
+      ],
+      validation: [{ severity: 'warning', code: 'legal_hold_items_skipped', path: '/retention_days',
+        message: 'itm_19 and itm_20 are under legal hold and keep their expiry.', repair: null, blocks_execution: false }],
+      wallet: wallet('agt_ops', '12.63', '0.00'),
+    }),
+    plan({
+      plan_id: 'plan_0004', title: 'Update storage quota', capability_id: 'teams.storage.update',
+      agent_id: 'agt_infra', on_behalf_of: null, expires_at: minutesFromNow(6), digest: DIGEST('51ee09ab'),
+      gist: 'team storage 500 → 200 GB',
+      changes: [{ resource: 'teams/tm_core', path: '/storage', before: '{"quota_gb":500,"hard_limit":false}',
+        after: '{"quota_gb":200,"hard_limit":true,"alert_at":0.9}',
+        diff: { kind: 'json', omitted: 0, entries: [
+          { pointer: '/quota_gb', change: 'changed', before: '500', after: '200' },
+          { pointer: '/hard_limit', change: 'changed', before: 'false', after: 'true' },
+          { pointer: '/alert_at', change: 'added', before: null, after: '0.9' }] } }],
+      effects: [
+        effect({ id: 'eff_1', effect_type: 'quota_changed', description: 'Storage quota 500 GB → 200 GB.', resource: 'teams/tm_core' }),
+        effect({ id: 'eff_2', effect_type: 'uploads_blocked', derived: true, cause: 'eff_1', kind: 'restrict',
+          description: 'Uploads stop in 3 projects over the new quota.', resource: 'projects', subjects_total: 3,
+          sample: ['prj_184', 'prj_201', 'prj_233'] }),
+      ],
+      validation: [{ severity: 'warning', code: 'uploads_blocked', path: '/storage/quota_gb',
+        message: 'Uploads are blocked in 3 projects until they are under 200 GB.', repair: 'Archive old files first, or raise the quota.', blocks_execution: false },
+      { severity: 'info', code: 'usage_sampled', path: null, message: 'Usage measured 4 minutes ago.', repair: null, blocks_execution: false }],
+      wallet: wallet('agt_infra', '40.00', '0.00'),
+    }),
+    plan({
+      plan_id: 'plan_0003', title: 'Grant membership <img src=x onerror=alert(1)>', capability_id: 'memberships.grant',
+      expires_at: minutesFromNow(2), digest: DIGEST('77a1d3c2'), risk: ['access_change'], gist: 'usr_92 → admin of prj_184',
+      consequence: 'usr_92 becomes admin of prj_184',
+      effects: [effect({ id: 'eff_1', effect_type: 'membership_granted', kind: 'grant', description: 'usr_92 becomes admin of prj_184.',
+        resource: 'projects/prj_184', badges: ['access_change'], subjects_total: 1, sample: ['usr_92'] })],
+      validation: [{ severity: 'error', code: 'role_conflict', path: '/role', message: 'usr_92 already holds a conflicting role.',
+        repair: 'Remove the old role first.', blocks_execution: true }],
+      approvable: false, not_approvable_reason: 'The plan is blocked by validation errors.',
+    }),
+    plan({
+      plan_id: 'plan_0007', title: 'Update project settings', status: 'stale', expires_at: minutesFromNow(15),
+      digest: DIGEST('3b7d5510'), gist: 'prj_184 retention 30 → 21',
+      changes: [{ resource: 'projects/prj_184', path: '/retention_days', before: '30', after: '21', diff: { kind: 'scalar', before: '30', after: '21' } }],
+      effects: [effect({ id: 'eff_1', effect_type: 'setting_changed', description: 'Change retention_days from 30 to 21.', resource: 'projects/prj_184' }),
+        effect({ id: 'eff_2', effect_type: 'expiry_recalculated', derived: true, cause: 'eff_1', description: '18 items expire 9 days sooner.',
+          resource: 'items/prj_184', subjects_total: 18, sample: ['itm_01', 'itm_02'] })],
+      validation: [{ severity: 'warning', code: 'legal_hold_items_skipped', path: '/retention_days',
+        message: 'itm_19 and itm_20 are under legal hold and keep their expiry.', repair: null, blocks_execution: false }],
+      stale: [{ resource: 'projects/prj_184', planned: '73', current: '74' }],
+      approvable: false, not_approvable_reason: 'The plan is stale: projects/prj_184 moved from revision 73 to 74. Refresh it.',
+    }),
+    plan({
+      plan_id: 'plan_0006', title: 'Upload document', capability_id: 'documents.upload', agent_id: 'agt_docs',
+      on_behalf_of: null, expires_at: minutesFromNow(14), digest: DIGEST('c0ffee12'), gist: 'contract-2026-11.pdf', risk: ['money'],
+      consequence: 'charges 0.09 credits to agt_docs',
+      changes: [{ resource: 'documents/contract-2026-11.pdf', path: '/size_bytes', before: 'null', after: '184320', diff: { kind: 'scalar', before: '(none)', after: '184320' } }],
+      effects: [effect({ id: 'eff_1', effect_type: 'document_uploaded', kind: 'create', description: 'Store contract-2026-11.pdf (180 KB).',
+        resource: 'documents/contract-2026-11.pdf', badges: ['money'], cost: '0.09 credits' })],
+      cost: { min: '0.09', max: '0.09', currency: 'credits', cost_class: 'metered', preflight: 'quote' },
+      wallet: wallet('agt_docs', '3.10', '0.09'),
+    }),
+    plan({
+      plan_id: 'plan_0008', title: 'Remove members from a group', capability_id: 'groups.members.remove', agent_id: 'agt_offboard',
+      expires_at: minutesFromNow(25), digest: DIGEST('aa10be55'), approvals_required: 2, gist: 'grp_archive −100000',
+      risk: ['bulk', 'access_change', 'irreversible'],
+      consequence: 'removes 100,000 members from grp_archive; 1,031 lose on-call; irreversible',
+      effects: [effect({ id: 'eff_1', effect_type: 'direct_membership_removed', kind: 'revoke', description: 'Remove 100,000 direct memberships.',
+        resource: 'groups/grp_archive', badges: ['access_change'], subjects_total: 100_000, sample: ['usr_000000', 'usr_000001'] }),
+      effect({ id: 'eff_2', effect_type: 'on_call_entitlement_removed', kind: 'revoke', derived: true, cause: 'eff_1',
+        description: '1,031 subjects lose on-call.', resource: 'entitlements/on_call', badges: ['irreversible'], subjects_total: 1031,
+        sample: ['usr_000000', 'usr_000097'] })],
+      cost: { min: '900.00', max: '900.00', currency: 'credits', cost_class: 'metered', preflight: 'estimate' },
+      wallet: wallet('agt_offboard', '50.00', '900.00'),
+    }),
+    plan({
+      plan_id: 'plan_0009', title: 'Translate document', capability_id: 'documents.translate', agent_id: 'agt_docs',
+      expires_at: minutesFromNow(30), digest: DIGEST('e0e05eab'), gist: 'contract-2026-11.pdf → de',
+      effects: [effect({ id: 'eff_1', effect_type: 'translation_ordered', kind: 'external', description: 'Order a German translation.',
+        resource: 'documents/contract-2026-11.pdf', badges: ['external'] })],
+      cost: { min: '4.00', max: '6.50', currency: 'EUR', cost_class: 'metered', preflight: 'estimate' },
+      approvable: false, not_approvable_reason: 'Priced in EUR, not credits: the contract must be re-read before anyone signs.',
+    }),
+    plan({
+      plan_id: 'plan_0005', title: 'Update project settings', status: 'executed', expires_at: minutesFromNow(-1),
+      digest: DIGEST('7c0de5e5'), gist: 'prj_184 retention 30 → 7', approvals_received: 1, approved_by: ['Dana'],
+      approvals: [{ approver_id: 'apr_dana', display_name: 'Dana', decision: 'approve', at: minutesFromNow(-3) }],
+      changes: [{ resource: 'projects/prj_184', path: '/retention_days', before: '30', after: '7', diff: { kind: 'scalar', before: '30', after: '7' } }],
+      effects: [effect({ id: 'eff_1', effect_type: 'setting_changed', description: 'Change retention_days from 30 to 7.', resource: 'projects/prj_184' })],
+      approvable: false, not_approvable_reason: 'The plan was executed.', execution: execution(),
+    }),
+  ];
+}
+
+/** What the gateway's new preview of plan_0007 differs in (mockup-changed.png). */
+export function staleRefresh(old: PlanView): { plan: PlanView; changed: WhatChanged } {
+  const fresh = plan({
+    ...structuredClone(old), plan_id: 'plan_0011', status: 'pending_approval', stale: [], approvable: true,
+    not_approvable_reason: null, digest: DIGEST('9e1a77c04f'), supersedes: old.plan_id, expires_at: minutesFromNow(15),
+    validation: [], gist: 'prj_184 retention 7 → 21', groups: [],
+    changes: [{ resource: 'projects/prj_184', path: '/retention_days', before: '7', after: '21', diff: { kind: 'scalar', before: '7', after: '21' } }],
+    effects: [effect({ id: 'eff_1', effect_type: 'setting_changed', description: 'Change retention_days from 7 to 21.', resource: 'projects/prj_184' }),
+      effect({ id: 'eff_2', effect_type: 'expiry_recalculated', derived: true, cause: 'eff_1', description: '19 items expire 14 days later.',
+        resource: 'items/prj_184', subjects_total: 19, sample: ['itm_01', 'itm_21'] })],
+  });
+  const changed: WhatChanged = {
+    from_plan: old.plan_id, to_plan: fresh.plan_id, cost_delta: '+0.00',
+    effects_added: [],
+    effects_removed: [{ effect_type: 'legal_hold_warning', resource: 'items/prj_184', description: 'itm_19, itm_20 were released from hold', subjects_total: 2 }],
+    effects_changed: [
+      { effect_type: 'setting_changed', resource: 'projects/prj_184', description_before: 'Change retention_days from 30 to 21.',
+        description_after: 'Change retention_days from 7 to 21.', values: [{ path: '/retention_days', diff: { kind: 'scalar', before: '30', after: '7' } }],
+        subjects_before: null, subjects_after: null, subjects_added: [], subjects_removed: [] },
+      { effect_type: 'expiry_recalculated', resource: 'items/prj_184', description_before: '18 items expire 9 days sooner.',
+        description_after: '19 items expire 14 days later.', values: [], subjects_before: 18, subjects_after: 19,
+        subjects_added: ['itm_21'], subjects_removed: [] },
+    ],
+    moved: [{ resource: 'projects/prj_184', before: '73', after: '74' }],
+  };
+  return { plan: fresh, changed };
+}

@@ -1,0 +1,68 @@
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+
+const calls: [string, unknown][] = [];
+let answer: unknown = null;
+vi.mock('@tauri-apps/api/core', () => ({
+  invoke: async (command: string, args?: unknown) => {
+    calls.push([command, args]);
+    if (answer instanceof Error) throw { code: 'plan_stale', message: 'moved\u202E' };
+    return answer;
+  },
+}));
+vi.mock('@tauri-apps/api/event', () => ({ listen: async () => () => {} }));
+
+const { TauriBackend } = await import('./tauri');
+
+beforeEach(() => {
+  calls.length = 0;
+  answer = null;
+});
+
+describe('the Tauri backend', () => {
+  it('calls each command of the contract with its argument names', async () => {
+    const b = new TauriBackend();
+    const settings = { gateway_url: null, poll_interval_secs: 5, theme: 'dark' as const, notify: { risk: [], capabilities: [] } };
+    await b.status();
+    await b.queue();
+    await b.plan('p1');
+    await b.approve('p1', 'sha256:aa', null);
+    await b.reject('p1', 'sha256:aa', 'no');
+    await b.refresh('p1');
+    await b.subjects('p1', 'eff_1', 'ana', 200, 100);
+    await b.batch(['p1', 'p2']);
+    await b.decideBatch('approve', [{ plan_id: 'p1', digest: 'sha256:aa' }], null);
+    await b.history();
+    await b.exportHistory();
+    await b.settings();
+    await b.saveSettings(settings);
+    await b.enroll('https://gw', 'ENR-1');
+    expect(calls).toEqual([
+      ['status', undefined],
+      ['queue', undefined],
+      ['plan', { planId: 'p1' }],
+      ['approve', { planId: 'p1', digest: 'sha256:aa', reason: null }],
+      ['reject', { planId: 'p1', digest: 'sha256:aa', reason: 'no' }],
+      ['refresh', { planId: 'p1' }],
+      ['subjects', { planId: 'p1', effectId: 'eff_1', query: 'ana', offset: 200, limit: 100 }],
+      ['batch', { planIds: ['p1', 'p2'] }],
+      ['decide_batch', { decision: 'approve', items: [{ plan_id: 'p1', digest: 'sha256:aa' }], reason: null }],
+      ['history', undefined],
+      ['export_history', undefined],
+      ['settings', undefined],
+      ['save_settings', { settings }],
+      ['enroll', { gatewayUrl: 'https://gw', code: 'ENR-1' }],
+    ]);
+  });
+
+  it('shows agent text only as visible characters, line breaks kept', async () => {
+    answer = { title: 'Grant \u202Enimda\u202C role', content: 'line 1\nline\u0007 2', approvals_received: 1 };
+    expect(await new TauriBackend().plan('p1')).toEqual({
+      title: 'Grant \uFFFDnimda\uFFFD role', content: 'line 1\nline\uFFFD 2', approvals_received: 1,
+    });
+  });
+
+  it('passes refusals on as code and message', async () => {
+    answer = new Error();
+    await expect(new TauriBackend().approve('p1', 'd', null)).rejects.toMatchObject({ code: 'plan_stale', message: 'moved\uFFFD' });
+  });
+});

@@ -1,0 +1,43 @@
+// Why a plan cannot be signed now, in the approver's words, and what a decision's answer means.
+import { asBackendError, type PlanView } from '../backend';
+import { isExpired, label } from './time';
+
+/** The first reason approval is impossible, or null when the approver may sign. */
+export function blockedReason(plan: PlanView, now: number): string | null {
+  if (plan.queued) return 'Your decision is queued; it goes out when the gateway answers again.';
+  if (plan.superseded_by) return `Superseded by ${plan.superseded_by}: open the new plan.`;
+  if (!plan.approvable) return plan.not_approvable_reason ?? `The plan is ${label(plan.status)}.`;
+  if (plan.status === 'stale') return 'The plan is stale: refresh it (f) and review what changed.';
+  if (plan.validation.some((v) => v.blocks_execution)) return 'The plan is blocked by validation errors.';
+  if (isExpired(plan.expires_at, now)) return 'The plan expired.';
+  if (!plan.digest_matches) return 'The digest this console computed does not match the gateway’s: do not sign.';
+  if (plan.cost.currency !== 'credits') return `Priced in ${plan.cost.currency}, not credits: the contract must be re-read.`;
+  return null;
+}
+
+/** Rejecting needs less: the plan must still be open to a decision. */
+export function rejectBlockedReason(plan: PlanView): string | null {
+  if (plan.queued) return 'Your decision is queued; it goes out when the gateway answers again.';
+  if (!['pending_approval', 'stale'].includes(plan.status)) return `The plan is ${label(plan.status)}.`;
+  return null;
+}
+
+export type Outcome = {
+  planId: string;
+  /** `answered`, `queued` and `refused` are banners; `cancelled` is a quiet note. */
+  state: 'answered' | 'queued' | 'refused' | 'cancelled';
+  code: string | null;
+  message: string;
+};
+
+export function outcomeOf(planId: string, e: unknown): Outcome {
+  const err = asBackendError(e);
+  if (err.code === 'cancelled') {
+    return { planId, state: 'cancelled', code: null, message: 'Not signed: the confirmation was declined. The plan is as it was.' };
+  }
+  if (err.code === 'queued') {
+    return { planId, state: 'queued', code: err.code,
+      message: 'Queued: the gateway does not answer; the signed decision goes out when it answers again.' };
+  }
+  return { planId, state: 'refused', code: err.code, message: err.message };
+}

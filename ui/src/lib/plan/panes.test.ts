@@ -1,0 +1,78 @@
+import { fireEvent, render, screen } from '@testing-library/svelte';
+import { describe, expect, it } from 'vitest';
+import { demoPlans } from '../../backend/demo';
+import type { PlanView } from '../../backend';
+import Changes from './Changes.svelte';
+import Cost from './Cost.svelte';
+import Effects from './Effects.svelte';
+import Validation from './Validation.svelte';
+
+const demo = (id: string): PlanView => demoPlans().find((p) => p.plan_id === id)!;
+
+describe('the changes pane', () => {
+  it('groups changes per resource and renders each diff by kind', () => {
+    render(Changes, { props: { changes: demo('plan_0002').changes } });
+    const pane = screen.getByTestId('pane-changes');
+    expect([...pane.querySelectorAll('.resource')].map((r) => r.textContent)).toEqual(['groups/grp_support', 'entitlements/on_call']);
+    expect(pane.querySelectorAll('[data-testid=diff-scalar]')).toHaveLength(2);
+    expect(pane.querySelectorAll('[data-testid=diff-json]')).toHaveLength(1);
+    expect(pane.querySelectorAll('[data-testid=diff-text]')).toHaveLength(1);
+  });
+});
+
+describe('the effects pane', () => {
+  it('puts derived effects under their cause, with groups, counts and badges', async () => {
+    const p = demo('plan_0002');
+    // The gateway may list a derived effect before its cause; an orphan still shows, last.
+    const effects = [p.effects[2], p.effects[0], { ...p.effects[1], id: 'eff_9', cause: 'eff_missing' }, p.effects[3]];
+    const opened: string[] = [];
+    render(Effects, { props: { effects, groups: p.groups, onsubjects: (id: string) => opened.push(id) } });
+    const shown = screen.getAllByTestId('effect');
+    expect(shown.map((e) => e.dataset.effectId)).toEqual(['eff_1', 'eff_3', 'eff_4', 'eff_9']);
+    expect(shown.map((e) => e.classList.contains('derived'))).toEqual([false, true, true, true]);
+    expect(shown[1].style.marginLeft).toBe('14px');
+    expect(shown[1].textContent).toContain('irreversible');
+    expect(screen.getByText('Effects · 1 direct, 3 derived')).toBeTruthy();
+    expect(screen.getByTestId('effect-groups').textContent).toContain('On call entitlement removed');
+    await fireEvent.click(shown[0].querySelector('button')!);
+    expect(opened).toEqual(['eff_1']);
+  });
+});
+
+describe('the validation pane', () => {
+  it('puts blockers first, then warnings, then info, with code, path, message and repair', () => {
+    const v = (severity: string, code: string) => ({ severity, code, path: '/x', message: `${code} happened`, repair: severity === 'error' ? 'Do this.' : null, blocks_execution: severity === 'error' });
+    render(Validation, { props: { validation: [v('info', 'i1'), v('warning', 'w1'), v('error', 'e1'), v('warning', 'w2')], assumptions: [] } });
+    const entries = screen.getAllByTestId('validation');
+    expect(entries.map((e) => e.dataset.severity)).toEqual(['error', 'warning', 'warning', 'info']);
+    expect(entries[0].textContent).toContain('Blocker');
+    expect(entries[0].textContent).toContain('e1');
+    expect(entries[0].textContent).toContain('/x');
+    expect(entries[0].textContent).toContain('Repair: Do this.');
+    expect(screen.queryByTestId('no-blockers')).toBeNull();
+  });
+});
+
+describe('the cost pane', () => {
+  it('says a plan the wallet cannot pay cannot be paid', () => {
+    const p = demo('plan_0008');
+    render(Cost, { props: { cost: p.cost, wallet: p.wallet, queueTotal: null } });
+    expect(screen.getByTestId('cannot-pay').textContent).toContain('cannot be paid');
+    expect(screen.getByTestId('wallet').textContent).toContain('50.00 of 50.00 left → -850.00 after');
+  });
+
+  it('shows what a payable plan leaves of the wallet, without a warning', () => {
+    const p = demo('plan_0002');
+    render(Cost, { props: { cost: p.cost, wallet: p.wallet, queueTotal: '900.46' } });
+    expect(screen.getByTestId('wallet').textContent).toContain('12.63 of 50.00 left → 12.26 after');
+    expect(screen.queryByTestId('cannot-pay')).toBeNull();
+    expect(screen.getByTestId('pane-cost').textContent).toContain('flat · estimate');
+  });
+
+  it('says a plan in another currency needs the contract re-read', () => {
+    const p = demo('plan_0009');
+    render(Cost, { props: { cost: p.cost, wallet: null, queueTotal: null } });
+    expect(screen.getByTestId('pane-cost').textContent).toContain('4.00–6.50 EUR');
+    expect(screen.getByTestId('currency').textContent).toContain('the contract must be re-read');
+  });
+});

@@ -1,0 +1,56 @@
+// Which queue rows show, in which order, and the chips on each.
+import type { QueueItem } from '../backend';
+import { label } from './time';
+
+export type Sort = 'expiry' | 'credits' | 'subjects';
+export type Facet = 'all' | 'risky' | 'bulk' | 'access' | 'money' | 'blocked' | 'stale';
+
+export const FACETS: { id: Facet; name: string; test: (i: QueueItem) => boolean }[] = [
+  { id: 'all', name: 'All', test: () => true },
+  { id: 'risky', name: 'Risky', test: (i) => i.risk.length > 0 },
+  { id: 'bulk', name: 'Bulk', test: (i) => i.risk.includes('bulk') },
+  { id: 'access', name: 'Access', test: (i) => i.risk.includes('access_change') },
+  { id: 'money', name: 'Money', test: (i) => i.risk.includes('money') },
+  { id: 'blocked', name: 'Blocked', test: (i) => i.blocked },
+  { id: 'stale', name: 'Stale', test: (i) => i.status === 'stale' },
+];
+
+export type Filter = { text: string; facet: Facet; capability: string; sort: Sort };
+
+export function applyFilter(items: QueueItem[], f: Filter): QueueItem[] {
+  const words = f.text.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  const facet = FACETS.find((x) => x.id === f.facet)!;
+  const shown = items.filter((i) => {
+    if (!facet.test(i)) return false;
+    if (f.capability && i.capability_id !== f.capability) return false;
+    if (words.length === 0) return true;
+    const hay = [i.title, i.gist, i.plan_id, i.capability_id, i.agent_id, i.on_behalf_of ?? '', ...i.risk]
+      .join(' ').toLowerCase();
+    return words.every((w) => hay.includes(w));
+  });
+  if (f.sort === 'credits') return shown.sort((a, b) => Number(b.credits_max) - Number(a.credits_max));
+  if (f.sort === 'subjects') return shown.sort((a, b) => b.subjects_total - a.subjects_total);
+  // The gateway lists soonest expiry first; keep that order.
+  return shown;
+}
+
+/** 37, 1,031, 100k: short enough for a chip. */
+export function compact(n: number): string {
+  return n >= 10_000 ? `${Math.round(n / 1000)}k` : n.toLocaleString('en-US');
+}
+
+export type Chip = { kind: string; text: string };
+
+/** In order of concern: the first few show, the rest are counted. */
+export function chips(item: QueueItem): Chip[] {
+  const all: Chip[] = [];
+  if (item.queued) all.push({ kind: 'queued', text: 'queued' });
+  if (item.status === 'stale') all.push({ kind: 'stale', text: 'stale' });
+  if (item.blocked || item.errors > 0) all.push({ kind: 'blocked', text: 'blocked' });
+  for (const flag of item.risk.filter((r) => r !== 'blocked'))
+    all.push({ kind: `risk-${flag}`, text: flag === 'bulk' ? `bulk ${compact(item.subjects_total)}` : label(flag) });
+  // Warnings after the risk flags: a flag says more about the consequence than a count does.
+  if (item.warnings > 0)
+    all.push({ kind: 'warn', text: `${item.warnings} warning${item.warnings > 1 ? 's' : ''}` });
+  return all;
+}
