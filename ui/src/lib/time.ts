@@ -41,3 +41,8 @@ export function heading(flag: string): string {
   const text = label(flag);
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
+
+/** "1 plan", "3 plans", "100,000 subjects". */
+export function counted(count: number, noun: string): string {
+  return `${count.toLocaleString('en-US')} ${noun}${count === 1 ? '' : 's'}`;
+}
