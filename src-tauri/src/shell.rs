@@ -96,6 +96,12 @@ impl Shell {
     /// What applies without a new session: the notification rules.
     fn apply(&self, settings: &Settings) {
         *self.rules.write().unwrap_or_else(|e| e.into_inner()) = settings.notify.clone();
+        if let Ok(running) = self.running() {
+            running
+                .session
+                .console()
+                .set_poll_interval(Duration::from_secs(settings.poll_interval_secs));
+        }
     }
 
     /// Opens `plan_id` in the window now, or once a session can show it.
@@ -245,6 +251,9 @@ fn install(app: &AppHandle, start: u64, (session, demo): (Session, Option<Embedd
         _demo: demo,
     });
     shell.set(Current::Running(running));
+    if let Ok(view) = shell.settings() {
+        shell.apply(&view.settings);
+    }
     let _ = app.emit(follow::QUEUE_CHANGED, ());
     let waiting = std::mem::take(
         &mut *shell

@@ -9,7 +9,7 @@ use countersign_proto::enrollment::{
     BoundEnrollRequest, BoundEnrollResponse, IdentityProof, IdentityRequest,
 };
 use countersign_proto::error::ErrorEnvelope;
-use countersign_proto::guard::SubjectPage;
+use countersign_proto::guard::{SubjectItem, SubjectPage};
 use countersign_proto::keys::RotatedKey;
 use countersign_proto::Credits;
 use reqwest::header::{ETAG, IF_NONE_MATCH};
@@ -332,15 +332,15 @@ impl GatewayClient {
         effect_id: &str,
     ) -> Result<Vec<String>, ConsoleError> {
         let items = self.all_subject_items(plan_id, effect_id).await?;
-        Ok(items.into_iter().map(|(id, _)| id).collect())
+        Ok(items.into_iter().map(|i| i.id).collect())
     }
 
-    /// Every subject of an effect, id and label, in the gateway's order (ids ascending).
+    /// Every subject of an effect, in the gateway's order (ids ascending).
     pub async fn all_subject_items(
         &self,
         plan_id: &str,
         effect_id: &str,
-    ) -> Result<Vec<(String, String)>, ConsoleError> {
+    ) -> Result<Vec<SubjectItem>, ConsoleError> {
         let mut ids = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
@@ -352,7 +352,7 @@ impl GatewayClient {
                     "an empty subject page that claims more".to_owned(),
                 ));
             }
-            ids.extend(page.items.into_iter().map(|i| (i.id, i.label)));
+            ids.extend(page.items);
             // A gateway that pages past its own total, or in circles, is not followed forever.
             if ids.len() as u64 > page.total || ids.len() > MAX_SUBJECTS {
                 return Err(ConsoleError::Protocol(format!(

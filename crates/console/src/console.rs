@@ -3,7 +3,9 @@
 //! network I/O that another caller needs.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use chrono::Utc;
 use countersign_proto::digest::SubjectsHasher;
@@ -19,7 +21,7 @@ use crate::live::Snapshot;
 use crate::review::{self, PlanView, QueueView, RefreshView, RowContext};
 use crate::signer::Signer;
 use crate::subjects::SubjectCache;
-use crate::sync::Poller;
+use crate::sync::{Poller, DEFAULT_POLL_INTERVAL};
 use crate::words;
 
 /// Gists remembered at most; past it, those of plans no longer listed are forgotten.
@@ -41,6 +43,9 @@ pub struct Console {
     /// Plans as last fetched: what a decision made while the gateway is away is signed over.
     recent: Mutex<std::collections::VecDeque<FetchedPlan>>,
     pub(crate) subjects: SubjectCache,
+    /// The approver's poll interval in seconds: the shortest wait between listings while the
+    /// event stream is down (a gateway may ask for a longer one).
+    poll_every: AtomicU64,
 }
 
 /// The full-set check of one effect's subjects against `subjects.digest`.
@@ -125,7 +130,18 @@ impl Console {
             gists: Mutex::new(HashMap::new()),
             recent: Mutex::new(std::collections::VecDeque::new()),
             subjects: SubjectCache::default(),
+            poll_every: AtomicU64::new(DEFAULT_POLL_INTERVAL.as_secs()),
         })
+    }
+
+    /// Sets the approver's poll interval; the live sync uses it from its next wait on.
+    pub fn set_poll_interval(&self, every: Duration) {
+        self.poll_every
+            .store(every.as_secs().max(1), Ordering::Relaxed);
+    }
+
+    pub fn poll_interval(&self) -> Duration {
+        Duration::from_secs(self.poll_every.load(Ordering::Relaxed))
     }
 
     /// Sends decisions through `journal`: written before sending, resent until answered.
@@ -286,19 +302,23 @@ impl Console {
     pub async fn fill_gists(self: std::sync::Arc<Self>) {
         let mut changes = self.changes();
         loop {
-            let missing = self.without_gist();
+            // Marked seen before the listing is read, so a plan listed during the pass wakes
+            // the next one instead of waiting for a later change.
+            changes.borrow_and_update();
             let (mut added, mut unannounced) = (0usize, 0usize);
-            for plan_id in missing {
+            for plan_id in self.without_gist() {
                 match self.client.plan(&plan_id).await {
                     Ok(fetched) => {
                         self.remember_gist(&plan_id, &words::gist(&fetched.record.plan));
                         added += 1;
                         unannounced += 1;
                     }
-                    Err(e) => {
-                        tracing::debug!(error = %e, plan = %plan_id, "no gist for now");
+                    Err(e @ ConsoleError::Unreachable { .. }) => {
+                        tracing::debug!(error = %e, "no gists until the gateway answers");
                         break;
                     }
+                    // One plan gone or unreadable does not hold back the others.
+                    Err(e) => tracing::debug!(error = %e, plan = %plan_id, "no gist for now"),
                 }
                 // A long queue shows its gists as they come, not all at the end.
                 if unannounced == GIST_BATCH {
@@ -308,7 +328,6 @@ impl Console {
             }
             if added > 0 {
                 self.publish.send_modify(|s| s.generation += 1);
-                changes.borrow_and_update();
             }
             if changes.changed().await.is_err() {
                 return;

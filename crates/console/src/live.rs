@@ -233,10 +233,10 @@ impl Live {
             if now >= retry_at || self.publish.is_closed() {
                 return;
             }
-            let wait = if link == Link::Offline {
-                self.timing.offline.failed()
-            } else {
-                self.poller.interval()
+            let wait = match (&self.console, link) {
+                (_, Link::Offline) => self.timing.offline.failed(),
+                (Some(console), _) => self.poller.interval_at_least(console.poll_interval()),
+                (None, _) => self.poller.interval(),
             };
             tokio::time::sleep(wait.min(retry_at - now)).await;
         }

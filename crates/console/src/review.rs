@@ -76,6 +76,20 @@ pub struct ValidationView {
     pub message: String,
     pub repair: Option<String>,
     pub blocks_execution: bool,
+    /// The items behind the entry as the gateway named them (the first 100): the items a
+    /// retention change leaves under legal hold, say.
+    pub items: Vec<NamedItem>,
+    /// How many items the entry counts in all.
+    #[ts(type = "number")]
+    pub items_total: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct NamedItem {
+    pub id: String,
+    pub label: String,
+    /// Its detail in words: `expires 2027-01-02 · legal hold`.
+    pub detail: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
@@ -416,13 +430,27 @@ pub fn plan_view(
         groups: groups(&plan.effects),
         validation: validation
             .into_iter()
-            .map(|v| ValidationView {
-                severity: wire(&v.severity),
-                code: v.code.clone(),
-                path: v.path.clone(),
-                message: v.message.clone(),
-                repair: v.repair.clone(),
-                blocks_execution: v.blocks_execution,
+            .map(|v| {
+                let named = record.validation_subjects.iter().find(|n| n.code == v.code);
+                ValidationView {
+                    severity: wire(&v.severity),
+                    code: v.code.clone(),
+                    path: v.path.clone(),
+                    message: v.message.clone(),
+                    repair: v.repair.clone(),
+                    blocks_execution: v.blocks_execution,
+                    items: named.map_or_else(Vec::new, |n| {
+                        n.items
+                            .iter()
+                            .map(|i| NamedItem {
+                                id: i.id.clone(),
+                                label: i.label.clone(),
+                                detail: words::detail(&i.detail),
+                            })
+                            .collect()
+                    }),
+                    items_total: named.map_or(0, |n| n.total),
+                }
             })
             .collect(),
         assumptions: plan

@@ -24,6 +24,9 @@ pub const MAX_PAGE: u64 = 500;
 pub struct SubjectRow {
     pub id: String,
     pub label: Option<String>,
+    /// What the effect does to this subject in particular, in words: `expires 2026-12-30 →
+    /// 2026-12-14`.
+    pub detail: Option<String>,
     /// What else happens to this subject: the plan's other effects whose subject set holds it.
     pub also: Vec<String>,
 }
@@ -50,6 +53,8 @@ pub struct SubjectsPage {
 pub(crate) struct SubjectSet {
     pub ids: Vec<String>,
     pub labels: Vec<String>,
+    /// Per subject, its detail in words; empty when no subject has one.
+    pub details: Vec<Option<String>>,
     pub check: SubjectCheck,
 }
 
@@ -189,7 +194,13 @@ impl Console {
             ConsoleError::Invalid(format!("effect {} names no subjects", effect.id))
         })?;
         let items = self.client().all_subject_items(plan_id, &effect.id).await?;
-        let (ids, labels): (Vec<String>, Vec<String>) = items.into_iter().unzip();
+        let mut details: Vec<Option<String>> =
+            items.iter().map(|i| words::detail(&i.detail)).collect();
+        if details.iter().all(Option::is_none) {
+            details = Vec::new();
+        }
+        let (ids, labels): (Vec<String>, Vec<String>) =
+            items.into_iter().map(|i| (i.id, i.label)).unzip();
         let check = SubjectCheck::of(
             plan_id,
             &effect.id,
@@ -197,7 +208,12 @@ impl Console {
             &digest,
             ids.iter().map(String::as_str),
         );
-        let set = Arc::new(SubjectSet { ids, labels, check });
+        let set = Arc::new(SubjectSet {
+            ids,
+            labels,
+            details,
+            check,
+        });
         self.subjects.keep(key, set.clone());
         Ok(set)
     }
@@ -255,6 +271,7 @@ impl Console {
                 rows.push(SubjectRow {
                     id: id.clone(),
                     label: Some(set.labels[i].clone()).filter(|l| !l.is_empty()),
+                    detail: set.details.get(i).cloned().flatten(),
                     also: others
                         .iter()
                         .filter(|(_, s)| s.contains(id))
@@ -286,6 +303,7 @@ mod tests {
         let check = SubjectCheck::of("p", "e", rows as u64, "", ids.iter().map(String::as_str));
         Arc::new(SubjectSet {
             labels: vec![String::new(); rows],
+            details: Vec::new(),
             ids,
             check,
         })

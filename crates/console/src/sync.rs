@@ -60,6 +60,12 @@ impl Poller {
         self.interval.unwrap_or(DEFAULT_POLL_INTERVAL)
     }
 
+    /// The wait before the next listing for an approver who asked for `floor`: never shorter
+    /// than the gateway asked, nor than the approver did.
+    pub fn interval_at_least(&self, floor: Duration) -> Duration {
+        self.interval.unwrap_or(floor).max(floor)
+    }
+
     pub fn last_sync(&self) -> Option<DateTime<Utc>> {
         self.last_sync
     }
@@ -116,6 +122,20 @@ mod tests {
         assert_eq!(asked_interval(0), Duration::from_secs(1));
         assert_eq!(asked_interval(86_400), MAX_POLL_INTERVAL);
         assert_eq!(asked_interval(u64::MAX), MAX_POLL_INTERVAL);
+    }
+
+    #[test]
+    fn the_approver_may_poll_less_often_than_the_gateway_asks_never_more() {
+        let mut poller = Poller::default();
+        let secs = Duration::from_secs;
+        assert_eq!(
+            poller.interval_at_least(secs(30)),
+            secs(30),
+            "no answer yet"
+        );
+        poller.interval = Some(asked_interval(10));
+        assert_eq!(poller.interval_at_least(secs(2)), secs(10));
+        assert_eq!(poller.interval_at_least(secs(30)), secs(30));
     }
 
     #[test]

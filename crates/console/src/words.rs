@@ -27,6 +27,16 @@ fn short(value: &Value) -> String {
     format!("{cut}…")
 }
 
+/// What a collection belongs to: `projects/prj_421/members` → `prj_421`.
+fn owner(resource: &str) -> &str {
+    let mut segments = resource.rsplit('/');
+    let last = segments.next().unwrap_or(resource);
+    match segments.next() {
+        Some(parent) if ["members", "items", "documents"].contains(&last) => parent,
+        _ => last,
+    }
+}
+
 /// `/retention_days` → `retention days`.
 fn field(path: &str) -> String {
     path.rsplit('/').next().unwrap_or(path).replace('_', " ")
@@ -107,7 +117,21 @@ fn clause(effect: &Effect) -> String {
             format!("removes {n} members from {target}")
         }
         (EffectKind::Revoke, Some(n)) => format!("{n} lose {}", target.replace('_', "-")),
-        (EffectKind::Grant, Some(n)) => format!("grants {target} to {n}"),
+        (EffectKind::Grant, Some(n)) => {
+            let whom = match effect.subjects.as_ref().map(|s| s.sample.as_slice()) {
+                Some([one]) if n == 1 => one.clone(),
+                _ => format!("{n} subjects"),
+            };
+            // A grant that sets a role names it: "grants editor on prj_421 to usr_92".
+            match effect.changes.first().filter(|c| c.before.is_null()) {
+                Some(c) => format!(
+                    "grants {} on {} to {whom}",
+                    short(&c.after),
+                    owner(&effect.resource)
+                ),
+                None => format!("grants {} to {whom}", owner(&effect.resource)),
+            }
+        }
         (EffectKind::Notify, Some(n)) => format!("notifies {n} by {target}"),
         (EffectKind::Delete, Some(n)) => format!("deletes {n} from {target}"),
         (EffectKind::Archive, Some(n)) => format!("archives {n} in {target}"),
@@ -116,7 +140,8 @@ fn clause(effect: &Effect) -> String {
             .iter()
             .map(|c| {
                 format!(
-                    "changes {target} {} from {} to {}",
+                    "changes {} {} from {} to {}",
+                    effect.resource,
                     field(&c.path),
                     short(&c.before),
                     short(&c.after)
@@ -216,9 +241,47 @@ pub fn for_subject(effect: &Effect) -> String {
     }
 }
 
+/// A subject's `detail` in words: an expiry that moves (`expires 2026-12-30 → 2026-12-14`), a
+/// legal hold, then any other scalar fields as `key value`. Dates are cut to the day.
+pub fn detail(detail: &Value) -> Option<String> {
+    let object = detail.as_object()?;
+    let day = |key: &str| {
+        object.get(key).and_then(Value::as_str).map(|t| {
+            let date = t.get(..10).filter(|d| d.as_bytes().get(4) == Some(&b'-'));
+            date.unwrap_or(t).to_owned()
+        })
+    };
+    let mut parts = Vec::new();
+    match (
+        day("expires_before"),
+        day("expires_after"),
+        day("expires_at"),
+    ) {
+        (Some(before), Some(after), _) => parts.push(format!("expires {before} → {after}")),
+        (_, _, Some(at)) => parts.push(format!("expires {at}")),
+        _ => {}
+    }
+    if object.get("legal_hold") == Some(&Value::Bool(true)) {
+        parts.push("legal hold".to_owned());
+    }
+    const SAID: [&str; 4] = [
+        "expires_before",
+        "expires_after",
+        "expires_at",
+        "legal_hold",
+    ];
+    for (key, value) in object.iter().filter(|(k, _)| !SAID.contains(&k.as_str())) {
+        if !value.is_object() && !value.is_array() {
+            parts.push(format!("{} {}", key.replace('_', " "), short(value)));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(" · "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn fixture(name: &str) -> Preview {
         let path = format!(
@@ -257,5 +320,39 @@ mod tests {
         let plan = fixture("plan-small.json");
         let line = gist(&plan);
         assert!(line.starts_with("prj_184 retention days 30 → 14"), "{line}");
+    }
+
+    #[test]
+    fn a_subject_detail_says_its_expiry_and_hold_in_words() {
+        let moved = json!({"expires_before": "2026-12-30T10:00:00Z", "expires_after": "2026-12-14T10:00:00Z"});
+        assert_eq!(detail(&moved).unwrap(), "expires 2026-12-30 → 2026-12-14");
+        let held = json!({"expires_at": "2027-01-02T00:00:00Z", "legal_hold": true});
+        assert_eq!(detail(&held).unwrap(), "expires 2027-01-02 · legal hold");
+        let other = json!({"seat_pool": "seats_main", "nested": {"x": 1}});
+        assert_eq!(detail(&other).unwrap(), "seat pool seats_main");
+        assert_eq!(detail(&json!(null)), None);
+        assert_eq!(detail(&json!({})), None);
+    }
+
+    #[test]
+    fn a_role_grant_names_the_role_the_project_and_the_person() {
+        let mut plan = serde_json::to_value(fixture("plan-small.json")).unwrap();
+        plan["effects"] = json!([
+            {"id": "eff_1", "type": "role_granted", "kind": "grant",
+             "resource": "projects/prj_421/members", "description": "", "reversible": true,
+             "external": false, "derived": false,
+             "changes": [{"path": "/usr_92/role", "before": null, "after": "editor"}],
+             "subjects": {"total": 1, "sample": ["usr_92"], "digest": "sha256:00"}},
+            {"id": "eff_2", "type": "seat_consumed", "kind": "update", "resource": "seats/org",
+             "description": "", "reversible": true, "external": false, "derived": true,
+             "cause": "eff_1", "changes": [{"path": "/used", "before": 4, "after": 5}]}
+        ]);
+        plan["estimated_cost"]["amount_max"] = json!("0");
+        plan["assumptions"] = json!([]);
+        let plan: Preview = serde_json::from_value(plan).unwrap();
+        assert_eq!(
+            consequence(&plan, true),
+            "grants editor on prj_421 to usr_92; changes seats/org used from 4 to 5"
+        );
     }
 }

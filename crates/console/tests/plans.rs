@@ -7,6 +7,63 @@ mod common;
 use common::{require_secret_service, Gateway, Recorder, REMOVE, SETTINGS};
 use serde_json::json;
 
+/// Seed 004: a retention change names its consequences, not counts: each item's expiry before
+/// → after, and the items legal hold keeps as they are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retention_change_names_each_item_s_new_expiry_and_the_items_held() -> anyhow::Result<()>
+{
+    require_secret_service();
+    let gateway = Gateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let dana = gateway.console("Dana").await?;
+    let plan_id = agent
+        .plan(
+            SETTINGS,
+            json!({"project": "prj_184", "retention_days": 14}),
+        )
+        .await?;
+    let view = dana.console.plan_view(&plan_id).await?;
+    let held = view
+        .validation
+        .iter()
+        .find(|v| v.code == "legal_hold_items_skipped")
+        .expect("prj_184 has items under legal hold");
+    assert!(!held.items.is_empty());
+    assert_eq!(held.items_total, held.items.len() as u64);
+    for item in &held.items {
+        let detail = item.detail.as_deref().unwrap_or_default();
+        assert!(
+            detail.starts_with("expires 20") && detail.ends_with("legal hold"),
+            "{detail}"
+        );
+        assert!(!item.label.is_empty());
+    }
+
+    let recalculated = view
+        .effects
+        .iter()
+        .find(|e| e.effect_type == "expiry_recalculated")
+        .unwrap();
+    let page = dana
+        .console
+        .subjects_page(&plan_id, &recalculated.id, "", 0, 500)
+        .await?;
+    assert!(page.check.matches);
+    assert!(!page.rows.is_empty());
+    for row in &page.rows {
+        let detail = row.detail.as_deref().unwrap_or_default();
+        let (before, after) = detail
+            .strip_prefix("expires ")
+            .and_then(|d| d.split_once(" → "))
+            .unwrap_or_else(|| panic!("{detail}"));
+        // 30 days of retention become 14: every item expires sooner.
+        assert!(after < before, "{detail}");
+    }
+    let held_ids: Vec<&str> = held.items.iter().map(|i| i.id.as_str()).collect();
+    assert!(page.rows.iter().all(|r| !held_ids.contains(&r.id.as_str())));
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subjects_are_paged_searched_checked_and_say_what_else_happens() -> anyhow::Result<()> {
     require_secret_service();
@@ -157,7 +214,18 @@ async fn an_executed_plan_shows_its_result_and_no_stale_banner() -> anyhow::Resu
     assert!(after.stale.is_empty(), "its own writes are no staleness");
     let execution = after.execution.expect("the execution record");
     assert!(execution.executed_at.is_some());
-    assert!(!execution.metadata.is_empty());
+    // The seed 002 envelope the agent received, not only the gateway's bookkeeping.
+    assert_eq!(execution.content, executed["content"].as_str().unwrap());
+    assert!(!execution.content.is_empty());
+    let trace = executed["metadata"]["trace_id"].as_str().unwrap();
+    assert!(
+        execution
+            .metadata
+            .iter()
+            .any(|(k, v)| k == "trace_id" && v == trace),
+        "{:?}",
+        execution.metadata
+    );
     assert!(
         execution
             .journal

@@ -19,7 +19,7 @@ use countersign_console::live::Link;
 use countersign_console::notify::NotifyRules;
 use countersign_console::review::{
     ApprovalView, AssumptionView, ChangeView, CostView, DecisionView, EffectGroup, EffectView,
-    MovedView, PlanView, QueueItem, QueueView, RefreshView, ValidationView, WalletView,
+    MovedView, NamedItem, PlanView, QueueItem, QueueView, RefreshView, ValidationView, WalletView,
 };
 use countersign_console::session::StatusView;
 use countersign_console::settings::{Settings, SettingsView, Theme};
@@ -39,6 +39,7 @@ fn declarations() -> String {
         EffectView::decl(),
         EffectGroup::decl(),
         ValidationView::decl(),
+        NamedItem::decl(),
         AssumptionView::decl(),
         CostView::decl(),
         MovedView::decl(),

@@ -60,6 +60,7 @@ const line = (tag: string, old_line: number | null, new_line: number | null,
 const NAMES = ['Ari Okafor', 'Bea Lindqvist', 'Chen Wei', 'Dara Novak', 'Eli Moreau', 'Fatima Haddad',
   'Gus Pereira', 'Hana Sato', 'Ines Costa', 'Jon Berg', 'Kira Ivanova', 'Lars Holm', 'Mei Tan',
   'Nico Ferri', 'Olu Adeyemi', 'Pia Schulz', 'Quinn Reyes', 'Rosa Diaz', 'Sami Virtanen', 'Tara Nair'];
+const ITEM_TITLES = ['Build artifact', 'Nightly export', 'Crash report', 'Audit bundle', 'Test log'];
 const ON_CALL = ['usr_02', 'usr_07', 'usr_11', 'usr_24', 'usr_29', 'usr_35'];
 const NESTED = ['usr_08', 'usr_19', 'usr_31', 'usr_34'];
 
@@ -73,16 +74,16 @@ export function subjectRows(planId: string, effectId: string): SubjectRow[] {
       if (effectId !== 'eff_3' && ON_CALL.includes(id)) also.push('loses on-call');
       if (effectId !== 'eff_2' && NESTED.includes(id)) also.push('keeps access via nested group');
       if (effectId !== 'eff_4') also.push('notified by email');
-      return { id, label: NAMES[(Number(id.slice(4)) - 1) % NAMES.length], also };
+      return { id, label: NAMES[(Number(id.slice(4)) - 1) % NAMES.length], detail: null, also };
     });
   }
   if (planId === 'plan_0015') {
-    return ON_CALL.map((id) => ({ id, label: NAMES[(Number(id.slice(4)) - 1) % NAMES.length], also: ['loses on-call'] }));
+    return ON_CALL.map((id) => ({ id, label: NAMES[(Number(id.slice(4)) - 1) % NAMES.length], detail: null, also: ['loses on-call'] }));
   }
   if (planId === 'plan_0008') {
     return Array.from({ length: 100_000 }, (_, n) => {
       const id = `usr_${String(n).padStart(6, '0')}`;
-      return { id, label: `${NAMES[n % NAMES.length]} ${Math.floor(n / NAMES.length)}`,
+      return { id, label: `${NAMES[n % NAMES.length]} ${Math.floor(n / NAMES.length)}`, detail: null,
         also: n % 97 === 0 ? ['loses on-call'] : [] };
     });
   }
@@ -90,8 +91,8 @@ export function subjectRows(planId: string, effectId: string): SubjectRow[] {
     const count = planId === 'plan_0011' ? 19 : 18;
     return Array.from({ length: count }, (_, n) => {
       const day = 3 + n;
-      return { id: `itm_${String(n + 1).padStart(2, '0')}`,
-        label: `expires 2026-12-${String(day + 16).padStart(2, '0')} → 2026-12-${String(day).padStart(2, '0')}`,
+      return { id: `itm_${String(n + 1).padStart(2, '0')}`, label: ITEM_TITLES[n % ITEM_TITLES.length],
+        detail: `expires 2026-12-${String(day + 16).padStart(2, '0')} → 2026-12-${String(day).padStart(2, '0')}`,
         also: [] };
     });
   }
@@ -150,7 +151,7 @@ export function demoPlans(): PlanView[] {
       ],
       effects: bulk,
       validation: [{ severity: 'warning', code: 'access_outcome_varies', path: '/filter',
-        message: 'Four selected subjects retain group-derived access.', repair: null, blocks_execution: false }],
+        message: 'Four selected subjects retain group-derived access.', repair: null, blocks_execution: false, items: [], items_total: 0 }],
       assumptions: [{ dependency: 'mail_relay', description: 'Delivery is attempted after commit; bounces are not known now.',
         execution_can_proceed_without: true }],
       cost: { min: '0.37', max: '0.37', currency: 'credits', cost_class: 'flat', preflight: 'estimate' },
@@ -179,7 +180,9 @@ export function demoPlans(): PlanView[] {
           resource: 'items/prj_184', subjects_total: 18, sample: ['itm_01', 'itm_02', 'itm_03'] }),
       ],
       validation: [{ severity: 'warning', code: 'legal_hold_items_skipped', path: '/retention_days',
-        message: 'itm_19 and itm_20 are under legal hold and keep their expiry.', repair: null, blocks_execution: false }],
+        message: 'itm_19 and itm_20 are under legal hold and keep their expiry.', repair: null, blocks_execution: false,
+        items: [{ id: 'itm_19', label: 'Audit bundle', detail: 'expires 2027-01-05 · legal hold' },
+          { id: 'itm_20', label: 'Test log', detail: 'expires 2027-01-06 · legal hold' }], items_total: 2 }],
       wallet: wallet('agt_ops', '12.63', '0.00'),
     }),
     plan({
@@ -199,8 +202,8 @@ export function demoPlans(): PlanView[] {
           sample: ['prj_184', 'prj_201', 'prj_233'] }),
       ],
       validation: [{ severity: 'warning', code: 'uploads_blocked', path: '/storage/quota_gb',
-        message: 'Uploads are blocked in 3 projects until they are under 200 GB.', repair: 'Archive old files first, or raise the quota.', blocks_execution: false },
-      { severity: 'info', code: 'usage_sampled', path: null, message: 'Usage measured 4 minutes ago.', repair: null, blocks_execution: false }],
+        message: 'Uploads are blocked in 3 projects until they are under 200 GB.', repair: 'Archive old files first, or raise the quota.', blocks_execution: false, items: [], items_total: 0 },
+      { severity: 'info', code: 'usage_sampled', path: null, message: 'Usage measured 4 minutes ago.', repair: null, blocks_execution: false, items: [], items_total: 0 }],
       wallet: wallet('agt_infra', '40.00', '0.00'),
     }),
     plan({
@@ -210,7 +213,7 @@ export function demoPlans(): PlanView[] {
       effects: [effect({ id: 'eff_1', effect_type: 'membership_granted', kind: 'grant', description: 'usr_92 becomes admin of prj_184.',
         resource: 'projects/prj_184', badges: ['access_change'], subjects_total: 1, sample: ['usr_92'] })],
       validation: [{ severity: 'error', code: 'role_conflict', path: '/role', message: 'usr_92 already holds a conflicting role.',
-        repair: 'Remove the old role first.', blocks_execution: true }],
+        repair: 'Remove the old role first.', blocks_execution: true, items: [], items_total: 0 }],
       approvable: false, not_approvable_reason: 'The plan is blocked by validation errors.',
     }),
     plan({
@@ -221,7 +224,9 @@ export function demoPlans(): PlanView[] {
         effect({ id: 'eff_2', effect_type: 'expiry_recalculated', derived: true, cause: 'eff_1', description: '18 items expire 9 days sooner.',
           resource: 'items/prj_184', subjects_total: 18, sample: ['itm_01', 'itm_02'] })],
       validation: [{ severity: 'warning', code: 'legal_hold_items_skipped', path: '/retention_days',
-        message: 'itm_19 and itm_20 are under legal hold and keep their expiry.', repair: null, blocks_execution: false }],
+        message: 'itm_19 and itm_20 are under legal hold and keep their expiry.', repair: null, blocks_execution: false,
+        items: [{ id: 'itm_19', label: 'Audit bundle', detail: 'expires 2027-01-05 · legal hold' },
+          { id: 'itm_20', label: 'Test log', detail: 'expires 2027-01-06 · legal hold' }], items_total: 2 }],
       stale: [{ resource: 'projects/prj_184', planned: '73', current: '74' }],
       approvable: false, not_approvable_reason: 'The plan is stale: projects/prj_184 moved from revision 73 to 74. Refresh it.',
     }),

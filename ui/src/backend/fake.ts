@@ -178,7 +178,7 @@ export class FakeBackend implements Backend {
     if (!this.rows.has(key)) {
       const rows = subjectRows(planId, effectId);
       // A small effect's sample is its whole set.
-      this.rows.set(key, rows.length > 0 ? rows : effect.sample.map((id) => ({ id, label: null, also: [] })));
+      this.rows.set(key, rows.length > 0 ? rows : effect.sample.map((id) => ({ id, label: null, detail: null, also: [] })));
     }
     const all = this.rows.get(key)!;
     const q = query.trim().toLowerCase();

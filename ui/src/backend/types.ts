@@ -65,7 +65,22 @@ export type EffectView = { id: string, effect_type: string, kind: string, descri
 
 export type EffectGroup = { effect_type: string, kind: string, derived: boolean, effects: number, subjects: number, badges: Array<string>, };
 
-export type ValidationView = { severity: string, code: string, path: string | null, message: string, repair: string | null, blocks_execution: boolean, };
+export type ValidationView = { severity: string, code: string, path: string | null, message: string, repair: string | null, blocks_execution: boolean, 
+/**
+ * The items behind the entry as the gateway named them (the first 100): the items a
+ * retention change leaves under legal hold, say.
+ */
+items: Array<NamedItem>, 
+/**
+ * How many items the entry counts in all.
+ */
+items_total: number, };
+
+export type NamedItem = { id: string, label: string, 
+/**
+ * Its detail in words: `expires 2027-01-02 · legal hold`.
+ */
+detail: string | null, };
 
 export type AssumptionView = { dependency: string, description: string, execution_can_proceed_without: boolean, };
 
@@ -158,6 +173,11 @@ journal: Array<{ effect_id: string, resource: string, before: string, after: str
 export type RefreshView = { plan: PlanView, changed: WhatChanged, };
 
 export type SubjectRow = { id: string, label: string | null, 
+/**
+ * What the effect does to this subject in particular, in words: `expires 2026-12-30 →
+ * 2026-12-14`.
+ */
+detail: string | null, 
 /**
  * What else happens to this subject: the plan's other effects whose subject set holds it.
  */

@@ -13,7 +13,7 @@ describe('why a plan cannot be approved', () => {
 
   it.each([
     ['the gateway’s own reason', { approvable: false, not_approvable_reason: 'You already decided this plan.' }, 'already decided'],
-    ['blocked', { validation: [{ severity: 'error', code: 'x', path: null, message: '', repair: null, blocks_execution: true }] }, 'blocked'],
+    ['blocked', { validation: [{ severity: 'error', code: 'x', path: null, message: '', repair: null, blocks_execution: true, items: [], items_total: 0 }] }, 'blocked'],
     ['expired', { expires_at: new Date(now - 1000).toISOString() }, 'expired'],
     ['stale', { status: 'stale' }, 'stale'],
     ['superseded', { superseded_by: 'plan_0011' }, 'Superseded by plan_0011'],

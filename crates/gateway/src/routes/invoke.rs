@@ -136,8 +136,11 @@ pub async fn run(
 
     let now = ids::to_text(ids::now());
     if stored {
+        // The envelope the agent received, so that approvers see the same result; the journal
+        // stays in the execution audit, where a 100,000-subject removal's belongs.
         let execution = json!({"executed_at": now, "audit_id": audit_id,
-                               "effects_applied": effects_applied, "charged": charged});
+                               "effects_applied": effects_applied, "charged": charged,
+                               "result": response});
         sqlx::query("UPDATE plans SET status = 'executed', execution = ? WHERE id = ?")
             .bind(execution.to_string())
             .bind(&plan.plan_id)

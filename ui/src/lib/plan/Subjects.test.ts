@@ -44,6 +44,16 @@ describe('all subjects', () => {
     expect(first.textContent).toContain('loses on-call');
   });
 
+  it('says what the effect does to each subject: the retention items their expiry before → after', async () => {
+    const backend = new FakeBackend();
+    const plan = await backend.plan('plan_0001');
+    render(Subjects, { props: { backend, planId: 'plan_0001', effects: plan.effects.filter((e) => e.subjects_total), effectId: 'eff_2', onclose: () => {} } });
+    await waitFor(() => expect(ids()[0]).toBe('itm_01'));
+    const first = screen.getAllByTestId('subject-row')[0];
+    expect(first.textContent).toContain('Build artifact');
+    expect(first.querySelector('[data-testid=subject-detail]')!.textContent).toBe('expires 2026-12-19 → 2026-12-03');
+  });
+
   it('searches ids and names through the backend', async () => {
     await renderBulk();
     await fireEvent.input(screen.getByTestId('subjects-search'), { target: { value: 'usr_09999' } });

@@ -41,7 +41,7 @@ describe('the effects pane', () => {
 
 describe('the validation pane', () => {
   it('puts blockers first, then warnings, then info, with code, path, message and repair', () => {
-    const v = (severity: string, code: string) => ({ severity, code, path: '/x', message: `${code} happened`, repair: severity === 'error' ? 'Do this.' : null, blocks_execution: severity === 'error' });
+    const v = (severity: string, code: string) => ({ severity, code, path: '/x', message: `${code} happened`, repair: severity === 'error' ? 'Do this.' : null, blocks_execution: severity === 'error', items: [], items_total: 0 });
     render(Validation, { props: { validation: [v('info', 'i1'), v('warning', 'w1'), v('error', 'e1'), v('warning', 'w2')], assumptions: [] } });
     const entries = screen.getAllByTestId('validation');
     expect(entries.map((e) => e.dataset.severity)).toEqual(['error', 'warning', 'warning', 'info']);
@@ -50,6 +50,18 @@ describe('the validation pane', () => {
     expect(entries[0].textContent).toContain('/x');
     expect(entries[0].textContent).toContain('Repair: Do this.');
     expect(screen.queryByTestId('no-blockers')).toBeNull();
+  });
+});
+
+describe('the validation pane names what an entry counts', () => {
+  it('lists the items under legal hold with their expiry, and how many more there are', () => {
+    const p = demo('plan_0001');
+    const held = { ...p.validation[0], items: p.validation[0].items.slice(0, 1), items_total: 40 };
+    render(Validation, { props: { validation: [held], assumptions: [] } });
+    const items = screen.getAllByTestId('named-item');
+    expect(items.map((i) => i.dataset.itemId)).toEqual(['itm_19']);
+    expect(items[0].textContent).toContain('Audit bundle · expires 2027-01-05 · legal hold');
+    expect(screen.getByTestId('validation').textContent).toContain('and 39 more');
   });
 });
 
