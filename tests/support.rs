@@ -5,7 +5,9 @@ pub mod webdriver;
 
 use std::sync::Arc;
 
+use countersign_gateway::capabilities::world;
 use countersign_gateway::{accounts, app, demo, AppState, Store};
+use countersign_proto::dsse::Envelope;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
@@ -48,6 +50,79 @@ impl TestGateway {
 
     pub async fn invite(&self, name: &str) -> anyhow::Result<String> {
         accounts::invite_approver(&self.state.store, name, None).await
+    }
+
+    /// Someone changes `project`'s retention outside the gateway's plans: its revision moves and
+    /// every plan that read it turns stale.
+    pub async fn move_project(&self, project: &str, retention_days: i64) -> anyhow::Result<()> {
+        let mut w = self.state.store.write().await?;
+        sqlx::query("UPDATE projects SET retention_days = ? WHERE id = ?")
+            .bind(retention_days)
+            .bind(project)
+            .execute(&mut *w.tx)
+            .await?;
+        world::bump(&mut w.tx, &format!("projects/{project}")).await?;
+        w.commit().await?;
+        Ok(())
+    }
+
+    /// The decisions standing on `plan_id`, oldest first: decision, reason, and the payload the
+    /// approver signed.
+    pub async fn decisions(
+        &self,
+        plan_id: &str,
+    ) -> anyhow::Result<Vec<(String, Option<String>, Value)>> {
+        let rows: Vec<(String, Option<String>, String)> = sqlx::query_as(
+            "SELECT decision, reason, envelope FROM decisions
+             WHERE plan_id = ? AND withdrawn_at IS NULL ORDER BY id",
+        )
+        .bind(plan_id)
+        .fetch_all(self.state.store.pool())
+        .await?;
+        rows.into_iter()
+            .map(|(decision, reason, envelope)| {
+                let envelope: Envelope = serde_json::from_str(&envelope)?;
+                let payload = serde_json::from_slice(&envelope.payload_bytes()?)?;
+                Ok((decision, reason, payload))
+            })
+            .collect()
+    }
+
+    /// Adds `n` employees to `grp_all_staff`; answers how many employees it has now.
+    pub async fn add_staff(&self, n: u32) -> anyhow::Result<i64> {
+        let mut w = self.state.store.write().await?;
+        sqlx::query(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+             INSERT INTO users (id, name, email, employment)
+             SELECT printf('usr_t%06d', i), 'Temp ' || i, printf('t%06d@example.com', i), 'employee'
+             FROM n",
+        )
+        .bind(n)
+        .execute(&mut *w.tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO group_members (group_id, user_id)
+             SELECT 'grp_all_staff', id FROM users WHERE id LIKE 'usr_t%'",
+        )
+        .execute(&mut *w.tx)
+        .await?;
+        w.commit().await?;
+        Ok(sqlx::query_scalar(
+            "SELECT COUNT(*) FROM group_members m JOIN users u ON u.id = m.user_id
+             WHERE m.group_id = 'grp_all_staff' AND u.employment = 'employee'",
+        )
+        .fetch_one(self.state.store.pool())
+        .await?)
+    }
+
+    /// The highest id among `grp_all_staff`'s employees: the last subject of their removal.
+    pub async fn last_staff_employee(&self) -> anyhow::Result<String> {
+        Ok(sqlx::query_scalar(
+            "SELECT MAX(u.id) FROM group_members m JOIN users u ON u.id = m.user_id
+             WHERE m.group_id = 'grp_all_staff' AND u.employment = 'employee'",
+        )
+        .fetch_one(self.state.store.pool())
+        .await?)
     }
 
     /// A project's retention as the domain table holds it.

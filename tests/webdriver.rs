@@ -36,8 +36,28 @@ fn free_port() -> anyhow::Result<u16> {
 impl Driver {
     /// Starts tauri-driver with the app's environment and waits until it listens.
     pub async fn start(env: &[(&str, String)]) -> anyhow::Result<Driver> {
+        Driver::start_in(env, None).await
+    }
+
+    /// As [`Driver::start`], with tauri-driver (and so the app) run by `wrapper`: a private
+    /// D-Bus session with its own keyring, say.
+    pub async fn start_in(
+        env: &[(&str, String)],
+        wrapper: Option<&Path>,
+    ) -> anyhow::Result<Driver> {
         let port = free_port()?;
-        let child = Command::new("tauri-driver")
+        let mut command = match wrapper {
+            Some(wrapper) => {
+                let mut command = Command::new(wrapper);
+                // The wrapper starts its own session only when it is not inside one already.
+                command
+                    .arg("tauri-driver")
+                    .env_remove("COUNTERSIGN_KEYRING_SESSION");
+                command
+            }
+            None => Command::new("tauri-driver"),
+        };
+        let child = command
             .args([
                 "--port",
                 &port.to_string(),

@@ -1,0 +1,244 @@
+//! The real desktop binary as the console's end-to-end tests drive it: launched under
+//! tauri-driver against a gateway, its native confirmation answered with `xdotool`, and
+//! screenshots of what it showed.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use countersign_e2e::webdriver::Driver;
+use fantoccini::elements::Element;
+use fantoccini::{Client, Locator};
+use serde_json::json;
+use tempfile::TempDir;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target"))
+}
+
+fn desktop_binary() -> PathBuf {
+    let path = std::env::var_os("COUNTERSIGN_DESKTOP_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("debug/countersign"));
+    assert!(
+        path.exists(),
+        "{} is missing: build it first (make test does)",
+        path.display()
+    );
+    path
+}
+
+/// One app at a time: the native dialogs are found by title and answered with the keyboard.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "no X display: run through `make test`, which starts Xvfb"
+    );
+    ONE_AT_A_TIME.lock().await
+}
+
+/// How to start one instance of the app.
+pub struct Launch<'a> {
+    pub gateway_url: &'a str,
+    pub enrollment_code: &'a str,
+    /// In a D-Bus session and keyring of its own: a second approver on the same machine.
+    pub own_keyring: bool,
+    pub env: Vec<(&'static str, String)>,
+}
+
+impl<'a> Launch<'a> {
+    pub fn new(gateway_url: &'a str, enrollment_code: &'a str) -> Launch<'a> {
+        Launch {
+            gateway_url,
+            enrollment_code,
+            own_keyring: false,
+            env: Vec::new(),
+        }
+    }
+}
+
+/// A running app with its own data and config directories.
+pub struct App {
+    pub client: Client,
+    _driver: Driver,
+    _dirs: (TempDir, TempDir),
+}
+
+impl App {
+    pub async fn start(launch: Launch<'_>) -> anyhow::Result<App> {
+        let data = tempfile::tempdir()?;
+        let config = tempfile::tempdir()?;
+        let mut env = vec![
+            ("COUNTERSIGN_GATEWAY_URL", launch.gateway_url.to_owned()),
+            (
+                "COUNTERSIGN_ENROLLMENT_CODE",
+                launch.enrollment_code.to_owned(),
+            ),
+            ("COUNTERSIGN_DATA_DIR", data.path().display().to_string()),
+            (
+                "COUNTERSIGN_CONFIG_DIR",
+                config.path().display().to_string(),
+            ),
+            ("WEBKIT_DISABLE_DMABUF_RENDERER", "1".to_owned()),
+        ];
+        env.extend(launch.env);
+        let wrapper = repo().join("tests/with-keyring.sh");
+        let driver =
+            Driver::start_in(&env, launch.own_keyring.then_some(wrapper.as_path())).await?;
+        let client = driver.session(&desktop_binary()).await?;
+        let app = App {
+            client,
+            _driver: driver,
+            _dirs: (data, config),
+        };
+        app.find("[data-testid='link-state'][data-link='online']")
+            .await
+            .context("the app never came online")?;
+        Ok(app)
+    }
+
+    pub async fn find(&self, css: &str) -> anyhow::Result<Element> {
+        self.find_within(css, WAIT).await
+    }
+
+    pub async fn find_within(&self, css: &str, wait: Duration) -> anyhow::Result<Element> {
+        self.client
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css(css))
+            .await
+            .with_context(|| format!("waiting for {css}"))
+    }
+
+    pub async fn click(&self, css: &str) -> anyhow::Result<()> {
+        self.find(css).await?.click().await?;
+        Ok(())
+    }
+
+    pub async fn count(&self, css: &str) -> anyhow::Result<usize> {
+        Ok(self.client.find_all(Locator::Css(css)).await?.len())
+    }
+
+    pub async fn text(&self, css: &str) -> anyhow::Result<String> {
+        Ok(self.find(css).await?.text().await?)
+    }
+
+    /// Opens `plan_id` from the queue and waits until the plan pane shows it.
+    pub async fn open(&self, plan_id: &str) -> anyhow::Result<Element> {
+        self.click(&format!(
+            "[data-testid='queue-row'][data-plan-id='{plan_id}']"
+        ))
+        .await?;
+        self.find(&format!("[data-testid='plan'][data-plan-id='{plan_id}']"))
+            .await
+    }
+
+    /// Writes what the window shows, in the light and the dark theme, to
+    /// `target/screenshots/<name>-light.png` and `-dark.png`; the theme the window had stays.
+    pub async fn shoot(&self, name: &str) -> anyhow::Result<()> {
+        let dir = target_dir().join("screenshots");
+        std::fs::create_dir_all(&dir)?;
+        let set = "const root = document.documentElement; const was = root.dataset.theme;
+            root.dataset.theme = arguments[0]; return was ?? 'system';";
+        let mut was = None;
+        for theme in ["light", "dark"] {
+            let before = self.client.execute(set, vec![json!(theme)]).await?;
+            was.get_or_insert(before);
+            // Two frames, so the page is painted in the new colours.
+            let settle = "const done = arguments[0];
+                requestAnimationFrame(() => requestAnimationFrame(() => done(null)));";
+            self.client.execute_async(settle, vec![]).await?;
+            let png = self.client.screenshot().await?;
+            std::fs::write(dir.join(format!("{name}-{theme}.png")), png)?;
+        }
+        self.client
+            .execute(set, vec![was.unwrap_or(json!("system"))])
+            .await?;
+        Ok(())
+    }
+}
+
+/// Polls `check` until it holds.
+pub async fn eventually<F, Fut>(what: &str, mut check: F) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<bool>>,
+{
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if check().await? {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("waited {WAIT:?} for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The native confirmation titled `Approve …`, once it shows, within `wait`.
+fn confirmation(wait: Duration) -> anyhow::Result<Option<String>> {
+    let found = Command::new("timeout")
+        .arg(wait.as_secs().to_string())
+        .args([
+            "xdotool",
+            "search",
+            "--sync",
+            "--onlyvisible",
+            "--name",
+            "^Approve ",
+        ])
+        .output()
+        .context("running xdotool (make deps installs it)")?;
+    let window = String::from_utf8_lossy(&found.stdout)
+        .lines()
+        .last()
+        .map(str::to_owned);
+    Ok(window)
+}
+
+/// Answers the native confirmation with the keyboard, as an approver would: Return signs,
+/// Escape cancels. Returns the dialog's title.
+pub fn answer_confirmation(sign: bool) -> anyhow::Result<String> {
+    let window = confirmation(WAIT)?.context("no confirmation dialog showed")?;
+    let title = Command::new("xdotool")
+        .args(["getwindowname", &window])
+        .output()?;
+    let title = String::from_utf8_lossy(&title.stdout).trim().to_owned();
+    let key = if sign { "Return" } else { "Escape" };
+    let status = Command::new("xdotool")
+        .args([
+            "windowfocus",
+            "--sync",
+            &window,
+            "key",
+            "--clearmodifiers",
+            key,
+        ])
+        .status()?;
+    anyhow::ensure!(status.success(), "xdotool could not answer {title}");
+    Ok(title)
+}
+
+/// After a click that signs: answers the confirmation with Return if one shows (a risky plan
+/// asks, a calm one does not), until `done` shows in the window.
+pub async fn answer_if_asked(app: &App, done: &str) -> anyhow::Result<()> {
+    eventually(done, || async {
+        if confirmation(Duration::from_secs(1))?.is_some() {
+            answer_confirmation(true)?;
+        }
+        Ok(app.count(done).await? > 0)
+    })
+    .await
+}
