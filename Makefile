@@ -4,7 +4,7 @@ SHELL := /bin/bash
 
 APT_PACKAGES := libwebkit2gtk-4.1-dev libsoup-3.0-dev libayatana-appindicator3-dev librsvg2-dev \
 	libxdo-dev libssl-dev pkg-config xvfb webkit2gtk-driver dbus-x11 gnome-keyring \
-	libsecret-tools xdotool
+	libsecret-tools xdotool dbus-bin dunst
 TAURI_DRIVER_VERSION := 2.1.0
 export WEBKIT_DISABLE_DMABUF_RENDERER := 1
 # Test sessions have no accessibility bus; asking for one only adds noise.

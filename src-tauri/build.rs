@@ -15,6 +15,7 @@ const COMMANDS: &[&str] = &[
     "settings",
     "save_settings",
     "enroll",
+    "linked_plan",
 ];
 
 fn main() {

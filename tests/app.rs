@@ -55,6 +55,8 @@ pub struct Launch<'a> {
     /// In a D-Bus session and keyring of its own: a second approver on the same machine.
     pub own_keyring: bool,
     pub env: Vec<(&'static str, String)>,
+    /// On the app's command line: a `countersign://plan/…` link, say.
+    pub args: Vec<String>,
 }
 
 impl<'a> Launch<'a> {
@@ -64,6 +66,7 @@ impl<'a> Launch<'a> {
             enrollment_code,
             own_keyring: false,
             env: Vec::new(),
+            args: Vec::new(),
         }
     }
 }
@@ -96,7 +99,7 @@ impl App {
         let wrapper = repo().join("tests/with-keyring.sh");
         let driver =
             Driver::start_in(&env, launch.own_keyring.then_some(wrapper.as_path())).await?;
-        let client = driver.session(&desktop_binary()).await?;
+        let client = driver.session_with(&desktop_binary(), &launch.args).await?;
         let app = App {
             client,
             _driver: driver,

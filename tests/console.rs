@@ -1,71 +1,19 @@
 //! The console on the real desktop binary (tauri-driver + WebKitWebDriver under Xvfb), each test
 //! against a real gateway: two approvers in two app instances, stale and refresh, the native
-//! confirmation, batch approval and a 100,000-subject list. Screenshots of each screen, light and dark, go to target/screenshots.
-//! Run under `tests/with-keyring.sh` (as `make test` does).
+//! confirmation, batch approval and a 100,000-subject list. Screenshots of each screen, light
+//! and dark, go to target/screenshots. Run under `tests/with-keyring.sh` (as `make test` does).
 
 mod app;
+mod demo_plans;
 
 use std::time::Duration;
 
 use app::{answer_confirmation, answer_if_asked, eventually, serial, App, Launch};
-use countersign_e2e::{Agent, TestGateway};
+use countersign_e2e::TestGateway;
+use demo_plans::{
+    contractors_of_support, preview, received, retention, signed_over_its_digest, status, REMOVE,
+};
 use serde_json::{json, Value};
-
-const REMOVE: &str = "groups.members.remove";
-const SETTINGS: &str = "projects.settings.update";
-
-async fn preview(agent: &Agent, capability: &str, params: Value) -> anyhow::Result<String> {
-    let preview = agent.dry_run(capability, params).await?;
-    Ok(preview["plan_id"].as_str().unwrap().to_owned())
-}
-
-async fn contractors_of_support(agent: &Agent) -> anyhow::Result<String> {
-    preview(
-        agent,
-        REMOVE,
-        json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
-    )
-    .await
-}
-
-async fn retention(agent: &Agent, project: &str, days: u32) -> anyhow::Result<String> {
-    preview(
-        agent,
-        SETTINGS,
-        json!({"project": project, "retention_days": days}),
-    )
-    .await
-}
-
-async fn received(agent: &Agent, plan_id: &str) -> anyhow::Result<Vec<Value>> {
-    let record = agent.plan(plan_id).await?;
-    Ok(record["approvals"]["received"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default())
-}
-
-async fn status(agent: &Agent, plan_id: &str) -> anyhow::Result<String> {
-    Ok(agent.plan(plan_id).await?["status"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned())
-}
-
-/// Each decision on `plan_id` is signed over the plan's own digest.
-async fn signed_over_its_digest(
-    gateway: &TestGateway,
-    agent: &Agent,
-    plan_id: &str,
-) -> anyhow::Result<usize> {
-    let digest = agent.plan(plan_id).await?["plan"]["plan_digest"].clone();
-    let decisions = gateway.decisions(plan_id).await?;
-    for (_, _, payload) in &decisions {
-        assert_eq!(payload["plan_digest"], digest, "{plan_id}: {payload}");
-        assert_eq!(payload["plan_id"], plan_id);
-    }
-    Ok(decisions.len())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bulk_removal_is_approved_in_two_app_instances_and_executed() -> anyhow::Result<()> {

@@ -1,6 +1,6 @@
 //! A TCP proxy that misbehaves on purpose: it drops connections, cuts them after the request
 //! went through (so the gateway acts but the client never hears), delays them, refuses the event
-//! stream, and kills every open connection on demand.
+//! stream, kills every open connection on demand, and plays a gateway that is gone.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,6 +23,7 @@ pub struct Counters {
 struct Switches {
     faults: AtomicBool,
     block_events: AtomicBool,
+    down: AtomicBool,
 }
 
 pub struct FaultProxy {
@@ -51,6 +52,10 @@ impl FaultProxy {
         let (s, l, c) = (switches.clone(), live.clone(), counters.clone());
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
+                if s.down.load(Ordering::SeqCst) {
+                    drop(client);
+                    continue;
+                }
                 let mode = if s.faults.load(Ordering::SeqCst) {
                     let mut rng = rand::thread_rng();
                     match rng.gen_range(0..100) {
@@ -83,6 +88,15 @@ impl FaultProxy {
 
     pub fn block_events(&self, on: bool) {
         self.switches.block_events.store(on, Ordering::SeqCst);
+    }
+
+    /// A gateway gone (`true`) or back: while it is gone, the connections open now close and new
+    /// ones close as soon as they are accepted.
+    pub fn down(&self, on: bool) {
+        self.switches.down.store(on, Ordering::SeqCst);
+        if on {
+            self.kill_all();
+        }
     }
 
     /// Closes every connection open right now.

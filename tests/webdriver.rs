@@ -91,12 +91,17 @@ impl Driver {
     /// A session: WebKitWebDriver starts `binary`. tauri-driver listens before WebKitWebDriver
     /// behind it does, and answers "did not respond" meanwhile: asked again for up to 30 s.
     pub async fn session(&self, binary: &Path) -> anyhow::Result<Client> {
+        self.session_with(binary, &[]).await
+    }
+
+    /// As [`Driver::session`], with `args` on the app's command line.
+    pub async fn session_with(&self, binary: &Path, args: &[String]) -> anyhow::Result<Client> {
         // reqwest and fantoccini bring different rustls backends; the driver speaks plain HTTP.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut caps = serde_json::Map::new();
         caps.insert(
             "tauri:options".into(),
-            json!({ "application": binary.display().to_string() }),
+            json!({ "application": binary.display().to_string(), "args": args }),
         );
         caps.insert("browserName".into(), json!("wry"));
         let deadline = Instant::now() + Duration::from_secs(30);

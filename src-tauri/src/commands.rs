@@ -22,6 +22,12 @@ fn view(e: ConsoleError) -> ErrorView {
     e.view()
 }
 
+/// The plan a link named before the window listened for `open-plan`, asked once as it starts.
+#[tauri::command]
+pub fn linked_plan(shell: State<'_, Shell>) -> Option<String> {
+    shell.take_linked()
+}
+
 #[tauri::command]
 pub fn status(shell: State<'_, Shell>) -> Answer<StatusView> {
     Ok(shell.running()?.session.status())

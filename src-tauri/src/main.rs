@@ -83,6 +83,7 @@ fn main() {
             commands::settings,
             commands::save_settings,
             commands::enroll,
+            commands::linked_plan,
         ])
         .on_window_event(|window, event| match event {
             WindowEvent::Moved(_) | WindowEvent::Resized(_) => {

@@ -26,6 +26,9 @@ pub struct Shell {
     rules: RwLock<NotifyRules>,
     /// Plans named by deep links before the session could show them.
     waiting_links: Mutex<Vec<String>>,
+    /// The last plan a link named, for a window that starts listening after the link came: at
+    /// start the link is read before the page has loaded.
+    linked: Mutex<Option<String>>,
 }
 
 enum Current {
@@ -64,6 +67,7 @@ impl Shell {
             starts: AtomicU64::new(0),
             rules: RwLock::new(NotifyRules::default()),
             waiting_links: Mutex::new(Vec::new()),
+            linked: Mutex::new(None),
         }
     }
 
@@ -106,6 +110,7 @@ impl Shell {
 
     /// Opens `plan_id` in the window now, or once a session can show it.
     pub fn open_plan(&self, app: &AppHandle, plan_id: String) {
+        *self.linked.lock().unwrap_or_else(|e| e.into_inner()) = Some(plan_id.clone());
         if self.running().is_ok() {
             window::open_plan(app, &plan_id);
         } else {
@@ -114,6 +119,13 @@ impl Shell {
                 .unwrap_or_else(|e| e.into_inner())
                 .push(plan_id);
         }
+    }
+
+    /// The plan a link named, once, when a session can show it; before that the session's start
+    /// sends it to the window.
+    pub fn take_linked(&self) -> Option<String> {
+        self.running().ok()?;
+        self.linked.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
 

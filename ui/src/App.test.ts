@@ -103,9 +103,22 @@ describe('the console', () => {
     await waitFor(() => expect(screen.getByTestId('outbox').textContent).toContain('1 queued'));
     expect(row('plan_0001').querySelector('.chip.queued')).not.toBeNull();
     expect((screen.getByTestId('approve') as HTMLButtonElement).disabled).toBe(true);
+    expect(screen.getByTestId('last-fetched').textContent).toContain('as last fetched');
     backend.goOnline();
     await waitFor(() => expect(row('plan_0001')).toBeNull());
     await waitFor(() => expect(screen.queryByTestId('outbox')).toBeNull());
+    expect(screen.queryByTestId('last-fetched')).toBeNull();
+  });
+
+  it('keeps a decision\'s answer when reloading the plan fails', async () => {
+    const backend = await renderApp();
+    await open('plan_0001');
+    await key('a');
+    await waitFor(() => expect(state().dataset.state).toBe('answered'));
+    backend.failPlanLoads = { code: 'unreachable', message: 'The gateway does not answer.' };
+    backend.goOffline();
+    await waitFor(() => expect(screen.getByTestId('link-state').dataset.link).toBe('offline'));
+    expect(state().dataset.state).toBe('answered');
   });
 
   it('shows a refusal with its code and message, unknown codes too', async () => {

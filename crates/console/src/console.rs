@@ -369,9 +369,20 @@ impl Console {
     }
 
     /// Fetches the plan and reviews it; an executed plan whose record keeps no execution journal
-    /// gets the one its audit trail keeps.
+    /// gets the one its audit trail keeps. A gateway that does not answer gets the plan as last
+    /// fetched, marked so.
     pub async fn plan_view(&self, plan_id: &str) -> Result<PlanView, ConsoleError> {
-        let fetched = self.fetch(plan_id).await?;
+        // Offline, the approver still reads (and may sign, through the outbox) what was shown.
+        let fetched = match self.fetch(plan_id).await {
+            Ok(fetched) => fetched,
+            Err(e @ ConsoleError::Unreachable { .. }) => {
+                let last = self.last_fetched(plan_id).ok_or(e)?;
+                let mut view = self.review(&last);
+                view.last_fetched = true;
+                return Ok(view);
+            }
+            Err(e) => return Err(e),
+        };
         let mut view = self.review(&fetched);
         if let Some(execution) = view.execution.as_mut().filter(|e| e.journal.is_empty()) {
             match self.client.audit(plan_id).await {

@@ -168,6 +168,8 @@ pub struct PlanView {
     pub gist: String,
     /// A decision on this plan waits in the local outbox.
     pub queued: bool,
+    /// The gateway did not answer: this is the plan as the console last fetched it.
+    pub last_fetched: bool,
     pub execution: Option<ExecutionView>,
     pub supersedes: Option<String>,
     pub superseded_by: Option<String>,
@@ -505,6 +507,7 @@ pub fn plan_view(
             .map(|w| wallet_view(w, plan.estimated_cost.amount_max.value())),
         gist: words::gist(plan),
         queued: false,
+        last_fetched: false,
         execution: record.execution.as_ref().and_then(execution_view),
         supersedes: record.supersedes.clone(),
         superseded_by: record.superseded_by.clone(),

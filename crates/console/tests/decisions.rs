@@ -228,6 +228,10 @@ async fn a_decision_queued_while_offline_goes_out_on_reconnect() -> anyhow::Resu
     }
     assert_eq!(dana.console.snapshot().outbox, 1);
     assert!(dana.console.snapshot().queued.contains(&plan_id));
+    // The window keeps showing the plan, as last fetched, with its decision queued.
+    let offline = dana.console.plan_view(&plan_id).await?;
+    assert!(offline.last_fetched && offline.queued, "{offline:?}");
+    assert_eq!(offline.digest, view.digest);
 
     gateway.resume().await?;
     let delivered = tokio::time::timeout(Duration::from_secs(20), async {
@@ -242,7 +246,7 @@ async fn a_decision_queued_while_offline_goes_out_on_reconnect() -> anyhow::Resu
     assert!(delivered.is_ok(), "the outbox was not sent on reconnect");
     let after = dana.console.plan_view(&plan_id).await?;
     assert_eq!(after.approvals_received, 1);
-    assert!(!after.queued);
+    assert!(!after.queued && !after.last_fetched);
     live.abort();
     Ok(())
 }

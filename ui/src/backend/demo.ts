@@ -40,7 +40,7 @@ export function plan(o: Partial<PlanView> & Pick<PlanView, 'plan_id' | 'title'>)
     effects: [], groups: [], validation: [], assumptions: [],
     cost: { min: '0.00', max: '0.00', currency: 'credits', cost_class: 'free', preflight: 'estimate' },
     stale: [], approvable: true, not_approvable_reason: null, approvals: [],
-    wallet: null, consequence: '', gist: '', queued: false, execution: null, supersedes: null,
+    wallet: null, consequence: '', gist: '', queued: false, last_fetched: false, execution: null, supersedes: null,
     superseded_by: null, ...o,
   };
   if (p.groups.length === 0) p.groups = groups(p.effects);

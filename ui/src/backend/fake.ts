@@ -64,6 +64,8 @@ export class FakeBackend implements Backend {
   readonly rejections: { planId: string; reason: string }[] = [];
   /** Answers the next approval with this refusal, as the gateway would. */
   refuseNext: { code: string; message: string } | null = null;
+  /** Every plan load fails with this error, as a gateway that never sent the plan would. */
+  failPlanLoads: { code: string; message: string } | null = null;
   /** `effect` keys (`plan_id/effect_id`) whose full subject set does not match its digest. */
   readonly mismatched = new Set<string>();
   subjectCalls = 0;
@@ -132,7 +134,9 @@ export class FakeBackend implements Backend {
   }
 
   async plan(planId: string): Promise<PlanView> {
-    return structuredClone(this.find(planId));
+    if (this.failPlanLoads) throw new BackendError(this.failPlanLoads.code, this.failPlanLoads.message);
+    // As the console does: offline, the plan as last fetched, marked so.
+    return { ...structuredClone(this.find(planId)), last_fetched: this.offline };
   }
 
   async approve(planId: string, digest: string, reason: string | null): Promise<DecisionView> {

@@ -61,6 +61,17 @@ describe('the Tauri backend', () => {
     });
   });
 
+  it('opens the plan a link named before the page listened, once it listens', async () => {
+    answer = 'plan_42';
+    const opened: string[] = [];
+    await new TauriBackend().onOpenPlan((id) => opened.push(id));
+    expect(calls).toEqual([['linked_plan', undefined]]);
+    expect(opened).toEqual(['plan_42']);
+    answer = null;
+    await new TauriBackend().onOpenPlan((id) => opened.push(id));
+    expect(opened).toEqual(['plan_42']);
+  });
+
   it('passes refusals on as code and message', async () => {
     answer = new Error();
     await expect(new TauriBackend().approve('p1', 'd', null)).rejects.toMatchObject({ code: 'plan_stale', message: 'moved\uFFFD' });

@@ -72,6 +72,10 @@ export class TauriBackend implements Backend {
     return listen('queue-changed', () => listener());
   }
   async onOpenPlan(listener: (planId: string) => void): Promise<() => void> {
-    return listen<string>('open-plan', (event) => listener(visible(event.payload)));
+    const unlisten = await listen<string>('open-plan', (event) => listener(visible(event.payload)));
+    // A link on the command line came before this page listened: the shell kept it.
+    const linked = await call<string | null>('linked_plan');
+    if (linked) listener(linked);
+    return unlisten;
   }
 }

@@ -100,7 +100,11 @@ consequence: string, gist: string,
 /**
  * A decision on this plan waits in the local outbox.
  */
-queued: boolean, execution: ExecutionView | null, supersedes: string | null, superseded_by: string | null, };
+queued: boolean, 
+/**
+ * The gateway did not answer: this is the plan as the console last fetched it.
+ */
+last_fetched: boolean, execution: ExecutionView | null, supersedes: string | null, superseded_by: string | null, };
 
 export type StatusView = { gateway_name: string, gateway_url: string, demo: boolean, 
 /**

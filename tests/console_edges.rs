@@ -1,0 +1,276 @@
+//! The console at its edges, on the real desktop binary against a real gateway: a rejection and
+//! the history it leaves, a string an agent wrote, a gateway that goes away and comes back, and
+//! the desktop notification a new risky plan sends over the session bus.
+//! Run under `tests/with-keyring.sh` and `tests/with-display.sh` (as `make test` does).
+
+mod app;
+mod demo_plans;
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use app::{answer_if_asked, eventually, serial, App, Launch};
+use countersign_e2e::proxy::FaultProxy;
+use countersign_e2e::TestGateway;
+use demo_plans::{
+    contractors_of_support, preview, received, retention, signed_over_its_digest, status,
+};
+use serde_json::json;
+
+const ANSWERED: &str = "[data-testid='decision-state'][data-state='answered']";
+const QUEUED: &str = "[data-testid='decision-state'][data-state='queued']";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejection_is_signed_with_its_reason_and_kept_in_history() -> anyhow::Result<()> {
+    let _one = serial().await;
+    let gateway = TestGateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let plan = retention(&agent, "prj_184", 14).await?;
+    let code = gateway.invite("Dana").await?;
+    let app = App::start(Launch::new(&gateway.url, &code)).await?;
+    app.open(&plan).await?;
+
+    app.click("[data-testid='reject']").await?;
+    let confirm = app.find("[data-testid='reject-confirm']").await?;
+    assert!(confirm.attr("disabled").await?.is_some(), "no reason yet");
+    let reason = "Legal asked to keep prj_184's artifacts a month.";
+    app.find("[data-testid='reject-reason']")
+        .await?
+        .send_keys(reason)
+        .await?;
+    app.click("[data-testid='reject-confirm']").await?;
+    app.find(ANSWERED).await?;
+
+    assert_eq!(status(&agent, &plan).await?, "rejected");
+    let decisions = gateway.decisions(&plan).await?;
+    assert_eq!(decisions.len(), 1, "{decisions:?}");
+    let (decision, stored_reason, payload) = &decisions[0];
+    assert_eq!(decision, "reject");
+    assert_eq!(stored_reason.as_deref(), Some(reason));
+    assert_eq!(payload["reason"], reason);
+    assert_eq!(signed_over_its_digest(&gateway, &agent, &plan).await?, 1);
+
+    app.click("[data-testid='nav-history']").await?;
+    let row = app.find("[data-testid='history-row']").await?;
+    let shown = row.text().await?;
+    assert!(shown.contains(&plan) && shown.contains(reason), "{shown}");
+    app.find("[data-testid='verified'][data-verified='true']")
+        .await?;
+    app.shoot("history").await?;
+    app.click("[data-testid='nav-settings']").await?;
+    app.find("[data-testid='settings']").await?;
+    app.shoot("settings").await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_string_an_agent_wrote_shows_as_text() -> anyhow::Result<()> {
+    let _one = serial().await;
+    let gateway = TestGateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let markup = "<img src=x onerror=alert(1)>";
+    // An upload needs no approval, so it never queues: the approver opens it from its link.
+    let upload = preview(
+        &agent,
+        "documents.document.upload",
+        json!({"project": "prj_311", "filename": markup, "mime_type": "text/plain",
+               "size_bytes": 2048}),
+    )
+    .await?;
+    let code = gateway.invite("Dana").await?;
+    let mut launch = Launch::new(&gateway.url, &code);
+    launch.args = vec![format!("countersign://plan/{upload}")];
+    let app = App::start(launch).await?;
+    let plan = app
+        .find(&format!("[data-testid='plan'][data-plan-id='{upload}']"))
+        .await?;
+
+    let shown = plan.text().await?;
+    assert!(shown.contains(markup), "the filename as written: {shown}");
+    let planted = "return document.querySelectorAll('img[src=\"x\"], [onerror]').length;";
+    assert_eq!(app.client.execute(planted, vec![]).await?, json!(0));
+    assert!(
+        app.client.get_alert_text().await.is_err(),
+        "no script of the agent's ran"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_made_offline_goes_out_when_the_gateway_returns() -> anyhow::Result<()> {
+    let _one = serial().await;
+    let gateway = TestGateway::start().await?;
+    let proxy = FaultProxy::start(gateway.url.trim_start_matches("http://")).await?;
+    let agent = gateway.agent("ops").await?;
+    let plan = retention(&agent, "prj_184", 14).await?;
+    let code = gateway.invite("Dana").await?;
+    let app = App::start(Launch::new(&proxy.url, &code)).await?;
+    app.open(&plan).await?;
+
+    proxy.down(true);
+    app.find("[data-testid='link-state'][data-link='offline']")
+        .await?;
+    app.click("[data-testid='approve']").await?;
+    answer_if_asked(&app, QUEUED).await?;
+    app.find("[data-testid='last-fetched']").await?;
+    let outbox = app.text("[data-testid='outbox']").await?;
+    assert!(outbox.contains("1 queued"), "{outbox}");
+    assert!(
+        gateway.decisions(&plan).await?.is_empty(),
+        "nothing got out"
+    );
+
+    proxy.down(false);
+    eventually("the queued approval to arrive", || async {
+        Ok(received(&agent, &plan).await?.len() == 1)
+    })
+    .await?;
+    eventually("the outbox to empty", || async {
+        Ok(app.count("[data-testid='outbox']").await? == 0)
+    })
+    .await?;
+    app.find("[data-testid='link-state'][data-link='online']")
+        .await?;
+    assert_eq!(gateway.decisions(&plan).await?.len(), 1, "delivered once");
+    assert_eq!(status(&agent, &plan).await?, "approved");
+    Ok(())
+}
+
+/// A notification server on the session bus: the one already there, or dunst started for the
+/// test (the CI session has none).
+struct NotificationServer(Option<Child>);
+
+impl NotificationServer {
+    fn ensure() -> anyhow::Result<NotificationServer> {
+        if name_has_owner("org.freedesktop.Notifications")? {
+            return Ok(NotificationServer(None));
+        }
+        let dunst = Command::new("dunst")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting dunst (make deps installs it)")?;
+        let server = NotificationServer(Some(dunst));
+        for _ in 0..100 {
+            if name_has_owner("org.freedesktop.Notifications")? {
+                return Ok(server);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        anyhow::bail!("dunst did not take org.freedesktop.Notifications")
+    }
+}
+
+impl Drop for NotificationServer {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn name_has_owner(name: &str) -> anyhow::Result<bool> {
+    let out = Command::new("dbus-send")
+        .args([
+            "--session",
+            "--print-reply",
+            "--dest=org.freedesktop.DBus",
+            "/org/freedesktop/DBus",
+            "org.freedesktop.DBus.NameHasOwner",
+            &format!("string:{name}"),
+        ])
+        .output()?;
+    Ok(String::from_utf8_lossy(&out.stdout).contains("boolean true"))
+}
+
+/// `dbus-monitor` watching the `Notify` calls on the session bus; each call's printed message.
+struct NotifyCalls {
+    monitor: Child,
+    calls: Arc<Mutex<Vec<String>>>,
+}
+
+impl NotifyCalls {
+    fn watch() -> anyhow::Result<NotifyCalls> {
+        let mut monitor = Command::new("dbus-monitor")
+            .args([
+                "--session",
+                "type='method_call',interface='org.freedesktop.Notifications',member='Notify'",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting dbus-monitor")?;
+        let calls = Arc::new(Mutex::new(Vec::<String>::new()));
+        let lines = BufReader::new(monitor.stdout.take().expect("piped"));
+        let seen = calls.clone();
+        std::thread::spawn(move || {
+            for line in lines.lines().map_while(Result::ok) {
+                let mut seen = seen.lock().unwrap();
+                if line.starts_with("method call") && line.contains("member=Notify") {
+                    seen.push(String::new());
+                } else if let Some(call) = seen.last_mut() {
+                    call.push_str(&line);
+                    call.push('\n');
+                }
+            }
+        });
+        Ok(NotifyCalls { monitor, calls })
+    }
+
+    fn naming(&self, text: &str) -> usize {
+        let calls = self.calls.lock().unwrap();
+        calls.iter().filter(|call| call.contains(text)).count()
+    }
+
+    fn total(&self) -> usize {
+        self.calls.lock().unwrap().len()
+    }
+}
+
+impl Drop for NotifyCalls {
+    fn drop(&mut self) {
+        let _ = self.monitor.kill();
+        let _ = self.monitor.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_risky_plan_sends_one_notify_call() -> anyhow::Result<()> {
+    let _one = serial().await;
+    let _server = NotificationServer::ensure()?;
+    let gateway = TestGateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let before = contractors_of_support(&agent).await?;
+    let notify = NotifyCalls::watch()?;
+    let code = gateway.invite("Dana").await?;
+    let app = App::start(Launch::new(&gateway.url, &code)).await?;
+    app.find(&format!(
+        "[data-testid='queue-row'][data-plan-id='{before}']"
+    ))
+    .await?;
+
+    let risky = preview(
+        &agent,
+        "memberships.grant",
+        json!({"project": "prj_421", "subject": "usr_92", "role": "editor"}),
+    )
+    .await?;
+    eventually("a Notify call for the new plan", || async {
+        Ok(notify.naming(&risky) > 0)
+    })
+    .await?;
+    // A calm plan after it: once it is listed, the risky one has been through more passes.
+    let calm = retention(&agent, "prj_420", 45).await?;
+    app.find(&format!("[data-testid='queue-row'][data-plan-id='{calm}']"))
+        .await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(notify.naming(&risky), 1, "once per plan");
+    assert_eq!(notify.naming(&before), 0, "quiet on the first look");
+    assert_eq!(notify.naming(&calm), 0, "a calm plan is no news");
+    assert_eq!(notify.total(), 1);
+    Ok(())
+}
