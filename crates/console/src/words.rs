@@ -42,8 +42,33 @@ fn field(path: &str) -> String {
     path.rsplit('/').next().unwrap_or(path).replace('_', " ")
 }
 
-fn subjects(effect: &Effect) -> Option<u64> {
-    effect.subjects.as_ref().map(|s| s.total)
+/// A subject count as words show it: `100,000`, not `100000`.
+#[derive(Clone, Copy)]
+struct Count(u64);
+
+impl std::fmt::Display for Count {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let digits = self.0.to_string();
+        let lead = digits.len() % 3;
+        let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+        for (i, d) in digits.chars().enumerate() {
+            if i > 0 && (i + 3 - lead).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(d);
+        }
+        f.write_str(&out)
+    }
+}
+
+impl PartialEq<u64> for Count {
+    fn eq(&self, other: &u64) -> bool {
+        self.0 == *other
+    }
+}
+
+fn subjects(effect: &Effect) -> Option<Count> {
+    effect.subjects.as_ref().map(|s| Count(s.total))
 }
 
 /// One effect in a few words, for the gist.
@@ -289,6 +314,18 @@ mod tests {
             env!("CARGO_MANIFEST_DIR")
         );
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn counts_are_grouped_by_thousands() {
+        let shown: Vec<String> = [0, 7, 999, 1_000, 37_512, 100_000, 1_234_567]
+            .into_iter()
+            .map(|n| Count(n).to_string())
+            .collect();
+        assert_eq!(
+            shown,
+            ["0", "7", "999", "1,000", "37,512", "100,000", "1,234,567"]
+        );
     }
 
     #[test]

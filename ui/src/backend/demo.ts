@@ -242,7 +242,7 @@ export function demoPlans(): PlanView[] {
     }),
     plan({
       plan_id: 'plan_0008', title: 'Remove members from a group', capability_id: 'groups.members.remove', agent_id: 'agt_offboard',
-      expires_at: minutesFromNow(25), digest: DIGEST('aa10be55'), approvals_required: 2, gist: 'grp_archive −100000',
+      expires_at: minutesFromNow(25), digest: DIGEST('aa10be55'), approvals_required: 2, gist: 'grp_archive −100,000',
       risk: ['bulk', 'access_change', 'irreversible'],
       consequence: 'removes 100,000 members from grp_archive; 1,031 lose on-call; irreversible',
       effects: [effect({ id: 'eff_1', effect_type: 'direct_membership_removed', kind: 'revoke', description: 'Remove 100,000 direct memberships.',

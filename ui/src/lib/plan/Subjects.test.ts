@@ -26,7 +26,7 @@ describe('all subjects', () => {
     expect(ids().length).toBeLessThan(40);
     const scroll = screen.getByTestId('subjects-scroll');
     expect(scroll.querySelector('ul')!.style.height).toBe(`${100_000 * ROW}px`);
-    expect(screen.getByTestId('subjects-count').textContent).toBe('100000');
+    expect(screen.getByTestId('subjects-count').textContent).toBe('100,000');
     const calls = backend.subjectCalls;
     scroll.scrollTop = 99_995 * ROW;
     await fireEvent.scroll(scroll);
@@ -58,7 +58,7 @@ describe('all subjects', () => {
     await renderBulk();
     await fireEvent.input(screen.getByTestId('subjects-search'), { target: { value: 'usr_09999' } });
     await waitFor(() => expect(ids()).toEqual(Array.from({ length: 10 }, (_, n) => `usr_09999${n}`)));
-    expect(screen.getByTestId('subjects-count').textContent).toBe('10 of 100000');
+    expect(screen.getByTestId('subjects-count').textContent).toBe('10 of 100,000');
   });
 
   it('shows the full-set digest check, matching or not', async () => {
