@@ -8,7 +8,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use common::{approve_by, assert_error, Gateway};
-use countersign_gateway::app;
+use countersign_gateway::{accounts, app};
 use countersign_proto::digest::SubjectsHasher;
 use http_body_util::BodyExt as _;
 use serde_json::{json, Value};
@@ -118,6 +118,40 @@ async fn a_moved_read_stops_decision_and_execution_and_a_refresh_executes() {
         .invoke_as(&gw.agent, RETENTION, json!({"plan_id": fresh["plan_id"]}))
         .await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.body);
+}
+
+#[tokio::test]
+async fn another_agent_cannot_execute_a_plan_and_nothing_runs() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let plan = gw
+        .preview(
+            RETENTION,
+            json!({"project": "prj_184", "retention_days": 14}),
+        )
+        .await;
+    approve_by(&gw, &plan, &[&dana]).await;
+    // Same principal, same scopes: only the caller differs.
+    let (_, other) = accounts::add_agent(&gw.state.store, "other", Some("usr_lead"))
+        .await
+        .unwrap();
+    let before = gw.snapshot().await;
+    for body in [
+        json!({"plan_id": plan["plan_id"]}),
+        json!({"plan_id": plan["plan_id"], "idempotency_key": "theirs"}),
+    ] {
+        let reply = gw.invoke_as(&other, RETENTION, body).await;
+        assert_error(&reply, "forbidden", 403);
+    }
+    assert_eq!(gw.snapshot().await, before, "nothing ran");
+    let record = gw
+        .record(&gw.agent, plan["plan_id"].as_str().unwrap())
+        .await;
+    assert_eq!(record.body["status"], "approved");
+    let reply = gw
+        .invoke_as(&gw.agent, RETENTION, json!({"plan_id": plan["plan_id"]}))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
 }
 
 #[tokio::test]

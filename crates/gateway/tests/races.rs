@@ -1,0 +1,170 @@
+//! Races forced with a barrier rather than left to the scheduler: every contender is ready before
+//! any of them sends. Each runs over a SQLite file, so requests take separate pool connections.
+
+mod common;
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use common::{approve_by, Gateway, Reply};
+use serde_json::{json, Value};
+use tokio::sync::Barrier;
+
+const RETENTION: &str = "projects.settings.update";
+const REMOVE: &str = "groups.members.remove";
+
+async fn on_file() -> (tempfile::TempDir, Arc<Gateway>) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let gw = Arc::new(Gateway::at(&url).await);
+    (dir, gw)
+}
+
+/// Runs `n` copies of `send` at once, each released by one barrier; their replies.
+async fn at_once<F, Fut>(n: usize, send: F) -> Vec<Reply>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = Reply> + Send + 'static,
+{
+    let barrier = Arc::new(Barrier::new(n));
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..n {
+        let (barrier, request) = (barrier.clone(), send(i));
+        tasks.spawn(async move {
+            barrier.wait().await;
+            request.await
+        });
+    }
+    let mut replies = Vec::new();
+    while let Some(reply) = tasks.join_next().await {
+        replies.push(reply.unwrap());
+    }
+    replies
+}
+
+async fn count(gw: &Gateway, sql: &str, plan_id: &str) -> i64 {
+    sqlx::query_scalar(sql)
+        .bind(plan_id)
+        .fetch_one(gw.state.store.pool())
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixteen_invokes_of_one_approved_plan_execute_it_once() {
+    let (_dir, gw) = on_file().await;
+    let dana = gw.enroll("Dana").await;
+    let plan = gw
+        .preview(
+            RETENTION,
+            json!({"project": "prj_184", "retention_days": 14}),
+        )
+        .await;
+    approve_by(&gw, &plan, &[&dana]).await;
+    let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
+
+    let replies = at_once(16, |i| {
+        let (gw, plan_id) = (gw.clone(), plan_id.clone());
+        async move {
+            // Half with an idempotency key each, half without: neither path may run twice.
+            let body = if i % 2 == 0 {
+                json!({"plan_id": plan_id})
+            } else {
+                json!({"plan_id": plan_id, "idempotency_key": format!("k{i}")})
+            };
+            gw.invoke_as(&gw.agent, RETENTION, body).await
+        }
+    })
+    .await;
+    let executed = replies
+        .iter()
+        .filter(|r| r.status == StatusCode::OK)
+        .count();
+    assert_eq!(executed, 1, "one execution");
+    for reply in replies.iter().filter(|r| r.status != StatusCode::OK) {
+        assert_eq!(reply.status, StatusCode::CONFLICT, "{}", reply.body);
+        assert_eq!(reply.body["error"]["code"], "plan_already_executed");
+    }
+    let runs = count(
+        &gw,
+        "SELECT COUNT(*) FROM execution_audit WHERE plan_id = ?",
+        &plan_id,
+    )
+    .await;
+    assert_eq!(runs, 1);
+    let days: i64 = sqlx::query_scalar("SELECT retention_days FROM projects WHERE id = 'prj_184'")
+        .fetch_one(gw.state.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(days, 14);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_preview_key_sent_eight_times_at_once_makes_one_plan() {
+    let (_dir, gw) = on_file().await;
+    let uri = format!("/v1/capabilities/{RETENTION}/dry_run");
+    let body =
+        json!({"params": {"project": "prj_200", "retention_days": 30}, "idempotency_key": "same"});
+    let replies = at_once(8, |_| {
+        let (gw, uri, body) = (gw.clone(), uri.clone(), body.clone());
+        async move { gw.call("POST", &uri, Some(&gw.agent), Some(body)).await }
+    })
+    .await;
+    let first: &Value = &replies[0].body;
+    for reply in &replies {
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        assert_eq!(&reply.body, first, "every sender gets the one plan");
+    }
+    let plans: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plans")
+        .fetch_one(gw.state.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(plans, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_approvers_racing_to_a_quorum_of_two_both_count() {
+    let (_dir, gw) = on_file().await;
+    let plan = gw
+        .preview(
+            REMOVE,
+            json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
+        )
+        .await;
+    assert_eq!(plan["would_require_approval"], true);
+    let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
+    let approvers = Arc::new([gw.enroll("Dana").await, gw.enroll("Eli").await]);
+
+    let replies = at_once(2, |i| {
+        let (gw, plan, plan_id, approvers) =
+            (gw.clone(), plan.clone(), plan_id.clone(), approvers.clone());
+        async move {
+            let approver = &approvers[i];
+            let envelope = approver.sign(&approver.statement(&gw, &plan));
+            approver.send(&gw, &plan_id, &envelope).await
+        }
+    })
+    .await;
+    for reply in &replies {
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    }
+    let mut received: Vec<usize> = replies
+        .iter()
+        .map(|r| r.body["approvals"]["received"].as_array().unwrap().len())
+        .collect();
+    received.sort();
+    assert_eq!(
+        received,
+        [1, 2],
+        "each answer counts the other's approval or not, never both"
+    );
+    let record = gw.record(&approvers[0].token, &plan_id).await;
+    assert_eq!(record.body["status"], "approved");
+    let decisions = count(
+        &gw,
+        "SELECT COUNT(*) FROM decisions WHERE plan_id = ?",
+        &plan_id,
+    )
+    .await;
+    assert_eq!(decisions, 2);
+}
