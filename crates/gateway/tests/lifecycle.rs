@@ -165,7 +165,13 @@ async fn a_repeated_preview_key_answers_the_first_plan() {
         .await;
     let second = gw.call("POST", &uri, Some(&gw.agent), Some(body)).await;
     assert_eq!(first.status, StatusCode::OK);
-    assert_eq!(second.body, first.body);
+    // The first plan, with its status now added.
+    let mut repeated = second.body.clone();
+    assert_eq!(repeated["status"], "pending_approval");
+    for added in ["status", "stale", "superseded_by"] {
+        repeated.as_object_mut().unwrap().remove(added);
+    }
+    assert_eq!(repeated, first.body);
     let plans: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plans")
         .fetch_one(gw.state.store.pool())
         .await
@@ -185,6 +191,62 @@ async fn a_repeated_preview_key_answers_the_first_plan() {
     let second = gw.call("POST", &uri, Some(&gw.agent), Some(invalid)).await;
     assert_eq!(first.body["valid"], false);
     assert_eq!(second.body, first.body);
+}
+
+#[tokio::test]
+async fn a_repeated_preview_key_answers_the_plan_as_it_stands_now() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let uri = format!("/v1/capabilities/{RETENTION}/dry_run");
+    let again = |key: &str, days: u32| json!({"params": {"project": "prj_184", "retention_days": days}, "idempotency_key": key});
+    let stale = gw
+        .call("POST", &uri, Some(&gw.agent), Some(again("stale", 14)))
+        .await
+        .body;
+    let executed = gw
+        .call("POST", &uri, Some(&gw.agent), Some(again("run", 21)))
+        .await
+        .body;
+    approve_by(&gw, &executed, &[&dana]).await;
+    let reply = gw
+        .invoke_as(
+            &gw.agent,
+            RETENTION,
+            json!({"plan_id": executed["plan_id"]}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+
+    let now_executed = gw
+        .call("POST", &uri, Some(&gw.agent), Some(again("run", 21)))
+        .await;
+    assert_eq!(now_executed.status, StatusCode::OK);
+    assert_eq!(now_executed.body["plan_id"], executed["plan_id"]);
+    assert_eq!(now_executed.body["status"], "executed");
+
+    // The execution moved prj_184, which the other plan read.
+    let now_stale = gw
+        .call("POST", &uri, Some(&gw.agent), Some(again("stale", 14)))
+        .await
+        .body;
+    assert_eq!(now_stale["plan_id"], stale["plan_id"]);
+    assert_eq!(now_stale["plan_digest"], stale["plan_digest"]);
+    assert_eq!(now_stale["status"], "stale");
+    assert_eq!(
+        now_stale["stale"]["moved"][0]["resource"],
+        "projects/prj_184"
+    );
+
+    let expired = gw
+        .call("POST", &uri, Some(&gw.agent), Some(again("late", 30)))
+        .await
+        .body;
+    gw.expire(expired["plan_id"].as_str().unwrap()).await;
+    let now_expired = gw
+        .call("POST", &uri, Some(&gw.agent), Some(again("late", 30)))
+        .await
+        .body;
+    assert_eq!(now_expired["status"], "expired");
 }
 
 #[tokio::test]

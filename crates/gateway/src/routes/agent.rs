@@ -154,8 +154,8 @@ pub async fn preview(
     Ok(DryRunAnswer::Plan(Box::new(preview)))
 }
 
-/// A dry_run repeated with its idempotency key: the first answer again, or a conflict when the
-/// key came with another request.
+/// A dry_run repeated with its idempotency key: the first plan again with its status now, or a
+/// conflict when the key came with another request.
 async fn repeated(
     tx: &mut Tx,
     agent: &Agent,
@@ -192,5 +192,12 @@ async fn repeated(
     let plan = plans::load(tx, &plan_id)
         .await?
         .ok_or_else(|| ApiError::not_found("plan"))?;
-    Ok(Some(serde_json::to_value(plan.preview)?))
+    // The stored plan as it stands now, never as if it were fresh: its digest covers only the
+    // plan core, so the members added here leave it intact.
+    let record = plans::record(tx, plan).await?;
+    let mut answer = serde_json::to_value(&record.plan)?;
+    answer["status"] = serde_json::to_value(record.status)?;
+    answer["stale"] = serde_json::to_value(&record.stale)?;
+    answer["superseded_by"] = serde_json::to_value(&record.superseded_by)?;
+    Ok(Some(answer))
 }
