@@ -453,12 +453,43 @@ fn fetched(plan_id: &str, raw: Value) -> Result<FetchedPlan, ConsoleError> {
 }
 
 fn gateway_error(status: StatusCode, body: &[u8]) -> ConsoleError {
-    match serde_json::from_slice::<ErrorEnvelope>(body) {
-        Ok(envelope) => ConsoleError::Gateway {
+    if let Ok(envelope) = serde_json::from_slice::<ErrorEnvelope>(body) {
+        return ConsoleError::Gateway {
             code: envelope.error.code,
             message: envelope.error.message,
             details: envelope.error.details,
-        },
-        Err(_) => ConsoleError::Protocol(format!("HTTP {status} without an error envelope")),
+        };
     }
+    match serde_json::from_slice::<UnknownError>(body) {
+        Ok(unknown) if known_shape(&unknown.error.code) => ConsoleError::UnknownGateway {
+            code: unknown.error.code,
+            status: status.as_u16(),
+            message: unknown.error.message,
+            details: unknown.error.details,
+        },
+        _ => ConsoleError::Protocol(format!("HTTP {status} without an error envelope")),
+    }
+}
+
+/// The error envelope with its code as plain text, for codes newer than this console.
+#[derive(serde::Deserialize)]
+struct UnknownError {
+    error: UnknownErrorBody,
+}
+
+#[derive(serde::Deserialize)]
+struct UnknownErrorBody {
+    code: String,
+    message: String,
+    #[serde(default)]
+    details: Value,
+}
+
+/// A code as the contract writes them (stable snake_case), so a garbled body is not shown as one.
+fn known_shape(code: &str) -> bool {
+    (1..=64).contains(&code.len())
+        && code.starts_with(|c: char| c.is_ascii_lowercase())
+        && code
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }

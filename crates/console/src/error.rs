@@ -14,6 +14,15 @@ pub enum ConsoleError {
         message: String,
         details: Value,
     },
+    /// A well-formed error whose code this console does not know (a newer gateway's): kept with
+    /// its message, status and details, never turned into a protocol failure.
+    #[error("{message}")]
+    UnknownGateway {
+        code: String,
+        status: u16,
+        message: String,
+        details: Value,
+    },
     #[error("the gateway at {url} is unreachable: {reason}")]
     Unreachable { url: String, reason: String },
     #[error("the gateway sent something that is not the protocol: {0}")]
@@ -62,6 +71,7 @@ impl ConsoleError {
     pub fn code(&self) -> String {
         match self {
             ConsoleError::Gateway { code, .. } => code.as_str().to_owned(),
+            ConsoleError::UnknownGateway { code, .. } => code.clone(),
             ConsoleError::Unreachable { .. } => "unreachable".to_owned(),
             ConsoleError::Protocol(_) => "protocol_error".to_owned(),
             ConsoleError::DigestMismatch { .. } => "digest_mismatch".to_owned(),

@@ -329,6 +329,23 @@ impl Journal {
                     details,
                 }))
             }
+            // A code newer than this console: a 4xx is the gateway's answer all the same.
+            Err(ConsoleError::UnknownGateway {
+                code,
+                status,
+                message,
+                details,
+            }) if status < 500 => {
+                let value =
+                    serde_json::json!({"code": code, "message": message, "details": details});
+                self.settle(id, REFUSED, &value).await?;
+                Ok(Delivery::Refused(ConsoleError::UnknownGateway {
+                    code,
+                    status,
+                    message,
+                    details,
+                }))
+            }
             Err(e) => {
                 self.attempted(id).await?;
                 Ok(Delivery::Queued(e))

@@ -105,11 +105,21 @@ pub struct TraceId(pub String);
 pub async fn trace(mut request: Request, next: Next) -> Response {
     let trace_id = ids::random_id("trc_", 8);
     request.extensions_mut().insert(TraceId(trace_id.clone()));
+    let method = request.method().clone();
     let mut response = next.run(request).await;
     let unrendered = response.extensions().get::<ApiError>().is_none();
+    // The router's own answers (a body over the limit, a method the route lacks) speak the
+    // error contract too; axum adds `Allow` to the latter outside this layer.
     if unrendered && response.status() == StatusCode::PAYLOAD_TOO_LARGE {
         response = ApiError::new(ErrorCode::PayloadTooLarge, "The request body is too large.")
             .into_response();
+    }
+    if unrendered && response.status() == StatusCode::METHOD_NOT_ALLOWED {
+        response = ApiError::new(
+            ErrorCode::MethodNotAllowed,
+            format!("This endpoint does not answer {method}; `Allow` names what it does."),
+        )
+        .into_response();
     }
     if let Some(error) = response.extensions_mut().remove::<ApiError>() {
         let status = response.status();

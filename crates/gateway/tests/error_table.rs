@@ -232,6 +232,11 @@ async fn every_code_of_the_table_travels_in_the_envelope() {
         RateLimited,
     );
 
+    seen.check(
+        &gw.call("DELETE", "/v1/approvals", Some(&dana.token), None)
+            .await,
+        MethodNotAllowed,
+    );
     let all: BTreeSet<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
     assert_eq!(seen.0, all);
 }

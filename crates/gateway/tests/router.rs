@@ -241,3 +241,23 @@ async fn the_queue_answers_304_until_it_changes() {
     assert_eq!(changed.status, StatusCode::OK);
     assert_eq!(changed.body["items"].as_array().unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn a_method_a_route_lacks_answers_in_the_error_contract() {
+    let gw = Gateway::new().await;
+    for (method, uri, allow) in [
+        ("DELETE", "/v1/gateway", "GET,HEAD"),
+        ("GET", "/v1/plans/plan_x/decisions", "POST"),
+        (
+            "PUT",
+            "/v1/capabilities/projects.settings.update/dry_run",
+            "POST",
+        ),
+    ] {
+        let reply = gw.call(method, uri, Some(&gw.agent), None).await;
+        assert_error(&reply, "method_not_allowed", 405);
+        assert_eq!(reply.headers["allow"], allow, "{method} {uri}");
+        let message = reply.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(method), "{message}");
+    }
+}

@@ -13,6 +13,7 @@ pub enum ErrorCode {
     Forbidden,
     NotEligible,
     NotFound,
+    MethodNotAllowed,
     DryRunRequired,
     ApprovalRequired,
     PlanStale,
@@ -32,13 +33,14 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 22] = [
+    pub const ALL: [ErrorCode; 23] = [
         ErrorCode::ValidationError,
         ErrorCode::Unauthenticated,
         ErrorCode::BadSignature,
         ErrorCode::Forbidden,
         ErrorCode::NotEligible,
         ErrorCode::NotFound,
+        ErrorCode::MethodNotAllowed,
         ErrorCode::DryRunRequired,
         ErrorCode::ApprovalRequired,
         ErrorCode::PlanStale,
@@ -64,6 +66,7 @@ impl ErrorCode {
             Unauthenticated | BadSignature => 401,
             Forbidden | NotEligible => 403,
             NotFound => 404,
+            MethodNotAllowed => 405,
             DryRunRequired => 428,
             ApprovalRequired | PlanStale | PlanExpired | PlanNotPending | PlanAlreadyExecuted
             | NonceReused | IdempotencyConflict => 409,
@@ -83,6 +86,7 @@ impl ErrorCode {
             Forbidden => "forbidden",
             NotEligible => "not_eligible",
             NotFound => "not_found",
+            MethodNotAllowed => "method_not_allowed",
             DryRunRequired => "dry_run_required",
             ApprovalRequired => "approval_required",
             PlanStale => "plan_stale",
