@@ -1,5 +1,6 @@
 //! Execution: only an approved plan that is still current, and exactly what it planned.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -8,7 +9,7 @@ use axum::{Extension, Json};
 use countersign_proto::approvals::PlanStatus;
 use countersign_proto::describe::DryRunMode;
 use countersign_proto::envelope::SuccessEnvelope;
-use countersign_proto::plan::{InvokeRequest, Preview};
+use countersign_proto::plan::{Effect, InvokeRequest, Preview};
 use countersign_proto::ErrorCode;
 use serde_json::{json, Map, Value};
 
@@ -109,7 +110,18 @@ pub async fn run(
         agent_id: &agent.id,
         plan_id: stored.then_some(plan.plan_id.as_str()),
     };
-    let applied = execute(&mut w.tx, capability, &plan, execution).await?;
+    let applied = match execute(&mut w.tx, capability, &plan, execution).await {
+        Ok(applied) => applied,
+        // The state moved under the plan without a revision saying so: it is stale for its
+        // approvers too, and holds no approval any more.
+        Err(e) if e.code == ErrorCode::PlanStale && stored => {
+            plans::set_status(&mut w.tx, &plan.plan_id, PlanStatus::Stale).await?;
+            queue::publish(&mut w.tx, &plan.plan_id, EventKind::Updated).await?;
+            w.commit().await?;
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
     wallet::charge(&mut w.tx, &agent.id, charged).await?;
 
     let audit_id = ids::random_id("aud_", 8);
@@ -316,11 +328,7 @@ async fn execute(
         &plan.audit_id,
     )?;
     if again.effects != plan.effects || again.estimated_cost != plan.estimated_cost {
-        return Err(ApiError::new(
-            ErrorCode::PlanStale,
-            "The current state gives other effects than the plan: preview again.",
-        )
-        .with_details(json!({ "moved": [] })));
+        return Err(drifted(plan, &again));
     }
     // Same effects, but something now blocks them (a suspended account, say): not the plan
     // that was approved either.
@@ -336,4 +344,44 @@ async fn execute(
         plans::set_status(tx, plan_id, PlanStatus::Executed).await?;
     }
     capability.apply(tx, params, &now_planned, execution).await
+}
+
+/// The refusal of a plan whose effects the current state no longer gives, naming each effect
+/// that differs (planned and now) and the cost when it moved.
+fn drifted(plan: &Preview, again: &Preview) -> ApiError {
+    let by_id = |effects: &[Effect]| -> BTreeMap<String, Effect> {
+        effects.iter().map(|e| (e.id.clone(), e.clone())).collect()
+    };
+    let (planned, current) = (by_id(&plan.effects), by_id(&again.effects));
+    let ids: BTreeSet<&String> = planned.keys().chain(current.keys()).collect();
+    let differing: Vec<Value> = ids
+        .into_iter()
+        .filter(|id| planned.get(*id) != current.get(*id))
+        .map(|id| json!({"effect": id, "planned": planned.get(id), "current": current.get(id)}))
+        .collect();
+    let first = differing
+        .first()
+        .and_then(|d| d["effect"].as_str())
+        .map_or_else(
+            || "the cost".to_owned(),
+            |id| {
+                let kind = planned
+                    .get(id)
+                    .or_else(|| current.get(id))
+                    .map_or("", |e| e.effect_type.as_str());
+                format!("{id} ({kind})")
+            },
+        );
+    let mut details = json!({ "moved": [], "drifted": differing });
+    if again.estimated_cost != plan.estimated_cost {
+        details["cost"] = json!({"planned": plan.estimated_cost, "current": again.estimated_cost});
+    }
+    ApiError::new(
+        ErrorCode::PlanStale,
+        format!(
+            "Plan {} no longer describes the current state ({first} differs): preview again.",
+            plan.plan_id
+        ),
+    )
+    .with_details(details)
 }
