@@ -215,6 +215,13 @@ pub async fn apply(
             ..Applied::default()
         });
     };
+    // Journal values are read from the database around each write, never inferred from it.
+    let role_before: Option<String> =
+        sqlx::query_scalar("SELECT role FROM project_members WHERE project_id = ? AND user_id = ?")
+            .bind(&p.project)
+            .bind(&p.subject)
+            .fetch_optional(&mut *conn)
+            .await?;
     let (user, role): (String, String) = sqlx::query_as(
         "INSERT INTO project_members (project_id, user_id, role) VALUES (?, ?, ?)
          RETURNING user_id, role",
@@ -227,9 +234,12 @@ pub async fn apply(
     world::bump(conn, &format!("projects/{}", p.project)).await?;
     let role_change = Change {
         path: role_path(&user),
-        before: Value::Null,
+        before: json!(role_before),
         after: json!(role),
     };
+    let used_before: i64 = sqlx::query_scalar("SELECT used FROM seat_pools WHERE id = 'org'")
+        .fetch_one(&mut *conn)
+        .await?;
     let used: i64 = sqlx::query_scalar(
         "UPDATE seat_pools SET used = used + 1, revision = revision + 1 WHERE id = 'org'
          RETURNING used",
@@ -238,7 +248,7 @@ pub async fn apply(
     .await?;
     let seat_change = Change {
         path: "/used".to_owned(),
-        before: json!(used - 1),
+        before: json!(used_before),
         after: json!(used),
     };
     let invited: Vec<String> = sqlx::query_scalar(

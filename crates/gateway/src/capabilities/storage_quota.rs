@@ -2,6 +2,7 @@
 //! field; derived, the projects over the new quota stop taking uploads (seed 004), and projects
 //! back under it take them again.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use countersign_proto::describe::{CostClass, Describe, DryRunMode, Preflight};
@@ -206,6 +207,17 @@ pub async fn apply(
     )];
     for derived in &planned.effects[1..] {
         let block = derived.effect.effect_type == BLOCKED;
+        let ids = json!(derived.subject_ids()).to_string();
+        let was: BTreeMap<String, bool> = sqlx::query_as(
+            "SELECT id, uploads_blocked FROM projects
+             WHERE quota_id = ? AND id IN (SELECT value FROM json_each(?))",
+        )
+        .bind(&p.quota)
+        .bind(&ids)
+        .fetch_all(&mut *conn)
+        .await?
+        .into_iter()
+        .collect();
         let rows: Vec<(String, bool)> = sqlx::query_as(
             "UPDATE projects SET uploads_blocked = ?1
              WHERE quota_id = ?2 AND uploads_blocked = NOT ?1
@@ -214,17 +226,21 @@ pub async fn apply(
         )
         .bind(block)
         .bind(&p.quota)
-        .bind(json!(derived.subject_ids()).to_string())
+        .bind(&ids)
         .fetch_all(&mut *conn)
         .await?;
-        // One change per distinct outcome the rows report; one when all agree, as planned.
-        let mut outcomes: Vec<bool> = rows.iter().map(|(_, now)| *now).collect();
+        // One change per distinct (before, after) the rows report; one when all agree, as planned.
+        let mut outcomes: Vec<(Option<bool>, bool)> = rows
+            .iter()
+            .map(|(id, now)| (was.get(id).copied(), *now))
+            .collect();
+        outcomes.sort();
         outcomes.dedup();
         let changes = outcomes
             .into_iter()
-            .map(|now| Change {
+            .map(|(before, now)| Change {
                 path: "/uploads_blocked".to_owned(),
-                before: json!(!now),
+                before: json!(before),
                 after: json!(now),
             })
             .collect();
