@@ -3,6 +3,8 @@
 
 mod common;
 
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
 use common::{approve_by, assert_error, Gateway};
 use countersign_gateway::{accounts, revocation};
 use countersign_proto::decision::Statement;
@@ -237,6 +239,35 @@ async fn the_enrollee_keeps_the_invited_name() {
             .await
             .unwrap();
     assert_eq!(names, ["Dana", "Eli"]);
+}
+
+#[tokio::test]
+async fn a_weak_or_non_canonical_key_is_not_enrolled() {
+    let gw = Gateway::new().await;
+    let code = accounts::invite_approver(&gw.state.store, "Dana", None)
+        .await
+        .unwrap();
+    let mut identity = [0u8; 32];
+    identity[0] = 1;
+    // y = p + 3: a sound point written in a second, non-canonical way.
+    let mut non_canonical = [0xffu8; 32];
+    non_canonical[0] = 0xf0;
+    non_canonical[31] = 0x7f;
+    for key in [identity, non_canonical] {
+        let body = json!({"enrollment_code": code, "public_key": URL_SAFE_NO_PAD.encode(key)});
+        let reply = gw
+            .call("POST", "/v1/approvers/enroll", None, Some(body))
+            .await;
+        assert_error(&reply, "validation_error", 422);
+        let message = reply.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("weak or non-canonical"), "{message}");
+    }
+    // Refused without spending the code.
+    let body = json!({"enrollment_code": code, "public_key": new_public_key()});
+    let reply = gw
+        .call("POST", "/v1/approvers/enroll", None, Some(body))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
 }
 
 #[tokio::test]

@@ -126,6 +126,79 @@ async fn refusals_follow_the_check_order() {
     assert_eq!(record.body["approvals"]["received"], json!([]));
 }
 
+/// Two faults in one decision: the check that comes first in the order answers, each pair
+/// chosen so that the later check alone would answer otherwise.
+#[tokio::test]
+async fn of_two_faults_the_earlier_check_answers() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let elsewhere = |mut s: Statement| {
+        s.audience = "gw_elsewhere".into();
+        s
+    };
+
+    // Two signatures (shape) before a wrong audience.
+    let mut envelope = dana.sign(&elsewhere(dana.statement(&gw, &plan)));
+    envelope.signatures.push(envelope.signatures[0].clone());
+    assert_error(
+        &dana.send(&gw, plan_id, &envelope).await,
+        "validation_error",
+        422,
+    );
+
+    // A signature that does not verify before a wrong audience.
+    let mut envelope = dana.sign(&elsewhere(dana.statement(&gw, &plan)));
+    let mut sig = STANDARD.decode(&envelope.signatures[0].sig).unwrap();
+    sig[3] ^= 1;
+    envelope.signatures[0].sig = STANDARD.encode(sig);
+    assert_error(
+        &dana.send(&gw, plan_id, &envelope).await,
+        "bad_signature",
+        401,
+    );
+
+    // S + L: the same signature in a non-canonical form does not verify either.
+    let mut envelope = dana.sign(&dana.statement(&gw, &plan));
+    let mut sig = STANDARD.decode(&envelope.signatures[0].sig).unwrap();
+    let l: [u8; 32] = [
+        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde,
+        0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+    ];
+    let mut carry = 0u16;
+    for (s, l) in sig[32..].iter_mut().zip(l) {
+        let sum = *s as u16 + l as u16 + carry;
+        *s = sum as u8;
+        carry = sum >> 8;
+    }
+    envelope.signatures[0].sig = STANDARD.encode(sig);
+    assert_error(
+        &dana.send(&gw, plan_id, &envelope).await,
+        "bad_signature",
+        401,
+    );
+
+    // A wrong audience before a wrong digest.
+    let mut both = elsewhere(dana.statement(&gw, &plan));
+    both.plan_digest = format!("sha256:{}", "0".repeat(64));
+    dana.refused(&gw, plan_id, &both, "audience_mismatch", 422)
+        .await;
+
+    // A wrong digest before an expired statement.
+    let mut both = dana.statement(&gw, &plan);
+    both.plan_digest = format!("sha256:{}", "0".repeat(64));
+    both.issued_at -= chrono::Duration::minutes(20);
+    both.expires_at = both.issued_at + chrono::Duration::minutes(5);
+    dana.refused(&gw, plan_id, &both, "digest_mismatch", 422)
+        .await;
+
+    let record = gw.record(&dana.token, plan_id).await;
+    assert_eq!(record.body["approvals"]["received"], json!([]));
+}
+
 #[tokio::test]
 async fn approval_replay_nonce_and_eligibility() {
     let gw = Gateway::new().await;

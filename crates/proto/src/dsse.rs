@@ -35,6 +35,10 @@ pub enum DsseError {
     SignatureEncoding,
     #[error("the public key is not 32 bytes of base64url")]
     PublicKeyEncoding,
+    /// A point of small order (every signature "verifies" for some message under it) or an
+    /// encoding other than the point's one canonical form.
+    #[error("the public key is a weak or non-canonical Ed25519 point")]
+    WeakPublicKey,
     #[error("the signature does not verify")]
     BadSignature,
 }
@@ -114,5 +118,54 @@ pub fn decode_public_key(text: &str) -> Result<VerifyingKey, DsseError> {
         .ok()
         .and_then(|b| b.try_into().ok())
         .ok_or(DsseError::PublicKeyEncoding)?;
-    VerifyingKey::from_bytes(&bytes).map_err(|_| DsseError::PublicKeyEncoding)
+    let key = VerifyingKey::from_bytes(&bytes).map_err(|_| DsseError::PublicKeyEncoding)?;
+    // `to_bytes` hands back the bytes as given; the point's own encoding is its compression.
+    if key.is_weak() || key.to_edwards().compress().to_bytes() != bytes {
+        return Err(DsseError::WeakPublicKey);
+    }
+    Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoded(bytes: [u8; 32]) -> String {
+        URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    #[test]
+    fn weak_and_non_canonical_public_keys_are_refused() {
+        // The identity point (small order 1) and the point of order 2, canonically encoded.
+        let mut identity = [0u8; 32];
+        identity[0] = 1;
+        let mut order_two = [0u8; 32];
+        order_two[0] = 0xec;
+        order_two[1..31].fill(0xff);
+        order_two[31] = 0x7f;
+        // The identity again, its y written as p + 1: a second encoding of a weak point.
+        let mut weak_twice = [0xffu8; 32];
+        weak_twice[0] = 0xee;
+        weak_twice[31] = 0x7f;
+        // y = p + 3: a point of large order, in an encoding other than its canonical y = 3.
+        let mut non_canonical = [0xffu8; 32];
+        non_canonical[0] = 0xf0;
+        non_canonical[31] = 0x7f;
+        assert!(!VerifyingKey::from_bytes(&non_canonical).unwrap().is_weak());
+        for bytes in [identity, order_two, weak_twice, non_canonical] {
+            assert!(
+                matches!(
+                    decode_public_key(&encoded(bytes)),
+                    Err(DsseError::WeakPublicKey)
+                ),
+                "{bytes:02x?}"
+            );
+        }
+        let good = SigningKey::from_bytes(&[9; 32]).verifying_key();
+        assert_eq!(decode_public_key(&encode_public_key(&good)).unwrap(), good);
+        assert!(matches!(
+            decode_public_key("short"),
+            Err(DsseError::PublicKeyEncoding)
+        ));
+    }
 }
