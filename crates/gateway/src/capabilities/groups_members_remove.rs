@@ -83,6 +83,25 @@ const NESTED_MEMBERS: &str = "
     SELECT DISTINCT m.user_id FROM group_members m JOIN nested ON m.group_id = nested.id
     WHERE nested.id != ?1";
 
+/// The groups nested under `group` at any depth, with their revisions: whose members keep access
+/// is read from them, so a change to one of them makes the plan stale.
+async fn nested_groups(
+    conn: &mut SqliteConnection,
+    group: &str,
+) -> Result<Vec<(String, i64)>, sqlx::Error> {
+    sqlx::query_as(
+        "WITH RECURSIVE nested(id) AS (
+             SELECT child_id FROM group_nesting WHERE parent_id = ?1
+             UNION SELECT n.child_id FROM group_nesting n JOIN nested ON n.parent_id = nested.id
+         )
+         SELECT g.id, g.revision FROM groups g JOIN nested ON g.id = nested.id
+         WHERE g.id != ?1 ORDER BY g.id",
+    )
+    .bind(group)
+    .fetch_all(conn)
+    .await
+}
+
 async fn nested_members(
     conn: &mut SqliteConnection,
     group: &str,
@@ -136,6 +155,12 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
     for (id, _, revision) in &entitlements {
         planned.read_revisions.push(ReadRevision {
             resource: format!("entitlements/{id}"),
+            revision: revision.to_string(),
+        });
+    }
+    for (id, revision) in nested_groups(conn, &p.group).await? {
+        planned.read_revisions.push(ReadRevision {
+            resource: format!("groups/{id}"),
             revision: revision.to_string(),
         });
     }

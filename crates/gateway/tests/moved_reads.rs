@@ -1,0 +1,93 @@
+//! Every revision each capability reads, moved one at a time: the plan stops at the next decision
+//! (or, needing none, at execution) with `plan_stale` naming that resource.
+
+mod common;
+
+use common::{assert_error, Gateway};
+use countersign_gateway::capabilities::world;
+use serde_json::{json, Value};
+
+/// Each plan-making capability with a request that reads every kind of resource it can.
+fn cases() -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "groups.members.remove",
+            json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
+        ),
+        (
+            "memberships.grant",
+            json!({"project": "prj_421", "subject": "usr_92", "role": "editor"}),
+        ),
+        (
+            "projects.settings.update",
+            json!({"project": "prj_184", "retention_days": 14}),
+        ),
+        (
+            "storage.quota.update",
+            json!({"quota": "sq_product", "quota_bytes": 1000}),
+        ),
+        (
+            "documents.document.upload",
+            json!({"project": "prj_184", "filename": "a.txt", "mime_type": "text/plain",
+                   "size_bytes": 10}),
+        ),
+    ]
+}
+
+async fn preview(gw: &Gateway, capability: &str, params: &Value) -> Value {
+    gw.preview(capability, params.clone()).await
+}
+
+fn read_resources(plan: &Value) -> Vec<String> {
+    plan["read_revisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["resource"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn each_read_revision_moved_stops_its_plan() {
+    let mut seen = std::collections::BTreeSet::new();
+    for (capability, params) in cases() {
+        let resources = read_resources(&preview(&Gateway::new().await, capability, &params).await);
+        assert!(!resources.is_empty(), "{capability} reads nothing?");
+        for resource in resources {
+            seen.insert(resource.clone());
+            let gw = Gateway::new().await;
+            let dana = gw.enroll("Dana").await;
+            let plan = preview(&gw, capability, &params).await;
+            let plan_id = plan["plan_id"].as_str().unwrap();
+            let mut w = gw.state.store.write().await.unwrap();
+            world::bump(&mut w.tx, &resource).await.unwrap();
+            w.commit().await.unwrap();
+
+            let reply = if plan["would_require_approval"] == true {
+                dana.send(&gw, plan_id, &dana.sign(&dana.statement(&gw, &plan)))
+                    .await
+            } else {
+                gw.invoke_as(&gw.agent, capability, json!({"plan_id": plan_id}))
+                    .await
+            };
+            assert_error(&reply, "plan_stale", 409);
+            let moved = &reply.body["error"]["details"]["moved"];
+            assert!(
+                moved
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| m["resource"] == resource.as_str()),
+                "{capability}, {resource} moved: {moved}"
+            );
+        }
+    }
+    // Groups (the nested one too), entitlements, projects, the seat pool and storage quotas.
+    assert!(seen.contains("groups/grp_support_escalation"), "{seen:?}");
+    let kinds: std::collections::BTreeSet<&str> =
+        seen.iter().filter_map(|r| r.split('/').next()).collect();
+    assert_eq!(
+        kinds.into_iter().collect::<Vec<_>>(),
+        ["entitlements", "groups", "projects", "seats", "storage"]
+    );
+}
