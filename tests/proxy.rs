@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rand::Rng as _;
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng as _};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::AbortHandle;
@@ -41,8 +42,18 @@ enum Mode {
 }
 
 impl FaultProxy {
-    /// Listens on a free loopback port and forwards to `upstream` (`host:port`).
+    /// Listens on a free loopback port and forwards to `upstream` (`host:port`). The faults come
+    /// from a generator seeded by `COUNTERSIGN_FAULT_SEED`, or at random; the seed is printed, so a
+    /// failing run shows how to draw the same faults again (in the same connection order).
     pub async fn start(upstream: &str) -> anyhow::Result<FaultProxy> {
+        let seed = match std::env::var("COUNTERSIGN_FAULT_SEED") {
+            Ok(text) => text
+                .parse()
+                .map_err(|_| anyhow::anyhow!("COUNTERSIGN_FAULT_SEED is not a number: {text:?}"))?,
+            Err(_) => rand::random::<u64>(),
+        };
+        eprintln!("fault proxy: COUNTERSIGN_FAULT_SEED={seed}");
+        let mut dice = StdRng::seed_from_u64(seed);
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         let switches = Arc::new(Switches::default());
@@ -57,11 +68,10 @@ impl FaultProxy {
                     continue;
                 }
                 let mode = if s.faults.load(Ordering::SeqCst) {
-                    let mut rng = rand::thread_rng();
-                    match rng.gen_range(0..100) {
+                    match dice.gen_range(0..100) {
                         0..15 => Mode::Drop,
                         15..35 => Mode::Cut,
-                        35..55 => Mode::Delay(Duration::from_millis(rng.gen_range(50..400))),
+                        35..55 => Mode::Delay(Duration::from_millis(dice.gen_range(50..400))),
                         _ => Mode::Pass,
                     }
                 } else {
