@@ -16,7 +16,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 endif
 
 .PHONY: run test deps system-deps tauri-driver ui ui-test desktop lint rust-test \
-	bench bench-quick bench-deps bench-build bench-build-quick
+	bench bench-quick bench-deps bench-build bench-build-quick soak
 
 ## Build and start the desktop app on its embedded demo gateway.
 run: desktop
@@ -102,6 +102,11 @@ deb-check: desktop
 	rm -rf $(TARGET_DIR)/debug/bundle/deb
 	$(TAURI) bundle --ci --no-sign --no-binary-patching --debug --bundles deb $(call deb_config,debug)
 	tests/deb-check.sh $(TARGET_DIR)/debug/bundle/deb/*.deb
+
+## The gateway's property tests at 10,000 cases per property (`make test` runs 256).
+soak: deps
+	COUNTERSIGN_PROPERTY_CASES=10000 cargo test --release -p countersign-gateway \
+		--test properties --test properties_resources
 
 ## Benchmarks (not part of `make test`): one table of every measured bar, also written to
 ## target/bench/report.md. `bench` measures everything (about 10 minutes on 2 cores after the

@@ -6,6 +6,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use axum::http::StatusCode;
+use common::props::{cases, exec, ids, runtime};
 use common::{approve_by, Gateway};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -40,28 +41,6 @@ fn people() -> impl Strategy<Value = Vec<Person>> {
             }),
         0..40,
     )
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-async fn exec(gw: &Gateway, sql: &str) {
-    sqlx::query(sql)
-        .execute(gw.state.store.pool())
-        .await
-        .unwrap();
-}
-
-async fn ids(gw: &Gateway, sql: &str) -> BTreeSet<String> {
-    let rows: Vec<String> = sqlx::query_scalar(sql)
-        .fetch_all(gw.state.store.pool())
-        .await
-        .unwrap();
-    rows.into_iter().collect()
 }
 
 fn subjects_of(plan: &Value, effect_type: &str) -> Option<u64> {
@@ -284,7 +263,7 @@ async fn retention(items: Vec<bool>, current: i64, wanted: i64) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn bulk_removal_selects_and_leaves_what_the_model_says(

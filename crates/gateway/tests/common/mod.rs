@@ -2,6 +2,8 @@
 // Each test binary compiles this module and uses only part of it.
 #![allow(dead_code)]
 
+pub mod props;
+
 use std::sync::Arc;
 
 use axum::body::Body;
