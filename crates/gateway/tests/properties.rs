@@ -1,5 +1,6 @@
 //! Property tests over generated worlds (seed 004): for any world and filter, the preview selects
 //! exactly what a model of the world says, and execution leaves exactly the previewed state.
+//! Nesting shapes vary: chains, diamonds and cycles over five groups.
 
 mod common;
 
@@ -262,6 +263,153 @@ async fn retention(items: Vec<bool>, current: i64, wanted: i64) {
     assert_eq!(wrong, 0);
 }
 
+/// A nesting graph over `grp_g0` (the group a removal targets) and four more groups: any edges,
+/// so chains, diamonds and cycles (back to `grp_g0` too) all occur.
+#[derive(Debug, Clone)]
+struct Nesting {
+    edges: Vec<(usize, usize)>,
+    /// Per person: employment, then a bit per group they are a direct member of.
+    people: Vec<(usize, u8, bool)>,
+}
+
+const GROUPS: usize = 5;
+
+fn nestings() -> impl Strategy<Value = Nesting> {
+    (
+        prop::collection::btree_set((0..GROUPS, 0..GROUPS), 0..10),
+        prop::collection::vec((0..3usize, 0..32u8, any::<bool>()), 0..30),
+    )
+        .prop_map(|(edges, people)| Nesting {
+            edges: edges.into_iter().filter(|(a, b)| a != b).collect(),
+            people,
+        })
+}
+
+async fn removal_over(nesting: Nesting, employment: usize) {
+    let gw = Gateway::bare().await;
+    for g in 0..GROUPS {
+        exec(
+            &gw,
+            &format!("INSERT INTO groups (id, name, revision) VALUES ('grp_g{g}', 'G{g}', 1)"),
+        )
+        .await;
+    }
+    for (parent, child) in &nesting.edges {
+        exec(
+            &gw,
+            &format!("INSERT INTO group_nesting VALUES ('grp_g{parent}', 'grp_g{child}')"),
+        )
+        .await;
+    }
+    exec(
+        &gw,
+        "INSERT INTO entitlements VALUES ('pager', 'pager', 'grp_g0', 1)",
+    )
+    .await;
+    for (n, (job, groups, on_call)) in nesting.people.iter().enumerate() {
+        let id = format!("usr_{n:03}");
+        exec(&gw, &format!("INSERT INTO users (id, name, email, employment) VALUES ('{id}', 'P{n}', '{id}@x', '{}')", EMPLOYMENT[*job])).await;
+        for g in (0..GROUPS).filter(|g| groups & (1 << g) != 0) {
+            exec(
+                &gw,
+                &format!("INSERT INTO group_members VALUES ('grp_g{g}', '{id}')"),
+            )
+            .await;
+        }
+        if *on_call {
+            exec(
+                &gw,
+                &format!("INSERT INTO entitlement_holders VALUES ('pager', '{id}')"),
+            )
+            .await;
+        }
+    }
+    // The model: the groups reachable from g0 through nesting, g0 itself never among them.
+    let mut reachable = BTreeSet::new();
+    let mut frontier = vec![0usize];
+    while let Some(g) = frontier.pop() {
+        for (_, child) in nesting.edges.iter().filter(|(p, _)| *p == g) {
+            if *child != 0 && reachable.insert(*child) {
+                frontier.push(*child);
+            }
+        }
+    }
+    let id = |n: usize| format!("usr_{n:03}");
+    let person = |pick: &dyn Fn(&(usize, u8, bool)) -> bool| -> BTreeSet<String> {
+        (0..nesting.people.len())
+            .filter(|n| pick(&nesting.people[*n]))
+            .map(id)
+            .collect()
+    };
+    let keeps = |groups: u8| reachable.iter().any(|g| groups & (1 << g) != 0);
+    let selected = person(&|(job, groups, _)| groups & 1 != 0 && *job == employment);
+    let retained =
+        person(&|(job, groups, _)| groups & 1 != 0 && *job == employment && keeps(*groups));
+    let losing = person(&|(job, groups, on_call)| {
+        groups & 1 != 0 && *job == employment && *on_call && !keeps(*groups)
+    });
+
+    let plan = gw
+        .preview(
+            "groups.members.remove",
+            json!({"group": "grp_g0", "filter": {"employment": EMPLOYMENT[employment]}}),
+        )
+        .await;
+    let subjects = |effect_type: &str| {
+        let effect = plan["effects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["type"] == effect_type)
+            .cloned();
+        let gw = &gw;
+        let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
+        async move {
+            match effect {
+                None => BTreeSet::new(),
+                Some(e) => gw
+                    .all_subjects(&gw.agent, &plan_id, e["id"].as_str().unwrap(), 9)
+                    .await
+                    .into_iter()
+                    .collect::<BTreeSet<String>>(),
+            }
+        }
+    };
+    assert_eq!(subjects("direct_membership_removed").await, selected);
+    assert_eq!(
+        subjects("access_retained_via_nested_group").await,
+        retained,
+        "{nesting:?}"
+    );
+    assert_eq!(
+        subjects("pager_entitlement_removed").await,
+        losing,
+        "{nesting:?}"
+    );
+    if selected.is_empty() {
+        return;
+    }
+    let (a, b) = (gw.enroll("A").await, gw.enroll("B").await);
+    approve_by(&gw, &plan, &[&a, &b]).await;
+    let reply = gw
+        .invoke_as(
+            &gw.agent,
+            "groups.members.remove",
+            json!({"plan_id": plan["plan_id"]}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let still = ids(
+        &gw,
+        "SELECT user_id FROM group_members WHERE group_id = 'grp_g0'",
+    )
+    .await;
+    assert!(still.is_disjoint(&selected));
+    let holders = ids(&gw, "SELECT user_id FROM entitlement_holders").await;
+    assert!(holders.is_disjoint(&losing));
+    assert!(retained.iter().all(|r| !losing.contains(r)));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(cases()))]
 
@@ -272,6 +420,14 @@ proptest! {
         only in prop::option::of(prop::collection::vec(0..40usize, 1..10)),
     ) {
         runtime().block_on(removal(world, employment, only));
+    }
+
+    #[test]
+    fn removal_over_any_nesting_keeps_exactly_the_reachable_members(
+        nesting in nestings(),
+        employment in 0..3usize,
+    ) {
+        runtime().block_on(removal_over(nesting, employment));
     }
 
     #[test]
