@@ -39,6 +39,8 @@ struct Tamper {
     answer: Rewrite,
     /// Answers this path itself (status, body), without asking the gateway.
     forged: Mutex<Option<(&'static str, u16, String)>>,
+    /// Passes this path's request to the gateway, then loses its answer (a 502 instead).
+    lost: Mutex<Option<&'static str>>,
 }
 
 struct RelayState {
@@ -73,8 +75,13 @@ impl Relay {
         *self.state.tamper.forged.lock().unwrap() = Some((path, status, body.to_owned()));
     }
 
+    fn lose_answers(&self, path: &'static str) {
+        *self.state.tamper.lost.lock().unwrap() = Some(path);
+    }
+
     fn pass(&self) {
         *self.state.tamper.forged.lock().unwrap() = None;
+        *self.state.tamper.lost.lock().unwrap() = None;
     }
 }
 
@@ -113,6 +120,11 @@ async fn relay(State(relay): State<Arc<RelayState>>, request: Request) -> Respon
         }
     }
     let answer = forwarded.send().await.unwrap();
+    if *relay.tamper.lost.lock().unwrap() == Some(path.as_str()) {
+        drop(answer);
+        let page = "<html>502 Bad gateway</html>";
+        return (StatusCode::BAD_GATEWAY, [(CONTENT_TYPE, "text/html")], page).into_response();
+    }
     let status = answer.status();
     let bytes = answer.bytes().await.unwrap().to_vec();
     let bytes = if status.is_success() {
@@ -341,6 +353,46 @@ async fn a_rotation_keeps_its_pending_key_unless_definitively_refused() -> anyho
     assert_eq!(refused.code(), "bad_signature");
     assert!(!console.signer().rotation_pending());
     assert!(!Signer::load(&gateway_id)?.unwrap().rotation_pending());
+    Signer::forget(&gateway_id)?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotation_whose_answer_was_lost_is_resent_and_taken_once() -> anyhow::Result<()> {
+    require_secret_service();
+    let gateway = TestGateway::start().await?;
+    let enrolled = Console::enroll(&gateway.url, &gateway.invite("Dana").await?, "Dana").await?;
+    let gateway_id = enrolled.signer().gateway_id().to_owned();
+    drop(enrolled);
+    let relay = Relay::start(&gateway.url, Tamper::default()).await?;
+    let mut console = Console::with_signer(&relay.url, Signer::load(&gateway_id)?.unwrap())?;
+    let keys = "/v1/approvers/keys";
+
+    // The gateway takes the new key; the console never hears so.
+    relay.lose_answers(keys);
+    assert!(console.rotate_key().await.is_err());
+    assert!(console.signer().rotation_pending());
+    let pool = gateway.state.store.pool();
+    let active: String =
+        sqlx::query_scalar("SELECT public_key FROM approver_keys WHERE active = 1")
+            .fetch_one(pool)
+            .await?;
+    assert_ne!(
+        active,
+        console.signer().public_key(),
+        "still signing with the old key"
+    );
+
+    // Restarted from the keyring, the console sends the same proof again and is answered.
+    relay.pass();
+    let mut console = Console::with_signer(&relay.url, Signer::load(&gateway_id)?.unwrap())?;
+    console.rotate_key().await?;
+    assert!(!console.signer().rotation_pending());
+    assert_eq!(console.signer().public_key(), active);
+    let keys_held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM approver_keys")
+        .fetch_one(pool)
+        .await?;
+    assert_eq!(keys_held, 2, "the enrolled key and one rotation, not two");
     Signer::forget(&gateway_id)?;
     Ok(())
 }
