@@ -319,7 +319,7 @@ impl Journal {
                 code,
                 message,
                 details,
-            }) if code != ErrorCode::Internal => {
+            }) if !code.retryable() => {
                 let value =
                     serde_json::json!({"code": code, "message": message, "details": details});
                 self.settle(id, REFUSED, &value).await?;

@@ -80,7 +80,7 @@ async fn a_code_this_console_does_not_know_is_a_refusal_with_its_message() {
 }
 
 #[tokio::test]
-async fn internal_unknown_5xx_and_garbled_answers_keep_the_entry_pending() {
+async fn retryable_unknown_5xx_and_garbled_answers_keep_the_entry_pending() {
     let answer: Answer = Arc::new(Mutex::new((StatusCode::OK, "")));
     let client = GatewayClient::new(&gateway(answer.clone()).await, Some("t".into())).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -89,8 +89,14 @@ async fn internal_unknown_5xx_and_garbled_answers_keep_the_entry_pending() {
         "provider": "system", "metadata": {"trace_id": "t"}}"#;
     let newer_5xx = r#"{"success": false, "error": {"code": "store_offline", "message": "x"},
         "provider": "system", "metadata": {"trace_id": "t"}}"#;
+    let full = r#"{"success": false, "error": {"code": "storage_unavailable", "message": "x"},
+        "provider": "system", "metadata": {"trace_id": "t"}}"#;
+    let limited = r#"{"success": false, "error": {"code": "rate_limited", "message": "x"},
+        "provider": "system", "metadata": {"trace_id": "t"}}"#;
     let cases = [
         (StatusCode::INTERNAL_SERVER_ERROR, internal),
+        (StatusCode::SERVICE_UNAVAILABLE, full),
+        (StatusCode::TOO_MANY_REQUESTS, limited),
         (StatusCode::SERVICE_UNAVAILABLE, newer_5xx),
         (StatusCode::CONFLICT, "<html>proxy error</html>"),
         (

@@ -61,9 +61,28 @@ impl ApiError {
     }
 }
 
+/// SQLite's primary result codes for a database that cannot take writes now.
+const SQLITE_READONLY: i64 = 8;
+const SQLITE_FULL: i64 = 13;
+
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
         tracing::error!(error = %e, "store error");
+        // Extended codes carry the primary one in their low byte (SQLITE_READONLY_DBMOVED, …).
+        let primary = match &e {
+            sqlx::Error::Database(db) => db
+                .code()
+                .and_then(|c| c.parse::<i64>().ok())
+                .map(|c| c & 0xff),
+            _ => None,
+        };
+        if let Some(SQLITE_FULL | SQLITE_READONLY) = primary {
+            return ApiError::new(
+                ErrorCode::StorageUnavailable,
+                "The gateway's store takes no writes now (full or read-only); nothing was \
+                 written. Try again later.",
+            );
+        }
         ApiError::new(
             ErrorCode::Internal,
             "The gateway could not complete the request.",

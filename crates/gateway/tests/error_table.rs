@@ -237,6 +237,19 @@ async fn every_code_of_the_table_travels_in_the_envelope() {
             .await,
         MethodNotAllowed,
     );
+    // Last: the store stops taking writes (as a full disk or a read-only file would).
+    let mut w = gw.state.store.write().await.unwrap();
+    sqlx::query("PRAGMA query_only = 1")
+        .execute(&mut *w.tx)
+        .await
+        .unwrap();
+    w.commit().await.unwrap();
+    let settings = json!({"params": {"project": "prj_420", "retention_days": 30}});
+    seen.check(
+        &gw.call("POST", &dry_run, Some(&gw.agent), Some(settings))
+            .await,
+        StorageUnavailable,
+    );
     let all: BTreeSet<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
     assert_eq!(seen.0, all);
 }

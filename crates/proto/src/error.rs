@@ -29,11 +29,12 @@ pub enum ErrorCode {
     PayloadTooLarge,
     QuotaExceeded,
     RateLimited,
+    StorageUnavailable,
     Internal,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 23] = [
+    pub const ALL: [ErrorCode; 24] = [
         ErrorCode::ValidationError,
         ErrorCode::Unauthenticated,
         ErrorCode::BadSignature,
@@ -56,6 +57,7 @@ impl ErrorCode {
         ErrorCode::PayloadTooLarge,
         ErrorCode::QuotaExceeded,
         ErrorCode::RateLimited,
+        ErrorCode::StorageUnavailable,
         ErrorCode::Internal,
     ];
 
@@ -73,8 +75,17 @@ impl ErrorCode {
             BudgetExceeded => 402,
             PayloadTooLarge => 413,
             QuotaExceeded | RateLimited => 429,
+            StorageUnavailable => 503,
             Internal => 500,
         }
+    }
+
+    /// The same request may succeed later unchanged: the gateway's state refused nothing.
+    pub fn retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::Internal | ErrorCode::StorageUnavailable | ErrorCode::RateLimited
+        )
     }
 
     pub fn as_str(self) -> &'static str {
@@ -102,6 +113,7 @@ impl ErrorCode {
             PayloadTooLarge => "payload_too_large",
             QuotaExceeded => "quota_exceeded",
             RateLimited => "rate_limited",
+            StorageUnavailable => "storage_unavailable",
             Internal => "internal",
         }
     }

@@ -1,0 +1,122 @@
+//! A store that cannot take writes: full (SQLite's page limit reached, as on a full disk) or
+//! read-only. Every write answers `storage_unavailable` and leaves nothing half-written, the
+//! database stays sound, and the gateway works again once the store does (a read-only store:
+//! after a restart on a writable one).
+
+mod common;
+
+use axum::http::StatusCode;
+use common::{assert_error, Gateway};
+use countersign_gateway::{AppState, Store};
+use serde_json::json;
+
+async fn on_file() -> (tempfile::TempDir, String, Gateway) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let gw = Gateway::at(&url).await;
+    (dir, url, gw)
+}
+
+/// Sets a pragma on the gateway's one writer connection, where it stays.
+async fn writer_pragma(gw: &Gateway, pragma: &str) {
+    let mut w = gw.state.store.write().await.unwrap();
+    sqlx::query(pragma).execute(&mut *w.tx).await.unwrap();
+    w.commit().await.unwrap();
+}
+
+async fn count(gw: &Gateway, table: &str) -> i64 {
+    sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+        .fetch_one(gw.state.store.pool())
+        .await
+        .unwrap()
+}
+
+async fn sound(gw: &Gateway) {
+    let check: String = sqlx::query_scalar("PRAGMA integrity_check")
+        .fetch_one(gw.state.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(check, "ok");
+}
+
+fn retention(days: u32) -> serde_json::Value {
+    json!({"project": "prj_184", "retention_days": days})
+}
+
+#[tokio::test]
+async fn a_full_store_refuses_writes_whole_and_recovers() {
+    let (_dir, _, gw) = on_file().await;
+    let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
+        .fetch_one(gw.state.store.pool())
+        .await
+        .unwrap();
+    writer_pragma(&gw, &format!("PRAGMA max_page_count = {}", pages + 2)).await;
+
+    let mut made = 0;
+    let refused = loop {
+        let reply = gw
+            .call(
+                "POST",
+                "/v1/capabilities/projects.settings.update/dry_run",
+                Some(&gw.agent),
+                Some(json!({"params": retention(7 + made)})),
+            )
+            .await;
+        if reply.status != StatusCode::OK {
+            break reply;
+        }
+        made += 1;
+        assert!(made < 500, "the store never filled");
+    };
+    assert_error(&refused, "storage_unavailable", 503);
+    // Every preview written is whole, the refused one left nothing.
+    assert_eq!(count(&gw, "plans").await, made as i64);
+    assert_eq!(count(&gw, "preview_audit").await, made as i64);
+    sound(&gw).await;
+
+    writer_pragma(&gw, "PRAGMA max_page_count = 1073741823").await;
+    gw.dry_run(retention(3)).await;
+    assert_eq!(count(&gw, "plans").await, made as i64 + 1);
+    sound(&gw).await;
+}
+
+#[tokio::test]
+async fn a_read_only_store_refuses_every_write_and_a_restart_recovers() {
+    let (_dir, url, gw) = on_file().await;
+    let dana = gw.enroll("Dana").await;
+    let plan = gw.dry_run(retention(14)).await;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let before = gw.snapshot().await;
+    let plans = count(&gw, "plans").await;
+    writer_pragma(&gw, "PRAGMA query_only = 1").await;
+
+    let preview = gw
+        .call(
+            "POST",
+            "/v1/capabilities/projects.settings.update/dry_run",
+            Some(&gw.agent),
+            Some(json!({"params": retention(21)})),
+        )
+        .await;
+    assert_error(&preview, "storage_unavailable", 503);
+    let decision = dana
+        .send(&gw, plan_id, &dana.sign(&dana.statement(&gw, &plan)))
+        .await;
+    assert_error(&decision, "storage_unavailable", 503);
+    // Reads still answer.
+    let record = gw.record(&dana.token, plan_id).await;
+    assert_eq!(record.body["status"], "pending_approval");
+    assert_eq!(gw.snapshot().await, before);
+    assert_eq!(count(&gw, "plans").await, plans);
+    sound(&gw).await;
+
+    // Restarted on a writable store, the gateway takes the same decision.
+    let (statement, agent) = (dana.statement(&gw, &plan), gw.agent.clone());
+    drop(gw);
+    let store = Store::open(&url).await.unwrap();
+    let state = AppState::new(store, "Test").await.unwrap();
+    let gw = Gateway { state, agent };
+    let decision = dana.send(&gw, plan_id, &dana.sign(&statement)).await;
+    assert_eq!(decision.status, StatusCode::OK, "{}", decision.body);
+    sound(&gw).await;
+}
