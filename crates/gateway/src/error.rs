@@ -1,8 +1,9 @@
 //! API errors in the seed 002 envelope, and the trace id every response carries.
 
+use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
-use axum::http::header::RETRY_AFTER;
+use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -12,7 +13,7 @@ use countersign_proto::ErrorCode;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::ids;
+use crate::{ids, strict_json};
 
 #[derive(Debug, Clone)]
 pub struct ApiError {
@@ -166,27 +167,52 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
+        if !json_content_type(req.headers()) {
+            return Err(ApiError::validation(
+                "",
+                "The request body must be JSON (Content-Type: application/json).",
+            ));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(ErrorCode::PayloadTooLarge, "The request body is too large.")
+            } else {
+                ApiError::validation("", rejection.body_text())
+            }
+        })?;
+        strict_json::check(&bytes).map_err(|why| {
+            ApiError::validation("", format!("The request body is ambiguous: {why}."))
+        })?;
+        match axum::Json::<T>::from_bytes(&bytes) {
             Ok(axum::Json(value)) => Ok(Body(value)),
             Err(rejection) => Err(json_rejection(rejection)),
         }
     }
 }
 
-fn json_rejection(rejection: JsonRejection) -> ApiError {
-    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        return ApiError::new(ErrorCode::PayloadTooLarge, "The request body is too large.");
-    }
-    let message = match &rejection {
-        JsonRejection::MissingJsonContentType(_) => {
-            "The request body must be JSON (Content-Type: application/json).".to_owned()
-        }
-        other => format!(
-            "The request body does not match the schema: {}",
-            other.body_text()
-        ),
+/// `application/json` or any `application/…+json`, parameters aside, as axum's own `Json` takes.
+fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
+    let Some(value) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+        return false;
     };
-    ApiError::validation("", message)
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+fn json_rejection(rejection: JsonRejection) -> ApiError {
+    ApiError::validation(
+        "",
+        format!(
+            "The request body does not match the schema: {}",
+            rejection.body_text()
+        ),
+    )
 }
 
 pub async fn fallback() -> ApiError {

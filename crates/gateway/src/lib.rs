@@ -24,6 +24,7 @@ mod routes;
 pub mod scopes;
 pub mod sim;
 pub mod store;
+mod strict_json;
 pub mod throttle;
 pub mod tls;
 pub mod wallet;
