@@ -72,4 +72,19 @@ async fn effects_that_drift_without_a_moved_revision_make_the_plan_stale() {
         .invoke_as(&gw.agent, REMOVE, json!({"plan_id": plan_id}))
         .await;
     assert_error(&again, "approval_required", 409);
+    // Nor does a new approval bring it back: only a refresh does.
+    let fay = gw.enroll("Fay").await;
+    let decision = fay
+        .send(&gw, plan_id, &fay.sign(&fay.statement(&gw, &plan)))
+        .await;
+    assert_error(&decision, "plan_stale", 409);
+    let refreshed = gw
+        .call(
+            "POST",
+            &format!("/v1/plans/{plan_id}/refresh"),
+            Some(&dana.token),
+            None,
+        )
+        .await;
+    assert_eq!(refreshed.status, StatusCode::OK, "{}", refreshed.body);
 }

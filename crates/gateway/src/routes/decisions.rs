@@ -227,6 +227,14 @@ pub async fn decide(
         )
         .with_details(json!({ "moved": moved })));
     }
+    // Stale with nothing moved: execution found the effects drifted. Only a refresh helps.
+    if plan.status == PlanStatus::Stale {
+        return Err(err(
+            ErrorCode::PlanStale,
+            format!("Plan {plan_id} no longer describes the current state: refresh it."),
+        )
+        .with_details(json!({ "moved": [] })));
+    }
 
     if withdrawal {
         sqlx::query(
