@@ -6,9 +6,8 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use axum::http::StatusCode;
-use common::props::{cases, exec, ids, runtime};
-use common::{approve_by, Gateway};
+use common::props::{cases, exec, ids, run, runtime, subject_ids};
+use common::Gateway;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -165,18 +164,7 @@ async fn removal(world: Vec<Person>, employment: usize, only: Option<Vec<usize>>
     .await;
     // A filter that selects nobody plans nothing, and nothing waits for anybody.
     assert_eq!(plan["would_require_approval"], !selected.is_empty());
-    if !selected.is_empty() {
-        let (a, b) = (gw.enroll("A").await, gw.enroll("B").await);
-        approve_by(&gw, &plan, &[&a, &b]).await;
-    }
-    let reply = gw
-        .invoke_as(
-            &gw.agent,
-            "groups.members.remove",
-            json!({"plan_id": plan["plan_id"]}),
-        )
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    run(&gw, "groups.members.remove", &plan).await;
 
     let direct_after = ids(
         &gw,
@@ -234,16 +222,7 @@ async fn retention(items: Vec<bool>, current: i64, wanted: i64) {
         "SELECT id || expires_at FROM project_items WHERE legal_hold = 1",
     )
     .await;
-    let a = gw.enroll("A").await;
-    approve_by(&gw, &plan, &[&a]).await;
-    let reply = gw
-        .invoke_as(
-            &gw.agent,
-            "projects.settings.update",
-            json!({"plan_id": plan["plan_id"]}),
-        )
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    run(&gw, "projects.settings.update", &plan).await;
     assert_eq!(
         ids(
             &gw,
@@ -355,50 +334,24 @@ async fn removal_over(nesting: Nesting, employment: usize) {
             json!({"group": "grp_g0", "filter": {"employment": EMPLOYMENT[employment]}}),
         )
         .await;
-    let subjects = |effect_type: &str| {
-        let effect = plan["effects"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["type"] == effect_type)
-            .cloned();
-        let gw = &gw;
-        let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
-        async move {
-            match effect {
-                None => BTreeSet::new(),
-                Some(e) => gw
-                    .all_subjects(&gw.agent, &plan_id, e["id"].as_str().unwrap(), 9)
-                    .await
-                    .into_iter()
-                    .collect::<BTreeSet<String>>(),
-            }
-        }
-    };
-    assert_eq!(subjects("direct_membership_removed").await, selected);
     assert_eq!(
-        subjects("access_retained_via_nested_group").await,
+        subject_ids(&gw, &plan, "direct_membership_removed").await,
+        selected
+    );
+    assert_eq!(
+        subject_ids(&gw, &plan, "access_retained_via_nested_group").await,
         retained,
         "{nesting:?}"
     );
     assert_eq!(
-        subjects("pager_entitlement_removed").await,
+        subject_ids(&gw, &plan, "pager_entitlement_removed").await,
         losing,
         "{nesting:?}"
     );
     if selected.is_empty() {
         return;
     }
-    let (a, b) = (gw.enroll("A").await, gw.enroll("B").await);
-    approve_by(&gw, &plan, &[&a, &b]).await;
-    let reply = gw
-        .invoke_as(
-            &gw.agent,
-            "groups.members.remove",
-            json!({"plan_id": plan["plan_id"]}),
-        )
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    run(&gw, "groups.members.remove", &plan).await;
     let still = ids(
         &gw,
         "SELECT user_id FROM group_members WHERE group_id = 'grp_g0'",

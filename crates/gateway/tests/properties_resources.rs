@@ -6,33 +6,10 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use axum::http::StatusCode;
-use common::props::{cases, exec, ids, runtime};
-use common::{approve_by, Gateway};
+use common::props::{cases, exec, ids, run, runtime, subject_ids};
+use common::Gateway;
 use proptest::prelude::*;
 use serde_json::{json, Value};
-
-/// The subject ids of the effect of type `effect_type`, paged from the gateway; empty without one.
-async fn subject_ids(gw: &Gateway, plan: &Value, effect_type: &str) -> BTreeSet<String> {
-    let effect = plan["effects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["type"] == effect_type);
-    match effect {
-        None => BTreeSet::new(),
-        Some(e) => gw
-            .all_subjects(
-                &gw.agent,
-                plan["plan_id"].as_str().unwrap(),
-                e["id"].as_str().unwrap(),
-                7,
-            )
-            .await
-            .into_iter()
-            .collect(),
-    }
-}
 
 fn blockers(plan: &Value) -> BTreeSet<String> {
     plan["validation"]
@@ -42,18 +19,6 @@ fn blockers(plan: &Value) -> BTreeSet<String> {
         .filter(|v| v["blocks_execution"] == true)
         .map(|v| v["code"].as_str().unwrap().to_owned())
         .collect()
-}
-
-/// Runs a plan as the test agent, approving it first when it waits for that.
-async fn run(gw: &Gateway, capability: &str, plan: &Value) {
-    if plan["would_require_approval"] == true {
-        let a = gw.enroll("A").await;
-        approve_by(gw, plan, &[&a]).await;
-    }
-    let reply = gw
-        .invoke_as(&gw.agent, capability, json!({"plan_id": plan["plan_id"]}))
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
 }
 
 /// A project under quota `sq_t`: bytes it holds, and whether it takes no uploads now.

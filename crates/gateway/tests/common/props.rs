@@ -2,7 +2,10 @@
 
 use std::collections::BTreeSet;
 
-use super::Gateway;
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use super::{approve_by, Gateway};
 
 /// Cases per property: 256 in `make test`, more under `make soak` (`COUNTERSIGN_PROPERTY_CASES`).
 pub fn cases() -> u32 {
@@ -32,4 +35,44 @@ pub async fn ids(gw: &Gateway, sql: &str) -> BTreeSet<String> {
         .await
         .unwrap();
     rows.into_iter().collect()
+}
+
+/// The subject ids of the effect of type `effect_type`, paged from the gateway; empty without one.
+pub async fn subject_ids(gw: &Gateway, plan: &Value, effect_type: &str) -> BTreeSet<String> {
+    let effect = plan["effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == effect_type);
+    match effect {
+        None => BTreeSet::new(),
+        Some(e) => gw
+            .all_subjects(
+                &gw.agent,
+                plan["plan_id"].as_str().unwrap(),
+                e["id"].as_str().unwrap(),
+                7,
+            )
+            .await
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// Runs a plan as the test agent, approved first by as many approvers as it needs.
+pub async fn run(gw: &Gateway, capability: &str, plan: &Value) {
+    if plan["would_require_approval"] == true {
+        let plan_id = plan["plan_id"].as_str().unwrap();
+        let record = gw.record(&gw.agent, plan_id).await;
+        let required = record.body["approvals"]["required"].as_u64().unwrap();
+        let mut approvers = Vec::new();
+        for n in 0..required {
+            approvers.push(gw.enroll(&format!("A{n}")).await);
+        }
+        approve_by(gw, plan, &approvers.iter().collect::<Vec<_>>()).await;
+    }
+    let reply = gw
+        .invoke_as(&gw.agent, capability, json!({"plan_id": plan["plan_id"]}))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
 }
