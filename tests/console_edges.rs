@@ -119,6 +119,7 @@ async fn a_decision_made_offline_goes_out_when_the_gateway_returns() -> anyhow::
     app.click("[data-testid='approve']").await?;
     answer_if_asked(&app, QUEUED).await?;
     app.find("[data-testid='last-fetched']").await?;
+    app.shoot("offline").await?;
     let outbox = app.text("[data-testid='outbox']").await?;
     assert!(outbox.contains("1 queued"), "{outbox}");
     assert!(

@@ -174,6 +174,7 @@ export class FakeBackend implements Backend {
 
   async subjects(planId: string, effectId: string, query: string, offset: number, limit: number): Promise<SubjectsPage> {
     if (limit > 500) throw new BackendError('invalid_input', 'At most 500 rows per page.');
+    if (this.offline) throw new BackendError('unreachable', 'The gateway does not answer.');
     this.subjectCalls += 1;
     const p = this.find(planId);
     const effect = p.effects.find((e) => e.id === effectId);

@@ -37,6 +37,19 @@ describe('all subjects', () => {
     expect(backend.subjectCalls - calls).toBe(1);
   });
 
+  it('says calmly that the gateway does not answer, and loads on Try again', async () => {
+    const backend = new FakeBackend();
+    const plan = await backend.plan('plan_0008');
+    backend.goOffline();
+    render(Subjects, { props: { backend, planId: 'plan_0008', effects: plan.effects, effectId: 'eff_1', onclose: () => {} } });
+    await waitFor(() => expect(screen.getByTestId('subjects-offline').textContent).toContain('does not answer'));
+    expect(screen.queryByRole('alert')).toBeNull();
+    backend.goOnline();
+    await fireEvent.click(screen.getByText('Try again'));
+    await waitFor(() => expect(ids()[0]).toBe('usr_000000'));
+    expect(screen.queryByTestId('subjects-offline')).toBeNull();
+  });
+
   it('shows names and what else happens to each subject', async () => {
     await renderBulk();
     const first = screen.getAllByTestId('subject-row')[0];
