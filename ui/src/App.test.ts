@@ -104,6 +104,7 @@ describe('the console', () => {
     expect(row('plan_0001').querySelector('.chip.queued')).not.toBeNull();
     expect((screen.getByTestId('approve') as HTMLButtonElement).disabled).toBe(true);
     expect(screen.getByTestId('last-fetched').textContent).toContain('as last fetched');
+    expect((screen.getByTestId('refresh') as HTMLButtonElement).disabled).toBe(true);
     backend.goOnline();
     await waitFor(() => expect(row('plan_0001')).toBeNull());
     await waitFor(() => expect(screen.queryByTestId('outbox')).toBeNull());
