@@ -13,6 +13,7 @@ pub mod events;
 pub mod identity;
 pub mod ids;
 pub mod limits;
+pub mod mail;
 pub mod mcp;
 mod names;
 pub mod plans;

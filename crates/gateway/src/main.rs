@@ -9,7 +9,9 @@ use countersign_gateway::limits::{self, RateSetting};
 use countersign_gateway::scopes::Scope;
 use countersign_gateway::sim::AgentSim;
 use countersign_gateway::throttle::Peer;
-use countersign_gateway::{accounts, app, demo, mcp, revocation, tls, AppState, Limits, Store};
+use countersign_gateway::{
+    accounts, app, demo, mail, mcp, revocation, tls, AppState, Limits, Store,
+};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -44,6 +46,17 @@ enum Command {
         name: String,
         #[command(flatten)]
         limits: LimitArgs,
+        /// The SMTP relay executed plans' emails leave through: smtp://host:port,
+        /// smtp://host?tls=required (STARTTLS) or smtps://host. Without it they stay queued.
+        #[arg(long, env = "COUNTERSIGN_SMTP_RELAY")]
+        smtp_relay: Option<String>,
+        /// The sender of those emails.
+        #[arg(
+            long,
+            env = "COUNTERSIGN_MAIL_FROM",
+            default_value = "Countersign <countersign@localhost>"
+        )]
+        mail_from: String,
     },
     /// Serve MCP on stdin/stdout for one agent, for MCP clients that start the gateway as a process.
     Mcp {
@@ -179,6 +192,8 @@ async fn main() -> anyhow::Result<()> {
             demo: with_demo,
             name,
             limits,
+            smtp_relay,
+            mail_from,
         } => {
             let tls = match (tls_cert, tls_key) {
                 (Some(cert), Some(key)) => Some(tls::server_config(&cert, &key)?),
@@ -191,7 +206,14 @@ async fn main() -> anyhow::Result<()> {
             if with_demo {
                 demo::seed(&store).await?;
             }
+            let relay = smtp_relay
+                .map(|url| mail::Relay::new(&url, &mail_from))
+                .transpose()?;
             let state = AppState::with_limits(store, &name, limits.limits()).await?;
+            match relay {
+                Some(relay) => mail::spawn(&state, relay),
+                None => tracing::info!("no --smtp-relay: executed plans' emails stay queued"),
+            }
             let gateway_id = state.gateway_id.clone();
             let listener = tokio::net::TcpListener::bind(addr).await?;
             let local = listener.local_addr()?;

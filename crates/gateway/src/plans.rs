@@ -440,6 +440,13 @@ pub async fn record(conn: &mut SqliteConnection, plan: StoredPlan) -> ApiResult<
     let status = effective_status(&plan, ids::now(), &moved);
     let approvals = approvals(conn, &plan.preview.plan_id, plan.required_approvals).await?;
     let wallet = crate::wallet::load(conn, &plan.agent_id).await?;
+    let mut execution = plan.execution;
+    if let Some(Value::Object(done)) = &mut execution {
+        done.insert(
+            "deliveries".to_owned(),
+            crate::mail::deliveries(conn, &plan.preview.plan_id).await?,
+        );
+    }
     Ok(PlanRecord {
         // What moved is reported while it is why the plan is held back; an expired plan is
         // over whatever moved under it.
@@ -448,7 +455,7 @@ pub async fn record(conn: &mut SqliteConnection, plan: StoredPlan) -> ApiResult<
         approvals,
         supersedes: plan.supersedes,
         superseded_by: plan.superseded_by,
-        execution: plan.execution,
+        execution,
         title: Some(title(&plan.preview.capability_id)),
         wallet: Some(PlanWallet {
             agent_id: plan.agent_id,

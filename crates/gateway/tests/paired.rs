@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use axum::http::StatusCode;
-use common::{approve_by, Gateway};
+use common::{approve_by, journal_rows, world_diff, Gateway};
 use serde_json::{json, Value};
 
 /// Previews, executes with the approvals the plan needs, and compares journal and world.
@@ -32,10 +32,12 @@ async fn paired(gw: &Gateway, capability: &str, params: Value) -> (Value, Value)
         let refs: Vec<_> = approvers.iter().take(needed).collect();
         approve_by(gw, &plan, &refs).await;
     }
+    let world_before = world_diff::rows(gw.state.store.pool()).await;
     let reply = gw
         .invoke_as(&gw.agent, capability, json!({"plan_id": plan["plan_id"]}))
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let world_after = world_diff::rows(gw.state.store.pool()).await;
     assert_eq!(
         reply.body["metadata"]["charged"]["amount"],
         plan["estimated_cost"]["amount_max"]
@@ -82,6 +84,11 @@ async fn paired(gw: &Gateway, capability: &str, params: Value) -> (Value, Value)
         };
         assert_eq!(journaled, changes, "changes of {}", effect["id"]);
     }
+    // Nothing else: the whole world's difference is the journal's, row for row, value for value.
+    let charged = reply.body["metadata"]["charged"]["amount"]
+        .as_str()
+        .unwrap();
+    journal_rows::assert_nothing_else(&plan, journal, &world_before, &world_after, charged);
     let notified: Vec<String> =
         sqlx::query_scalar("SELECT user_id FROM email_outbox WHERE plan_id = ? ORDER BY user_id")
             .bind(plan_id)

@@ -166,8 +166,8 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
     }
 
     let users = p.filter.users.as_ref().map(|u| json!(u).to_string());
-    let rows: Vec<(String, String)> = sqlx::query_as(
-        "SELECT u.id, u.name FROM group_members m JOIN users u ON u.id = m.user_id
+    let rows: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT u.id, u.name, u.email FROM group_members m JOIN users u ON u.id = m.user_id
          WHERE m.group_id = ?1
            AND (?2 IS NULL OR u.employment = ?2)
            AND (?3 IS NULL OR u.id IN (SELECT value FROM json_each(?3)))
@@ -178,9 +178,13 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
     .bind(&users)
     .fetch_all(&mut *conn)
     .await?;
+    let to = world::recipients(
+        rows.iter()
+            .map(|(id, _, email)| (id.as_str(), email.as_str())),
+    );
     let selected: Vec<Subject> = rows
         .into_iter()
-        .map(|(id, label)| Subject::new(id, label))
+        .map(|(id, label, _)| Subject::new(id, label))
         .collect();
     if selected.is_empty() {
         planned.validation.push(note(
@@ -272,6 +276,7 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
             reversible: false,
             external: true,
             cost: effect_cost(cost),
+            changes: vec![to],
             ..derived(
                 planned.effects.len() + 1,
                 "notification_queued",
@@ -323,15 +328,16 @@ pub async fn apply(
     for planned_effect in &planned.effects[1..] {
         let e = &planned_effect.effect;
         let ids = json!(planned_effect.subject_ids()).to_string();
-        let touched: Vec<String> = if e.effect_type == "access_retained_via_nested_group" {
+        let entry = if e.effect_type == "access_retained_via_nested_group" {
             // Nothing to write: read back who still has access after the removal.
             let still = nested_members(conn, &p.group).await?;
-            planned_effect
+            let kept = planned_effect
                 .subject_ids()
                 .into_iter()
                 .filter(|id| still.contains(*id))
                 .map(str::to_owned)
-                .collect()
+                .collect();
+            JournalEntry::of(e, kept, vec![])
         } else if let Some(entitlement) = e.resource.strip_prefix("entitlements/") {
             let revoked = sqlx::query_scalar(
                 "DELETE FROM entitlement_holders
@@ -343,23 +349,24 @@ pub async fn apply(
             .fetch_all(&mut *conn)
             .await?;
             world::bump(conn, &e.resource).await?;
-            revoked
+            JournalEntry::of(e, revoked, vec![])
         } else {
-            sqlx::query_scalar(
+            let queued = sqlx::query_as(
                 "INSERT INTO email_outbox (user_id, recipient, subject, body, plan_id, created_at)
                  SELECT id, email, 'Your access changed',
                         'You are no longer a direct member of ' || ?, ?, ?
                  FROM users WHERE id IN (SELECT value FROM json_each(?))
-                 RETURNING user_id",
+                 RETURNING user_id, recipient",
             )
             .bind(&p.group)
             .bind(execution.plan_id)
             .bind(ids::to_text(ids::now()))
             .bind(&ids)
             .fetch_all(&mut *conn)
-            .await?
+            .await?;
+            world::notified(e, queued)
         };
-        journal.push(JournalEntry::of(e, touched, vec![]));
+        journal.push(entry);
     }
     Ok(Applied {
         content: format!(

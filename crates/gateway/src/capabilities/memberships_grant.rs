@@ -74,12 +74,12 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
         resource: project.clone(),
         revision,
     });
-    let user: Option<(String, bool)> =
-        sqlx::query_as("SELECT name, suspended FROM users WHERE id = ?")
+    let user: Option<(String, String, bool)> =
+        sqlx::query_as("SELECT name, email, suspended FROM users WHERE id = ?")
             .bind(&p.subject)
             .fetch_optional(&mut *conn)
             .await?;
-    let Some((name, suspended)) = user else {
+    let Some((name, email, suspended)) = user else {
         planned.validation.push(blocker(
             "subject_not_found",
             "/subject",
@@ -182,6 +182,7 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
             cause: Some(effect_id(1)),
             reversible: false,
             external: true,
+            changes: vec![world::recipients([(p.subject.as_str(), email.as_str())])],
             ..effect(
                 3,
                 "invite_email_sent",
@@ -251,10 +252,10 @@ pub async fn apply(
         before: json!(used_before),
         after: json!(used),
     };
-    let invited: Vec<String> = sqlx::query_scalar(
+    let invited: Vec<(String, String)> = sqlx::query_as(
         "INSERT INTO email_outbox (user_id, recipient, subject, body, plan_id, created_at)
          SELECT id, email, 'You were invited to ' || ?1, 'Role: ' || ?2, ?3, ?4
-         FROM users WHERE id = ?5 RETURNING user_id",
+         FROM users WHERE id = ?5 RETURNING user_id, recipient",
     )
     .bind(&p.project)
     .bind(&p.role)
@@ -271,7 +272,7 @@ pub async fn apply(
         journal: vec![
             JournalEntry::of(&grant.effect, vec![user], vec![role_change]),
             JournalEntry::of(&seat.effect, vec![], vec![seat_change]),
-            JournalEntry::of(&invite.effect, invited, vec![]),
+            world::notified(&invite.effect, invited),
         ],
         metadata: Default::default(),
     })

@@ -4,13 +4,14 @@ use countersign_proto::describe::{
     ApprovalPolicy, Billing, CostClass, Describe, DryRunMode, Preflight,
 };
 use countersign_proto::plan::{
-    Effect, EffectCost, EffectKind, EstimatedCost, Severity, Validation,
+    Change, Effect, EffectCost, EffectKind, EstimatedCost, Severity, Validation,
 };
 use countersign_proto::{Credits, INTERFACE_VERSION};
-use serde_json::Value;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 use sqlx::SqliteConnection;
 
-use super::Planned;
+use super::{JournalEntry, Planned};
 
 /// A capability's description at version 1.0.0; no capability allows self-approval.
 pub fn describe(
@@ -59,6 +60,40 @@ pub fn project_not_found(project: &str) -> Validation {
         "List the projects and use one of their ids.",
     )
 }
+
+/// Who a notification goes to, as a change of its effect: `sha256` over `"user_id address\n"`
+/// per recipient, in the subjects' order. Being in the effect, the addresses are part of what
+/// approvers sign; execution re-derives it, so an address changed since the preview makes the
+/// plan stale, and delivery compares each address again before it sends (seed 004).
+pub fn recipients<'a>(to: impl IntoIterator<Item = (&'a str, &'a str)>) -> Change {
+    let mut hasher = Sha256::new();
+    for (user, address) in to {
+        hasher.update(user.as_bytes());
+        hasher.update(b" ");
+        hasher.update(address.as_bytes());
+        hasher.update(b"\n");
+    }
+    Change {
+        path: RECIPIENTS.to_owned(),
+        before: Value::Null,
+        after: json!(format!("sha256:{}", hex::encode(hasher.finalize()))),
+    }
+}
+
+/// The journal of a notify effect, from the outbox rows its execution queued: who, and the digest
+/// of the addresses the rows hold, to hold against the planned one.
+pub fn notified(effect: &Effect, mut queued: Vec<(String, String)>) -> JournalEntry {
+    queued.sort_unstable();
+    let to = recipients(queued.iter().map(|(u, a)| (u.as_str(), a.as_str())));
+    JournalEntry::of(
+        effect,
+        queued.into_iter().map(|(u, _)| u).collect(),
+        vec![to],
+    )
+}
+
+/// The path of [`recipients`]' change.
+pub const RECIPIENTS: &str = "/recipients_digest";
 
 /// The table behind each kind of resource that carries a revision.
 fn table_of(resource: &str) -> Option<(&'static str, &str)> {

@@ -2,7 +2,10 @@
 // Each test binary compiles this module and uses only part of it.
 #![allow(dead_code)]
 
+pub mod journal_rows;
 pub mod props;
+pub mod smtp;
+pub mod world_diff;
 
 use std::sync::Arc;
 
@@ -291,6 +294,39 @@ impl Gateway {
             token: reply.body["token"].as_str().unwrap().to_owned(),
             key,
         }
+    }
+}
+
+impl Gateway {
+    /// A plan of `capability` for `params`, previewed as the test agent and approved by as many
+    /// newly enrolled approvers as the capability requires.
+    pub async fn approved(&self, capability: &str, params: Value) -> Value {
+        let plan = self.preview(capability, params).await;
+        assert_eq!(plan["would_require_approval"], true, "{plan}");
+        let describe = self
+            .call(
+                "GET",
+                &format!("/v1/capabilities/{capability}"),
+                Some(&self.agent),
+                None,
+            )
+            .await;
+        let needed = describe.body["approval"]["required_approvals"]
+            .as_u64()
+            .unwrap();
+        let mut approvers = Vec::new();
+        for n in 0..needed {
+            approvers.push(self.enroll(&format!("Approver {n}")).await);
+        }
+        approve_by(self, &plan, &approvers.iter().collect::<Vec<_>>()).await;
+        plan
+    }
+
+    /// Invokes `plan` as the test agent.
+    pub async fn execute(&self, plan: &Value) -> Reply {
+        let capability = plan["capability_id"].as_str().unwrap();
+        self.invoke_as(&self.agent, capability, json!({"plan_id": plan["plan_id"]}))
+            .await
     }
 }
 

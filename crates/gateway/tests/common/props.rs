@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use super::{approve_by, Gateway};
+use super::{approve_by, journal_rows, world_diff, Gateway};
 
 /// Cases per property: 256 in `make test`, more under `make soak` (`COUNTERSIGN_PROPERTY_CASES`).
 pub fn cases() -> u32 {
@@ -59,7 +59,8 @@ pub async fn subject_ids(gw: &Gateway, plan: &Value, effect_type: &str) -> BTree
     }
 }
 
-/// Runs a plan as the test agent, approved first by as many approvers as it needs.
+/// Runs a plan as the test agent, approved first by as many approvers as it needs, and holds
+/// what it wrote against its journal.
 pub async fn run(gw: &Gateway, capability: &str, plan: &Value) {
     if plan["would_require_approval"] == true {
         let plan_id = plan["plan_id"].as_str().unwrap();
@@ -71,8 +72,25 @@ pub async fn run(gw: &Gateway, capability: &str, plan: &Value) {
         }
         approve_by(gw, plan, &approvers.iter().collect::<Vec<_>>()).await;
     }
+    let before = world_diff::rows(gw.state.store.pool()).await;
     let reply = gw
         .invoke_as(&gw.agent, capability, json!({"plan_id": plan["plan_id"]}))
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let after = world_diff::rows(gw.state.store.pool()).await;
+    let auditor = gw.enroll("Auditor").await;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let audit = gw
+        .call(
+            "GET",
+            &format!("/v1/audit?plan_id={plan_id}"),
+            Some(&auditor.token),
+            None,
+        )
+        .await;
+    let journal = audit.body["executions"][0]["journal"].as_array().unwrap();
+    let charged = reply.body["metadata"]["charged"]["amount"]
+        .as_str()
+        .unwrap();
+    journal_rows::assert_nothing_else(plan, journal, &before, &after, charged);
 }

@@ -1,0 +1,289 @@
+//! Delivery of the email outbox. An execution only queues its messages, in its own transaction;
+//! after it commits, the dispatcher takes each due message, checks its recipient again (seed 004:
+//! an irreversible message is revalidated right before it is sent), hands it to the SMTP relay,
+//! and records what happened: `sent`, retried later, `held` for a person, or `failed`.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use lettre::message::header::ContentType;
+use lettre::message::Mailbox;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use serde_json::{json, Map, Value};
+use sqlx::SqliteConnection;
+
+use crate::{ids, AppState, Store};
+
+/// Attempts before a message that the relay keeps refusing for now is given up as `failed`.
+pub const MAX_ATTEMPTS: i64 = 6;
+
+/// How long a dispatcher owns a message it is sending: another dispatcher on the same database
+/// leaves it alone until then, and takes it up again if this one died mid-send.
+const LEASE: chrono::Duration = chrono::Duration::minutes(5);
+
+/// Messages taken per pass, so one large removal does not hold the others back for long.
+const BATCH: i64 = 200;
+
+/// How often the dispatcher looks for retries that fell due when nothing was committed.
+const RETRY_TICK: Duration = Duration::from_secs(5);
+
+/// The SMTP relay messages leave through, and the sender they carry.
+pub struct Relay {
+    transport: AsyncSmtpTransport<Tokio1Executor>,
+    from: Mailbox,
+}
+
+impl Relay {
+    /// `smtp://host:port` (plain, for a relay on a trusted network), `smtp://host?tls=required`
+    /// (STARTTLS) or `smtps://host` (TLS); credentials as `smtp://user:pass@host`.
+    pub fn new(url: &str, from: &str) -> anyhow::Result<Relay> {
+        let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
+            .map_err(|e| anyhow::anyhow!("the SMTP relay URL {url:?} is not usable: {e}"))?
+            .timeout(Some(Duration::from_secs(30)))
+            .build();
+        let from = from
+            .parse()
+            .map_err(|e| anyhow::anyhow!("the sender address {from:?} is not usable: {e}"))?;
+        Ok(Relay { transport, from })
+    }
+}
+
+/// What one pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Pass {
+    pub sent: usize,
+    pub held: usize,
+    pub retrying: usize,
+    pub failed: usize,
+}
+
+impl Pass {
+    fn is_empty(&self) -> bool {
+        *self == Pass::default()
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct Queued {
+    id: i64,
+    user_id: String,
+    recipient: String,
+    subject: String,
+    body: String,
+    attempts: i64,
+}
+
+enum Outcome {
+    Sent,
+    Held(String),
+    Retry(String),
+    Failed(String),
+}
+
+/// Sends the messages due at `now`, each at most once per call, in batches; the clock is a
+/// parameter so that retries can be tested without waiting for them.
+pub async fn dispatch(store: &Store, relay: &Relay, now: DateTime<Utc>) -> anyhow::Result<Pass> {
+    let mut pass = Pass::default();
+    let mut after = 0;
+    loop {
+        let queued: Vec<Queued> = sqlx::query_as(
+            "SELECT id, user_id, recipient, subject, body, attempts FROM email_outbox
+             WHERE state = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= ?)
+               AND id > ?
+             ORDER BY id LIMIT ?",
+        )
+        .bind(ids::to_text(now))
+        .bind(after)
+        .bind(BATCH)
+        .fetch_all(store.pool())
+        .await?;
+        let Some(last) = queued.last() else {
+            return Ok(pass);
+        };
+        after = last.id;
+        deliver(store, relay, queued, now, &mut pass).await?;
+    }
+}
+
+async fn deliver(
+    store: &Store,
+    relay: &Relay,
+    queued: Vec<Queued>,
+    now: DateTime<Utc>,
+    pass: &mut Pass,
+) -> anyhow::Result<()> {
+    for message in queued {
+        let Some(current) = claim(store, &message, now).await? else {
+            continue;
+        };
+        let outcome = match current {
+            Some(address) if address == message.recipient => send(relay, &message).await,
+            Some(address) => Outcome::Held(format!(
+                "recipient_changed: {} is now {address}, not {} as planned",
+                message.user_id, message.recipient
+            )),
+            None => Outcome::Held(format!(
+                "recipient_gone: {} no longer exists",
+                message.user_id
+            )),
+        };
+        match &outcome {
+            Outcome::Sent => pass.sent += 1,
+            Outcome::Held(_) => pass.held += 1,
+            Outcome::Retry(_) => pass.retrying += 1,
+            Outcome::Failed(_) => pass.failed += 1,
+        }
+        record(store, &message, outcome, now).await?;
+    }
+    Ok(())
+}
+
+/// Takes the message for this dispatcher until the lease runs out, and reads its recipient's
+/// address as it is now. `None` when another dispatcher took it first.
+async fn claim(
+    store: &Store,
+    message: &Queued,
+    now: DateTime<Utc>,
+) -> Result<Option<Option<String>>, sqlx::Error> {
+    let mut w = store.write().await?;
+    let taken = sqlx::query(
+        "UPDATE email_outbox SET next_attempt_at = ?1
+         WHERE id = ?2 AND state = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= ?3)",
+    )
+    .bind(ids::to_text(now + LEASE))
+    .bind(message.id)
+    .bind(ids::to_text(now))
+    .execute(&mut *w.tx)
+    .await?
+    .rows_affected();
+    if taken == 0 {
+        return Ok(None);
+    }
+    let address: Option<String> = sqlx::query_scalar("SELECT email FROM users WHERE id = ?")
+        .bind(&message.user_id)
+        .fetch_optional(&mut *w.tx)
+        .await?;
+    w.commit().await?;
+    Ok(Some(address))
+}
+
+async fn send(relay: &Relay, message: &Queued) -> Outcome {
+    let to: Mailbox = match message.recipient.parse() {
+        Ok(to) => to,
+        Err(e) => return Outcome::Failed(format!("invalid_address: {e}")),
+    };
+    let email = Message::builder()
+        .from(relay.from.clone())
+        .to(to)
+        // The same id on every attempt, so a receiver can drop the copy a crash mid-send resent.
+        .message_id(Some(format!("<outbox-{}@countersign>", message.id)))
+        .subject(message.subject.clone())
+        .header(ContentType::TEXT_PLAIN)
+        .body(message.body.clone());
+    let email = match email {
+        Ok(email) => email,
+        Err(e) => return Outcome::Failed(format!("unbuildable: {e}")),
+    };
+    match relay.transport.send(email).await {
+        Ok(_) => Outcome::Sent,
+        Err(e) if e.is_permanent() => Outcome::Failed(format!("refused: {e}")),
+        Err(e) if message.attempts + 1 >= MAX_ATTEMPTS => {
+            Outcome::Failed(format!("gave_up after {MAX_ATTEMPTS} attempts: {e}"))
+        }
+        Err(e) => Outcome::Retry(format!("relay_unavailable: {e}")),
+    }
+}
+
+async fn record(
+    store: &Store,
+    message: &Queued,
+    outcome: Outcome,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    let attempts = message.attempts + 1;
+    let (state, error, next, sent_at) = match outcome {
+        Outcome::Sent => ("sent", None, None, Some(ids::to_text(ids::now()))),
+        Outcome::Held(why) => ("held", Some(why), None, None),
+        Outcome::Failed(why) => ("failed", Some(why), None, None),
+        // 2, 4, 8 … seconds: a relay that is down for a while is not hammered.
+        Outcome::Retry(why) => (
+            "pending",
+            Some(why),
+            Some(ids::to_text(now + chrono::Duration::seconds(1 << attempts))),
+            None,
+        ),
+    };
+    let mut w = store.write().await?;
+    sqlx::query(
+        "UPDATE email_outbox SET state = ?, attempts = ?, last_error = ?, next_attempt_at = ?,
+                                 sent_at = ?
+         WHERE id = ?",
+    )
+    .bind(state)
+    .bind(attempts)
+    .bind(error)
+    .bind(next)
+    .bind(sent_at)
+    .bind(message.id)
+    .execute(&mut *w.tx)
+    .await?;
+    w.commit().await
+}
+
+/// Delivers for as long as the gateway's state lives: after every commit (an execution that
+/// queued messages), and every few seconds for retries that fell due.
+pub fn spawn(state: &Arc<AppState>, relay: Relay) {
+    let state: Weak<AppState> = Arc::downgrade(state);
+    tokio::spawn(async move {
+        let Some(mut commits) = state.upgrade().map(|s| s.store.commits()) else {
+            return;
+        };
+        loop {
+            let Some(strong) = state.upgrade() else {
+                return;
+            };
+            match dispatch(&strong.store, &relay, ids::now()).await {
+                Ok(pass) if !pass.is_empty() => tracing::info!(?pass, "mail delivered"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = ?e, "mail delivery failed; trying again"),
+            }
+            drop(strong);
+            tokio::select! {
+                changed = commits.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep(RETRY_TICK) => {}
+            }
+        }
+    });
+}
+
+/// Messages needing a person shown per plan record; the counts cover all of them.
+const ATTENTION_SHOWN: i64 = 100;
+
+/// How the messages of one plan stand, for its record: a count per state, and the messages held
+/// or failed, with why, since those need a person.
+pub async fn deliveries(conn: &mut SqliteConnection, plan_id: &str) -> Result<Value, sqlx::Error> {
+    let counts: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT state, COUNT(*) FROM email_outbox WHERE plan_id = ? GROUP BY state ORDER BY state",
+    )
+    .bind(plan_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let attention: Vec<(String, String, String, i64, Option<String>)> = sqlx::query_as(
+        "SELECT user_id, recipient, state, attempts, last_error FROM email_outbox
+         WHERE plan_id = ? AND state IN ('held', 'failed') ORDER BY id LIMIT ?",
+    )
+    .bind(plan_id)
+    .bind(ATTENTION_SHOWN)
+    .fetch_all(&mut *conn)
+    .await?;
+    let counts: Map<String, Value> = counts.into_iter().map(|(s, n)| (s, json!(n))).collect();
+    let attention: Vec<Value> = attention
+        .into_iter()
+        .map(|(user, to, state, attempts, error)| {
+            json!({"user_id": user, "recipient": to, "state": state,
+                   "attempts": attempts, "last_error": error})
+        })
+        .collect();
+    Ok(json!({"counts": counts, "attention": attention}))
+}

@@ -1,0 +1,121 @@
+//! A local SMTP sink on a loopback port: it speaks enough SMTP for lettre, keeps every message it
+//! accepts, counts every connection (a preview must cause none), and can answer the first
+//! transactions with a temporary failure, as a relay that is briefly down does.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Received {
+    pub to: Vec<String>,
+    pub data: String,
+}
+
+#[derive(Default)]
+struct Seen {
+    connections: AtomicUsize,
+    transactions: AtomicUsize,
+    messages: Mutex<Vec<Received>>,
+}
+
+pub struct Sink {
+    pub url: String,
+    seen: Arc<Seen>,
+}
+
+impl Sink {
+    pub async fn start() -> Sink {
+        Sink::failing_first(0).await
+    }
+
+    /// A sink that answers `451` to the first `n` transactions.
+    pub async fn failing_first(n: usize) -> Sink {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("smtp://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(Seen::default());
+        let shared = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                shared.connections.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(serve(stream, shared.clone(), n));
+            }
+        });
+        Sink { url, seen }
+    }
+
+    pub fn connections(&self) -> usize {
+        self.seen.connections.load(Ordering::SeqCst)
+    }
+
+    pub fn messages(&self) -> Vec<Received> {
+        self.seen.messages.lock().unwrap().clone()
+    }
+
+    /// Every address a message was accepted for, sorted.
+    pub fn recipients(&self) -> Vec<String> {
+        let mut all: Vec<String> = self.messages().into_iter().flat_map(|m| m.to).collect();
+        all.sort();
+        all
+    }
+}
+
+async fn serve(stream: TcpStream, seen: Arc<Seen>, failing: usize) {
+    let (read, mut write) = stream.into_split();
+    let mut lines = BufReader::new(read).lines();
+    let mut to = Vec::new();
+    if write.write_all(b"220 sink ESMTP\r\n").await.is_err() {
+        return;
+    }
+    while let Ok(Some(line)) = lines.next_line().await {
+        let verb = line.get(..4).unwrap_or(&line).to_ascii_uppercase();
+        let answer: &[u8] = match verb.as_str() {
+            "EHLO" | "HELO" => b"250-sink\r\n250 8BITMIME\r\n",
+            "MAIL" => {
+                to.clear();
+                if seen.transactions.fetch_add(1, Ordering::SeqCst) < failing {
+                    b"451 4.3.0 try again later\r\n"
+                } else {
+                    b"250 OK\r\n"
+                }
+            }
+            "RCPT" => {
+                let address = line
+                    .split_once('<')
+                    .and_then(|(_, rest)| rest.split_once('>'))
+                    .map(|(address, _)| address.to_owned())
+                    .unwrap_or_default();
+                to.push(address);
+                b"250 OK\r\n"
+            }
+            "DATA" => {
+                if write.write_all(b"354 go on\r\n").await.is_err() {
+                    return;
+                }
+                let mut data = String::new();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if line == "." {
+                        break;
+                    }
+                    data.push_str(&line);
+                    data.push('\n');
+                }
+                seen.messages.lock().unwrap().push(Received {
+                    to: std::mem::take(&mut to),
+                    data,
+                });
+                b"250 OK queued\r\n"
+            }
+            "QUIT" => {
+                let _ = write.write_all(b"221 bye\r\n").await;
+                return;
+            }
+            _ => b"250 OK\r\n",
+        };
+        if write.write_all(answer).await.is_err() {
+            return;
+        }
+    }
+}

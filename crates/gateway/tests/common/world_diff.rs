@@ -1,0 +1,140 @@
+//! The whole database as rows, and the difference between two such pictures as lines that read
+//! `+ table {row}`, `- table {row}` and `~ table key column: before -> after`, so that what an
+//! execution wrote can be held, row for row and value for value, against what its journal says.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value};
+use sqlx::SqlitePool;
+
+/// The gateway's (and SQLite's) own records about plans, people, keys and counters: not the
+/// world a plan acts on.
+pub const BOOKKEEPING: [&str; 17] = [
+    "_sqlx_migrations",
+    "sqlite_sequence",
+    "meta",
+    "agents",
+    "agent_scopes",
+    "enrollment_codes",
+    "approvers",
+    "approver_keys",
+    "plans",
+    "plan_subjects",
+    "plan_reads",
+    "plan_events",
+    "decisions",
+    "decisions_log",
+    "invocations",
+    "preview_audit",
+    "execution_audit",
+];
+
+/// Table → primary key (as JSON text) → row.
+pub type Rows = BTreeMap<String, BTreeMap<String, Map<String, Value>>>;
+
+/// Every row of every table that is not [`BOOKKEEPING`].
+pub async fn rows(pool: &SqlitePool) -> Rows {
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    let mut out = Rows::new();
+    for table in tables
+        .into_iter()
+        .filter(|t| !BOOKKEEPING.contains(&t.as_str()))
+    {
+        let columns: Vec<(String, i64)> =
+            sqlx::query_as("SELECT name, pk FROM pragma_table_info(?) ORDER BY cid")
+                .bind(&table)
+                .fetch_all(pool)
+                .await
+                .unwrap();
+        let object = columns
+            .iter()
+            .map(|(c, _)| format!("'{c}', \"{c}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!("SELECT json_object({object}) FROM \"{table}\"");
+        let mut keyed = BTreeMap::new();
+        for row in sqlx::query_scalar::<_, String>(&sql)
+            .fetch_all(pool)
+            .await
+            .unwrap()
+        {
+            let row: Map<String, Value> = serde_json::from_str(&row).unwrap();
+            let key: Vec<&Value> = columns
+                .iter()
+                .filter(|(_, pk)| *pk > 0)
+                .map(|(c, _)| &row[c])
+                .collect();
+            keyed.insert(serde_json::to_string(&key).unwrap(), row);
+        }
+        out.insert(table, keyed);
+    }
+    out
+}
+
+/// The columns an inserted or deleted row is compared on; the rest (generated ids, creation
+/// times) no journal can know before the write. `None`: every column.
+fn compared(table: &str) -> Option<&'static [&'static str]> {
+    match table {
+        "documents" => Some(&["filename", "mime_type", "project_id", "size_bytes"]),
+        "email_outbox" => Some(&["plan_id", "recipient", "state", "user_id"]),
+        _ => None,
+    }
+}
+
+pub fn row_line(sign: char, table: &str, row: &Map<String, Value>) -> String {
+    let shown: Map<String, Value> = match compared(table) {
+        Some(columns) => columns
+            .iter()
+            .map(|c| ((*c).to_owned(), row.get(*c).cloned().unwrap_or(Value::Null)))
+            .collect(),
+        None => row.clone(),
+    };
+    format!("{sign} {table} {}", Value::Object(shown))
+}
+
+pub fn update_line(table: &str, key: &str, column: &str, before: &Value, after: &Value) -> String {
+    format!("~ {table} {key} {column}: {before} -> {after}")
+}
+
+/// What changed from `before` to `after`, one line per inserted or deleted row and per changed
+/// column of a row that stayed.
+pub fn diff(before: &Rows, after: &Rows) -> BTreeSet<String> {
+    let empty = BTreeMap::new();
+    let mut lines = BTreeSet::new();
+    let tables: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    for table in tables {
+        let (was, now) = (
+            before.get(table).unwrap_or(&empty),
+            after.get(table).unwrap_or(&empty),
+        );
+        for (key, row) in was {
+            match now.get(key) {
+                None => {
+                    lines.insert(row_line('-', table, row));
+                }
+                Some(new) => {
+                    for (column, value) in row {
+                        if new[column] != *value {
+                            lines.insert(update_line(table, key, column, value, &new[column]));
+                        }
+                    }
+                }
+            }
+        }
+        for (key, row) in now {
+            if !was.contains_key(key) {
+                lines.insert(row_line('+', table, row));
+            }
+        }
+    }
+    lines
+}
+
+/// The key of a row in [`Rows`] with a one-column primary key.
+pub fn key(id: &str) -> String {
+    serde_json::to_string(&[id]).unwrap()
+}

@@ -1,0 +1,297 @@
+//! Emails really leave (seed 004): an execution's messages go through a real SMTP conversation to
+//! a sink started here, exactly the planned ones, once; a preview, a refused execution and a stale
+//! plan send none; an address changed after the plan is not mailed but held for a person; a relay
+//! that is down is retried.
+
+mod common;
+
+use std::time::Duration;
+
+use common::smtp::Sink;
+use common::{assert_error, Gateway};
+use countersign_gateway::mail::{self, Pass, Relay};
+use serde_json::{json, Value};
+
+const FROM: &str = "Countersign <countersign@localhost>";
+
+fn removal() -> Value {
+    json!({"group": "grp_support", "filter": {"employment": "contractor"}})
+}
+
+fn grant() -> Value {
+    json!({"project": "prj_184", "subject": "usr_92", "role": "admin"})
+}
+
+/// The addresses of `users`, as the world holds them now, sorted.
+async fn addresses(gw: &Gateway, users: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for user in users {
+        let email: String = sqlx::query_scalar("SELECT email FROM users WHERE id = ?")
+            .bind(user)
+            .fetch_one(gw.state.store.pool())
+            .await
+            .unwrap();
+        out.push(email);
+    }
+    out.sort();
+    out
+}
+
+async fn set_email(gw: &Gateway, user: &str, email: &str) {
+    let mut w = gw.state.store.write().await.unwrap();
+    sqlx::query("UPDATE users SET email = ? WHERE id = ?")
+        .bind(email)
+        .bind(user)
+        .execute(&mut *w.tx)
+        .await
+        .unwrap();
+    w.commit().await.unwrap();
+}
+
+async fn outbox(gw: &Gateway) -> Vec<(String, String, i64)> {
+    sqlx::query_as("SELECT user_id, state, attempts FROM email_outbox ORDER BY id")
+        .fetch_all(gw.state.store.pool())
+        .await
+        .unwrap()
+}
+
+fn now() -> chrono::DateTime<chrono::Utc> {
+    countersign_gateway::ids::now()
+}
+
+#[tokio::test]
+async fn an_execution_delivers_exactly_the_planned_messages_once() {
+    let sink = Sink::start().await;
+    let relay = Relay::new(&sink.url, FROM).unwrap();
+    let gw = Gateway::new().await;
+    let plan = gw.approved("groups.members.remove", removal()).await;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let notify = plan["effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "notify")
+        .unwrap();
+    let approver = gw.enroll("Reader").await;
+    let planned = gw
+        .all_subjects(
+            &approver.token,
+            plan_id,
+            notify["id"].as_str().unwrap(),
+            1000,
+        )
+        .await;
+    assert_eq!(planned.len(), 37);
+    assert_eq!(sink.connections(), 0, "nothing leaves before execution");
+
+    let reply = gw.execute(&plan).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(
+        sink.connections(),
+        0,
+        "nothing leaves inside the transaction"
+    );
+    let pass = mail::dispatch(&gw.state.store, &relay, now())
+        .await
+        .unwrap();
+    assert_eq!(
+        pass,
+        Pass {
+            sent: 37,
+            ..Pass::default()
+        }
+    );
+    assert_eq!(sink.recipients(), addresses(&gw, &planned).await);
+    for message in sink.messages() {
+        assert_eq!(message.to.len(), 1, "one message per person");
+        assert!(message.data.contains("Subject: Your access changed"));
+        assert!(message
+            .data
+            .contains("no longer a direct member of grp_support"));
+        assert!(message.data.contains("Message-ID: <outbox-"));
+    }
+
+    let again = mail::dispatch(&gw.state.store, &relay, now() + chrono::Duration::hours(1))
+        .await
+        .unwrap();
+    assert_eq!(again, Pass::default(), "a sent message is not sent again");
+    assert_eq!(sink.messages().len(), 37);
+    let record = gw.record(&approver.token, plan_id).await;
+    assert_eq!(
+        record.body["execution"]["deliveries"],
+        json!({"counts": {"sent": 37}, "attention": []})
+    );
+}
+
+#[tokio::test]
+async fn previews_refusals_and_stale_plans_send_nothing() {
+    let sink = Sink::start().await;
+    let gw = Gateway::new().await;
+    mail::spawn(&gw.state, Relay::new(&sink.url, FROM).unwrap());
+
+    for (capability, params) in [
+        ("groups.members.remove", removal()),
+        ("memberships.grant", grant()),
+    ] {
+        gw.preview(capability, params).await;
+    }
+    let unapproved = gw.preview("memberships.grant", grant()).await;
+    let refused = gw.execute(&unapproved).await;
+    assert_error(&refused, "approval_required", 409);
+
+    let stale = gw.approved("groups.members.remove", removal()).await;
+    set_email(&gw, "usr_01", "someone.else@example.com").await;
+    assert_error(&gw.execute(&stale).await, "plan_stale", 409);
+
+    let pass = mail::dispatch(
+        &gw.state.store,
+        &Relay::new(&sink.url, FROM).unwrap(),
+        now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(pass, Pass::default());
+    // The spawned dispatcher wakes on every commit above; give it time to do anything it would.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(sink.connections(), 0, "the relay was reached");
+    assert!(outbox(&gw).await.is_empty());
+}
+
+#[tokio::test]
+async fn an_address_changed_after_the_preview_makes_the_plan_stale_naming_the_email() {
+    let gw = Gateway::new().await;
+    let plan = gw.approved("memberships.grant", grant()).await;
+    set_email(&gw, "usr_92", "sam@elsewhere.example").await;
+    let reply = gw.execute(&plan).await;
+    assert_error(&reply, "plan_stale", 409);
+    let drifted = &reply.body["error"]["details"]["drifted"];
+    assert_eq!(drifted.as_array().unwrap().len(), 1, "{drifted}");
+    assert_eq!(drifted[0]["effect"], "eff_3");
+    assert_eq!(drifted[0]["planned"]["type"], "invite_email_sent");
+    assert_ne!(
+        drifted[0]["planned"]["changes"],
+        drifted[0]["current"]["changes"]
+    );
+    assert!(outbox(&gw).await.is_empty());
+}
+
+#[tokio::test]
+async fn an_address_changed_after_execution_is_held_for_a_person() {
+    let sink = Sink::start().await;
+    let relay = Relay::new(&sink.url, FROM).unwrap();
+    let gw = Gateway::new().await;
+    let plan = gw.approved("memberships.grant", grant()).await;
+    assert_eq!(gw.execute(&plan).await.status, 200);
+    set_email(&gw, "usr_92", "sam@elsewhere.example").await;
+
+    let pass = mail::dispatch(&gw.state.store, &relay, now())
+        .await
+        .unwrap();
+    assert_eq!(
+        pass,
+        Pass {
+            held: 1,
+            ..Pass::default()
+        }
+    );
+    assert_eq!(sink.connections(), 0);
+    let approver = gw.enroll("Reader").await;
+    let record = gw
+        .record(&approver.token, plan["plan_id"].as_str().unwrap())
+        .await;
+    let deliveries = &record.body["execution"]["deliveries"];
+    assert_eq!(deliveries["counts"], json!({"held": 1}));
+    assert_eq!(deliveries["attention"][0]["user_id"], "usr_92");
+    let why = deliveries["attention"][0]["last_error"].as_str().unwrap();
+    assert!(why.starts_with("recipient_changed"), "{why}");
+    assert!(why.contains("sam@elsewhere.example"), "{why}");
+    let later = mail::dispatch(&gw.state.store, &relay, now() + chrono::Duration::hours(1))
+        .await
+        .unwrap();
+    assert_eq!(later, Pass::default(), "a held message waits for a person");
+}
+
+#[tokio::test]
+async fn a_relay_that_is_down_is_retried_until_it_takes_the_message() {
+    let sink = Sink::failing_first(2).await;
+    let relay = Relay::new(&sink.url, FROM).unwrap();
+    let gw = Gateway::new().await;
+    let plan = gw.approved("memberships.grant", grant()).await;
+    assert_eq!(gw.execute(&plan).await.status, 200);
+
+    let start = now();
+    let retrying = Pass {
+        retrying: 1,
+        ..Pass::default()
+    };
+    assert_eq!(
+        mail::dispatch(&gw.state.store, &relay, start)
+            .await
+            .unwrap(),
+        retrying
+    );
+    assert_eq!(
+        mail::dispatch(&gw.state.store, &relay, start)
+            .await
+            .unwrap(),
+        Pass::default(),
+        "not again before its retry is due"
+    );
+    let later = |s| start + chrono::Duration::seconds(s);
+    assert_eq!(
+        mail::dispatch(&gw.state.store, &relay, later(3))
+            .await
+            .unwrap(),
+        retrying
+    );
+    assert_eq!(
+        mail::dispatch(&gw.state.store, &relay, later(30))
+            .await
+            .unwrap(),
+        Pass {
+            sent: 1,
+            ..Pass::default()
+        }
+    );
+    assert_eq!(sink.messages().len(), 1);
+    assert_eq!(
+        outbox(&gw).await,
+        [("usr_92".to_owned(), "sent".to_owned(), 3)]
+    );
+}
+
+#[tokio::test]
+async fn a_relay_that_never_answers_is_given_up_after_the_last_attempt() {
+    // A port nobody listens on: every attempt fails to connect.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let relay = Relay::new(&format!("smtp://127.0.0.1:{port}"), FROM).unwrap();
+    let gw = Gateway::new().await;
+    let plan = gw.approved("memberships.grant", grant()).await;
+    assert_eq!(gw.execute(&plan).await.status, 200);
+    let mut at = now();
+    for _ in 1..mail::MAX_ATTEMPTS {
+        let pass = mail::dispatch(&gw.state.store, &relay, at).await.unwrap();
+        assert_eq!(
+            pass,
+            Pass {
+                retrying: 1,
+                ..Pass::default()
+            }
+        );
+        at += chrono::Duration::hours(1);
+    }
+    let last = mail::dispatch(&gw.state.store, &relay, at).await.unwrap();
+    assert_eq!(
+        last,
+        Pass {
+            failed: 1,
+            ..Pass::default()
+        }
+    );
+    let (_, state, attempts) = outbox(&gw).await.remove(0);
+    assert_eq!((state.as_str(), attempts), ("failed", mail::MAX_ATTEMPTS));
+}
