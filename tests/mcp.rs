@@ -33,22 +33,6 @@ fn python() -> PathBuf {
     path
 }
 
-/// `countersign-gateway`, built beside this test binary (`target/<profile>/deps/..`).
-fn gateway_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let path = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(|dir| dir.join("countersign-gateway"))
-        .expect("the target directory");
-    assert!(
-        path.exists(),
-        "{} is missing: cargo build --workspace builds it (make test does)",
-        path.display()
-    );
-    path
-}
-
 /// Runs the agent script with `args`, approving with `console` the two plans it announces, and
 /// returns every event it reported.
 async fn run_agent(console: &mut Console, args: &[&str]) -> anyhow::Result<Vec<Value>> {
@@ -253,7 +237,7 @@ async fn an_mcp_agent_over_stdio_waits_for_a_signed_approval() -> anyhow::Result
         countersign_gateway::accounts::add_agent(&gateway.state.store, "mcp", Some("usr_lead"))
             .await?;
     let mut console = enrolled_console(&gateway).await?;
-    let binary = gateway_binary();
+    let binary = countersign_e2e::gateway_binary();
     let binary = binary.to_str().unwrap();
     let events = tokio::time::timeout(
         Duration::from_secs(180),

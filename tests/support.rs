@@ -3,6 +3,7 @@
 pub mod proxy;
 pub mod webdriver;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use countersign_gateway::capabilities::world;
@@ -197,4 +198,20 @@ impl Agent {
         )
         .await
     }
+}
+
+/// `countersign-gateway`, built beside the test binary (`target/<profile>/deps/..`).
+pub fn gateway_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let path = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|dir| dir.join("countersign-gateway"))
+        .expect("the target directory");
+    assert!(
+        path.exists(),
+        "{} is missing: cargo build --workspace builds it (make test does)",
+        path.display()
+    );
+    path
 }
