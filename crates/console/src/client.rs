@@ -135,6 +135,8 @@ impl GatewayClient {
         if !status.is_success() {
             return Err(gateway_error(status, &bytes));
         }
+        // A key twice has two meanings, and what is shown must be what the digest covers.
+        countersign_proto::strict_json::check(&bytes).map_err(ConsoleError::Protocol)?;
         serde_json::from_slice(&bytes).map_err(|e| ConsoleError::Protocol(e.to_string()))
     }
 

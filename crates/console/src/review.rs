@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use countersign_proto::approvals::{Approvals, DecisionResponse, PlanRecord, PlanStatus, RiskFlag};
 use countersign_proto::decision::Decision;
 use countersign_proto::digest::plan_digest;
-use countersign_proto::plan::{Effect, EffectKind, Preview};
+use countersign_proto::plan::{Effect, EffectKind, EstimatedCost, Preview};
 use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
 use rust_decimal::Decimal;
 use serde::Serialize;
@@ -328,6 +328,9 @@ pub fn refusal(
             plan.estimated_cost.currency
         ));
     }
+    if let Some(why) = unsound_cost(&plan.estimated_cost) {
+        return Some(why);
+    }
     if !plan.executable {
         return Some("The plan is blocked by validation errors.".to_owned());
     }
@@ -350,6 +353,30 @@ pub fn refusal(
         {
             return Some("You already decided this plan.".to_owned());
         }
+    }
+    None
+}
+
+/// Hundredths of a credit are the smallest amount a gateway charges (seed 000's `"0.09"`).
+const CREDIT_DECIMALS: u32 = 2;
+
+/// Why a cost cannot be what a gateway would charge: an approval signs it, so it must read as one.
+fn unsound_cost(cost: &EstimatedCost) -> Option<String> {
+    let (min, max) = (cost.amount_min.value(), cost.amount_max.value());
+    if min.is_sign_negative() || max.is_sign_negative() {
+        return Some(format!(
+            "The cost ({min} to {max} credits) is negative: no gateway pays an agent to act."
+        ));
+    }
+    if min > max {
+        return Some(format!(
+            "The cost's minimum ({min}) is above its maximum ({max})."
+        ));
+    }
+    if min.scale() > CREDIT_DECIMALS || max.scale() > CREDIT_DECIMALS {
+        return Some(format!(
+            "The cost ({min} to {max} credits) is finer than hundredths of a credit."
+        ));
     }
     None
 }

@@ -13,7 +13,8 @@ use countersign_proto::ErrorCode;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{ids, strict_json};
+use crate::ids;
+use countersign_proto::strict_json;
 
 #[derive(Debug, Clone)]
 pub struct ApiError {

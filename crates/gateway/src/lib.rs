@@ -25,7 +25,6 @@ mod routes;
 pub mod scopes;
 pub mod sim;
 pub mod store;
-mod strict_json;
 pub mod throttle;
 pub mod tls;
 pub mod wallet;

@@ -14,6 +14,7 @@ pub mod guard;
 pub mod keys;
 pub mod plan;
 pub mod risk;
+pub mod strict_json;
 
 pub use credits::Credits;
 pub use error::ErrorCode;

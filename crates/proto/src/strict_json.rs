@@ -1,5 +1,6 @@
-//! Request bodies with one meaning: a JSON object that names a key twice is refused, since
-//! parsers disagree on which value wins and a plan must come from an unambiguous request.
+//! JSON with one meaning: an object that names a key twice is refused, since parsers disagree on
+//! which value wins. The gateway refuses such requests (a plan must come from an unambiguous
+//! request); the console refuses such answers (what it shows must be what the digest covers).
 
 use std::collections::HashSet;
 use std::fmt;
