@@ -16,7 +16,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 endif
 
 .PHONY: run test deps system-deps tauri-driver ui ui-test desktop lint rust-test \
-	bench bench-quick bench-deps bench-build bench-build-quick soak
+	bench bench-quick bench-deps bench-build bench-build-quick soak fuzz
 
 ## Build and start the desktop app on its embedded demo gateway.
 run: desktop
@@ -107,6 +107,14 @@ deb-check: desktop
 soak: deps
 	COUNTERSIGN_PROPERTY_CASES=10000 cargo test --release -p countersign-gateway \
 		--test properties --test properties_resources
+
+## Mutation fuzzing on stable Rust for FUZZ_SECONDS per target (plan review, envelope
+## verification, gateway requests); crashes land in tests/fuzz/regressions/, which `make test`
+## replays. FUZZ_SEED=N repeats a run.
+FUZZ_SECONDS ?= 120
+fuzz: deps
+	cargo run --release -p countersign-e2e --bin countersign-fuzz -- --seconds $(FUZZ_SECONDS) \
+		$(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 
 ## Benchmarks (not part of `make test`): one table of every measured bar, also written to
 ## target/bench/report.md. `bench` measures everything (about 10 minutes on 2 cores after the

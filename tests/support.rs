@@ -1,5 +1,6 @@
 //! Helpers shared by the end-to-end tests: a real gateway on a loopback port and an agent for it.
 
+pub mod fuzz_targets;
 pub mod proxy;
 pub mod webdriver;
 

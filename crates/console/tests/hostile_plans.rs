@@ -172,7 +172,9 @@ fn corpus() -> Vec<(&'static str, Vec<u8>, Expect)> {
         ),
         (
             "credits finer than hundredths",
-            bytes(record(with(|p| p["estimated_cost"]["amount_max"] = json!("0.375")))),
+            bytes(record(with(|p| {
+                p["estimated_cost"]["amount_max"] = json!("0.375")
+            }))),
             Expect::Refused,
         ),
         (

@@ -1,0 +1,178 @@
+//! What `make fuzz` throws bytes at, and what `fuzz_replay.rs` runs every kept input through:
+//! plan parsing and the review model, envelope verification, and the gateway's request parsing.
+//! A target panics only on a bug: any input must end in an error value or a sound result.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::Request;
+use chrono::{TimeZone, Utc};
+use countersign_console::client::FetchedPlan;
+use countersign_console::review::{groups, plan_view};
+use countersign_gateway::{accounts, app, demo, AppState, Store};
+use countersign_proto::approvals::PlanRecord;
+use countersign_proto::decision::Statement;
+use countersign_proto::dsse::{decode_public_key, Envelope};
+use countersign_proto::strict_json;
+use serde_json::Value;
+use tower::ServiceExt as _;
+
+pub const TARGETS: [&str; 3] = ["plan", "envelope", "request"];
+
+/// The inputs a target starts from: its corpus in `tests/fuzz/corpus/<target>` (and, for
+/// requests, the gateway's hostile corpus), then every crash kept in `tests/fuzz/regressions`.
+pub fn seeds(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut dirs = vec![
+        root.join("fuzz/corpus").join(target),
+        root.join("fuzz/regressions").join(target),
+    ];
+    if target == "request" {
+        dirs.push(root.join("../crates/gateway/tests/hostile"));
+    }
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut paths: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
+        paths.sort();
+        for path in paths.into_iter().filter(|p| p.is_file()) {
+            let bytes = std::fs::read(&path).unwrap();
+            out.push((path, bytes));
+        }
+    }
+    out
+}
+
+/// A plan record as the console receives it: parsed, reviewed, grouped. An approvable view must
+/// be one whose digest the console computed and found matching.
+pub fn plan(bytes: &[u8]) {
+    if strict_json::check(bytes).is_err() {
+        return;
+    }
+    let Ok(raw) = serde_json::from_slice::<Value>(bytes) else {
+        return;
+    };
+    let Ok(record) = serde_json::from_value::<PlanRecord>(raw.clone()) else {
+        return;
+    };
+    let fetched = FetchedPlan {
+        raw: raw["plan"].clone(),
+        record,
+        wallet: serde_json::from_value(raw["wallet"].clone()).ok(),
+        title: raw["title"].as_str().map(str::to_owned),
+    };
+    let now = Utc.with_ymd_and_hms(2026, 11, 30, 10, 5, 0).unwrap();
+    let view = plan_view(&fetched, None, Some("apr_fuzz"), now);
+    assert!(
+        !view.approvable || view.digest_matches,
+        "approvable without its digest"
+    );
+    groups(&fetched.record.plan.effects);
+}
+
+/// A decision envelope, with or without the key to check it with (`{"public_key", "envelope"}`):
+/// opened, it either fails or yields a statement whose signature verifies under that key.
+pub fn envelope(bytes: &[u8]) {
+    let (key, envelope) = match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(mut pair)) if pair.contains_key("envelope") => {
+            let key = pair
+                .get("public_key")
+                .and_then(Value::as_str)
+                .and_then(|k| decode_public_key(k).ok());
+            (key, pair.remove("envelope").unwrap_or_default())
+        }
+        Ok(other) => (None, other),
+        Err(_) => return,
+    };
+    let Ok(envelope) = serde_json::from_value::<Envelope>(envelope) else {
+        return;
+    };
+    let _ = envelope.signature();
+    let _ = envelope.signature_bytes();
+    if let Ok(payload) = envelope.payload_bytes() {
+        if let Ok(statement) = Statement::from_payload(&payload) {
+            let _ = statement.canonical_bytes();
+        }
+    }
+    if let Some(key) = key {
+        if let Ok(statement) = Statement::open(&envelope, &key) {
+            assert!(envelope.verify(&key).is_ok(), "opened but does not verify");
+            let _ = statement.canonical_bytes();
+        }
+    }
+}
+
+/// A gateway over an in-memory demo world that takes request bodies: each is sent to a dry_run
+/// (the first byte picks the capability) and must be answered in the contract, never with a 500.
+pub struct RequestTarget {
+    runtime: tokio::runtime::Runtime,
+    state: Arc<AppState>,
+    agent: String,
+}
+
+const CAPABILITIES: [&str; 5] = [
+    "projects.settings.update",
+    "groups.members.remove",
+    "memberships.grant",
+    "documents.document.upload",
+    "storage.quota.update",
+];
+
+impl RequestTarget {
+    pub fn new() -> RequestTarget {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (state, agent) = runtime.block_on(async {
+            let store = Store::open("sqlite::memory:").await.unwrap();
+            demo::seed(&store).await.unwrap();
+            let (_, agent) = accounts::add_agent(&store, "fuzz", None).await.unwrap();
+            (AppState::new(store, "Fuzz gateway").await.unwrap(), agent)
+        });
+        RequestTarget {
+            runtime,
+            state,
+            agent,
+        }
+    }
+
+    pub fn run(&self, bytes: &[u8]) {
+        let capability =
+            CAPABILITIES[bytes.first().map_or(0, |b| *b as usize) % CAPABILITIES.len()];
+        let request = Request::post(format!("/v1/capabilities/{capability}/dry_run"))
+            .header("authorization", format!("Bearer {}", self.agent))
+            .header("content-type", "application/json")
+            .body(Body::from(bytes.to_vec()))
+            .unwrap();
+        let (status, body) = self.runtime.block_on(async {
+            let response = app(self.state.clone()).oneshot(request).await.unwrap();
+            let status = response.status();
+            let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+                .await
+                .unwrap();
+            (status, body)
+        });
+        assert!(
+            status.as_u16() < 500,
+            "{status}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        let answer: Value = serde_json::from_slice(&body).expect("every answer is JSON");
+        assert!(
+            answer.get("success") == Some(&Value::Bool(false))
+                || answer.get("plan_id").is_some()
+                || answer.get("valid").is_some(),
+            "outside the contract: {answer}"
+        );
+    }
+}
+
+impl Default for RequestTarget {
+    fn default() -> Self {
+        RequestTarget::new()
+    }
+}
