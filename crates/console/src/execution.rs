@@ -24,6 +24,55 @@ pub struct ExecutionView {
     #[ts(type = "Array<{ effect_id: string, resource: string, before: string, after: string }>")]
     pub journal: Vec<JournalRow>,
     pub executed_at: Option<String>,
+    /// How the emails the execution queued stand, when the gateway says.
+    pub deliveries: Option<DeliveriesView>,
+}
+
+/// The emails of an execution: a count per state, and the ones a person must look at.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, TS)]
+pub struct DeliveriesView {
+    #[ts(type = "number")]
+    pub sent: u64,
+    #[ts(type = "number")]
+    pub pending: u64,
+    #[ts(type = "number")]
+    pub held: u64,
+    #[ts(type = "number")]
+    pub failed: u64,
+    /// Held or failed messages: who, where, and why, in the gateway's words.
+    pub attention: Vec<DeliveryIssue>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct DeliveryIssue {
+    pub user_id: String,
+    pub recipient: String,
+    pub state: String,
+    pub reason: String,
+}
+
+fn deliveries(value: &Value) -> Option<DeliveriesView> {
+    let counts = value.get("counts")?.as_object()?;
+    let count = |state: &str| counts.get(state).and_then(Value::as_u64).unwrap_or(0);
+    let attention = value
+        .get("attention")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .map(|m| DeliveryIssue {
+            user_id: text(&m["user_id"]),
+            recipient: text(&m["recipient"]),
+            state: text(&m["state"]),
+            reason: text(&m["last_error"]),
+        })
+        .collect();
+    Some(DeliveriesView {
+        sent: count("sent"),
+        pending: count("pending"),
+        held: count("held"),
+        failed: count("failed"),
+        attention,
+    })
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -115,6 +164,7 @@ pub fn execution_view(execution: &Value) -> Option<ExecutionView> {
             "response",
             "envelope",
             "journal",
+            "deliveries",
             "executed_at",
             "success",
             "content",
@@ -153,6 +203,7 @@ pub fn execution_view(execution: &Value) -> Option<ExecutionView> {
             .or_else(|| env.get("executed_at"))
             .map(text)
             .filter(|t| !t.is_empty()),
+        deliveries: record.get("deliveries").and_then(deliveries),
     })
 }
 
@@ -160,6 +211,32 @@ pub fn execution_view(execution: &Value) -> Option<ExecutionView> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn held_and_failed_emails_are_named_with_why() {
+        let record = json!({
+            "result": {"success": true, "content": "Granted."},
+            "deliveries": {"counts": {"sent": 36, "held": 1},
+                           "attention": [{"user_id": "usr_92", "recipient": "sam@example.com",
+                                          "state": "held", "attempts": 1,
+                                          "last_error": "recipient_changed: usr_92 is now x@y.z"}]}
+        });
+        let view = execution_view(&record).unwrap();
+        let deliveries = view.deliveries.unwrap();
+        assert_eq!(
+            (deliveries.sent, deliveries.held, deliveries.pending),
+            (36, 1, 0)
+        );
+        assert_eq!(
+            deliveries.attention[0].reason,
+            "recipient_changed: usr_92 is now x@y.z"
+        );
+        assert!(!view.metadata.iter().any(|(k, _)| k == "deliveries"));
+        assert!(execution_view(&json!({"result": {}}))
+            .unwrap()
+            .deliveries
+            .is_none());
+    }
 
     #[test]
     fn the_seed_002_envelope_keeps_unknown_metadata_and_the_journal() {

@@ -12,7 +12,7 @@ use countersign_console::changed::{
 use countersign_console::console::SubjectCheck;
 use countersign_console::diff::{DiffLine, JsonChange, Segment, ValueDiff};
 use countersign_console::error::ErrorView;
-use countersign_console::execution::ExecutionView;
+use countersign_console::execution::{DeliveriesView, DeliveryIssue, ExecutionView};
 use countersign_console::history::HistoryEntry;
 use countersign_console::journal::JournalEntry;
 use countersign_console::live::Link;
@@ -57,6 +57,8 @@ fn declarations() -> String {
         Link::decl(),
         ApprovalView::decl(),
         WalletView::decl(),
+        DeliveryIssue::decl(),
+        DeliveriesView::decl(),
         ExecutionView::decl(),
         RefreshView::decl(),
         SubjectRow::decl(),

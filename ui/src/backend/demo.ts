@@ -115,6 +115,9 @@ export function execution(): ExecutionView {
     journal: [{ effect_id: 'eff_1', resource: 'projects/prj_184', before: 'retention_days = 30', after: 'retention_days = 7' },
       { effect_id: 'eff_2', resource: 'items/prj_184', before: '22 items, latest expiry 2026-12-30', after: '22 items, latest expiry 2026-12-07' }],
     executed_at: minutesFromNow(-2),
+    deliveries: { sent: 21, pending: 0, held: 1, failed: 0,
+      attention: [{ user_id: 'usr_07', recipient: 'dana@example.com', state: 'held',
+        reason: 'recipient_changed: usr_07 is now dana@elsewhere.example, not dana@example.com as planned' }] },
   };
 }
 

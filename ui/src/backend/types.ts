@@ -164,6 +164,14 @@ export type WalletView = { agent_id: string, remaining: string, limit: string,
  */
 after_max: string, can_pay: boolean, };
 
+export type DeliveryIssue = { user_id: string, recipient: string, state: string, reason: string, };
+
+export type DeliveriesView = { sent: number, pending: number, held: number, failed: number, 
+/**
+ * Held or failed messages: who, where, and why, in the gateway's words.
+ */
+attention: Array<DeliveryIssue>, };
+
 export type ExecutionView = { success: boolean, content: string, provider: string, usage: { input_tokens: number, output_tokens: number }, 
 /**
  * Every metadata key, unknown ones included, value as compact JSON text (strings unquoted).
@@ -172,7 +180,11 @@ metadata: Array<[string, string]>, images: Array<unknown>, files: Array<unknown>
 /**
  * What was applied, before → after, as the gateway recorded it.
  */
-journal: Array<{ effect_id: string, resource: string, before: string, after: string }>, executed_at: string | null, };
+journal: Array<{ effect_id: string, resource: string, before: string, after: string }>, executed_at: string | null, 
+/**
+ * How the emails the execution queued stand, when the gateway says.
+ */
+deliveries: DeliveriesView | null, };
 
 export type RefreshView = { plan: PlanView, changed: WhatChanged, };
 

@@ -1,10 +1,11 @@
 import { fireEvent, render, screen } from '@testing-library/svelte';
 import { describe, expect, it } from 'vitest';
-import { demoPlans } from '../../backend/demo';
+import { demoPlans, execution } from '../../backend/demo';
 import type { PlanView } from '../../backend';
 import Changes from './Changes.svelte';
 import Cost from './Cost.svelte';
 import Effects from './Effects.svelte';
+import Execution from './Execution.svelte';
 import Validation from './Validation.svelte';
 
 const demo = (id: string): PlanView => demoPlans().find((p) => p.plan_id === id)!;
@@ -86,5 +87,22 @@ describe('the cost pane', () => {
     render(Cost, { props: { cost: p.cost, wallet: null, queueTotal: null } });
     expect(screen.getByTestId('pane-cost').textContent).toContain('4.00–6.50 EUR');
     expect(screen.getByTestId('currency').textContent).toContain('the contract must be re-read');
+  });
+});
+
+describe('the execution pane', () => {
+  it('counts the emails and names each one held, with why', () => {
+    const view = execution();
+    render(Execution, { props: { execution: view } });
+    expect(screen.getByTestId('execution-deliveries').textContent).toContain('21 sent');
+    expect(screen.getByTestId('execution-deliveries').textContent).toContain('1 held for you');
+    const held = screen.getByTestId('execution-attention').textContent ?? '';
+    expect(held).toContain('usr_07');
+    expect(held).toContain('recipient_changed');
+  });
+
+  it('says nothing about emails when the execution queued none', () => {
+    render(Execution, { props: { execution: { ...execution(), deliveries: null } } });
+    expect(screen.queryByTestId('execution-deliveries')).toBeNull();
   });
 });
