@@ -82,6 +82,20 @@ $(MCP_VENV)/.mcp-$(MCP_SDK_VERSION):
 	$(MCP_VENV)/bin/pip install --quiet --disable-pip-version-check mcp==$(MCP_SDK_VERSION)
 	touch $@
 
+SCHEMA_VENV := target/schema-venv
+SCHEMATHESIS_VERSION := 4.32.5
+.PHONY: schema-venv
+rust-test: schema-venv
+
+## A throw-away venv with schemathesis, for the schema-driven API tests (tests/schemathesis.rs).
+schema-venv: system-deps $(SCHEMA_VENV)/.schemathesis-$(SCHEMATHESIS_VERSION)
+
+$(SCHEMA_VENV)/.schemathesis-$(SCHEMATHESIS_VERSION):
+	rm -rf $(SCHEMA_VENV)
+	python3 -m venv $(SCHEMA_VENV)
+	$(SCHEMA_VENV)/bin/pip install --quiet --disable-pip-version-check schemathesis==$(SCHEMATHESIS_VERSION)
+	touch $@
+
 # --- Debian package: the desktop app, countersign-gateway and countersign-cli ---
 TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),target))
 TAURI := ui/node_modules/.bin/tauri

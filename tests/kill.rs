@@ -9,11 +9,10 @@ use std::time::Duration;
 
 use countersign_console::client::GatewayClient;
 use countersign_console::journal::Journal;
-use countersign_e2e::gateway_binary;
+use countersign_e2e::{enroll, gateway_binary, get, post, Approver};
 use countersign_gateway::{accounts, Store};
 use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
 use countersign_proto::dsse::encode_public_key;
-use ed25519_dalek::SigningKey;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
@@ -74,52 +73,6 @@ impl Drop for Gateway {
         // std's kill sends SIGKILL on Unix.
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-struct Approver {
-    id: String,
-    key_id: String,
-    token: String,
-    key: SigningKey,
-}
-
-async fn post(url: &str, token: &str, body: Value) -> reqwest::Result<(u16, Value)> {
-    let response = reqwest::Client::new()
-        .post(url)
-        .bearer_auth(token)
-        .json(&body)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await?;
-    let status = response.status().as_u16();
-    Ok((status, response.json().await.unwrap_or(Value::Null)))
-}
-
-async fn get(url: &str, token: &str) -> Value {
-    let response = reqwest::Client::new()
-        .get(url)
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200, "{url}");
-    response.json().await.unwrap()
-}
-
-async fn enroll(url: &str, code: &str) -> Approver {
-    let key = SigningKey::generate(&mut rand::rngs::OsRng);
-    let body = json!({"enrollment_code": code, "display_name": "Kim",
-                      "public_key": encode_public_key(&key.verifying_key())});
-    let (status, reply) = post(&format!("{url}/v1/approvers/enroll"), "", body)
-        .await
-        .unwrap();
-    assert_eq!(status, 200, "{reply}");
-    Approver {
-        id: reply["approver_id"].as_str().unwrap().to_owned(),
-        key_id: reply["key_id"].as_str().unwrap().to_owned(),
-        token: reply["token"].as_str().unwrap().to_owned(),
-        key,
     }
 }
 

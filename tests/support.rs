@@ -6,10 +6,12 @@ pub mod webdriver;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use countersign_gateway::capabilities::world;
 use countersign_gateway::{accounts, app, demo, AppState, Store};
-use countersign_proto::dsse::Envelope;
+use countersign_proto::dsse::{encode_public_key, Envelope};
+use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
@@ -152,6 +154,11 @@ pub struct Answer {
 }
 
 impl Agent {
+    /// The agent's bearer token.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
     async fn post(&self, path: &str, body: Value) -> anyhow::Result<Answer> {
         let response = self
             .http
@@ -215,4 +222,54 @@ pub fn gateway_binary() -> PathBuf {
         path.display()
     );
     path
+}
+
+/// An approver enrolled over HTTP with a key held here.
+pub struct Approver {
+    pub id: String,
+    pub key_id: String,
+    pub token: String,
+    pub key: SigningKey,
+}
+
+/// POSTs `body` as JSON with a bearer token: status and JSON body (null when there is none).
+pub async fn post(url: &str, token: &str, body: Value) -> reqwest::Result<(u16, Value)> {
+    let response = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .json(&body)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await?;
+    let status = response.status().as_u16();
+    Ok((status, response.json().await.unwrap_or(Value::Null)))
+}
+
+/// GETs `url` with a bearer token; it must answer 200.
+pub async fn get(url: &str, token: &str) -> Value {
+    let response = reqwest::Client::new()
+        .get(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{url}");
+    response.json().await.unwrap()
+}
+
+/// Enrolls a new key with `code` at the gateway at `url`.
+pub async fn enroll(url: &str, code: &str) -> Approver {
+    let key = SigningKey::generate(&mut rand::rngs::OsRng);
+    let body = json!({"enrollment_code": code, "display_name": "Kim",
+                      "public_key": encode_public_key(&key.verifying_key())});
+    let (status, reply) = post(&format!("{url}/v1/approvers/enroll"), "", body)
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{reply}");
+    Approver {
+        id: reply["approver_id"].as_str().unwrap().to_owned(),
+        key_id: reply["key_id"].as_str().unwrap().to_owned(),
+        token: reply["token"].as_str().unwrap().to_owned(),
+        key,
+    }
 }

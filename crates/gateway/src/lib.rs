@@ -16,6 +16,7 @@ pub mod limits;
 pub mod mail;
 pub mod mcp;
 mod names;
+pub mod openapi;
 pub mod plans;
 pub mod previews;
 pub mod queue;
@@ -112,6 +113,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         )
         .route("/v1/events", get(events::events))
         .route("/v1/audit", get(plans::audit))
+        .route("/v1/openapi.json", get(crate::openapi::serve))
         .merge(crate::mcp::routes(state.clone()))
         .fallback(error::fallback)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

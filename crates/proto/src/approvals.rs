@@ -10,6 +10,7 @@ use crate::plan::{Caller, EstimatedCost, Preview};
 use crate::Credits;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum PlanStatus {
     PendingApproval,
@@ -23,6 +24,7 @@ pub enum PlanStatus {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RiskFlag {
     Irreversible,
@@ -36,6 +38,7 @@ pub enum RiskFlag {
 }
 
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct EnrollRequest {
     pub enrollment_code: String,
@@ -46,6 +49,7 @@ pub struct EnrollRequest {
 }
 
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EnrollResponse {
     pub approver_id: String,
     pub key_id: String,
@@ -74,6 +78,7 @@ impl std::fmt::Debug for EnrollResponse {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApprovalEntry {
     pub approver_id: String,
     pub display_name: String,
@@ -82,18 +87,21 @@ pub struct ApprovalEntry {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Approvals {
     pub required: u32,
     pub received: Vec<ApprovalEntry>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EffectCounts {
     pub direct: u32,
     pub derived: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ValidationCounts {
     pub error: u32,
     pub warning: u32,
@@ -101,6 +109,7 @@ pub struct ValidationCounts {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PlanSummary {
     pub plan_id: String,
     pub plan_digest: String,
@@ -119,6 +128,7 @@ pub struct PlanSummary {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApprovalList {
     pub items: Vec<PlanSummary>,
     pub revision: String,
@@ -128,6 +138,7 @@ pub struct ApprovalList {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MovedRevision {
     pub resource: String,
     pub planned: String,
@@ -135,11 +146,13 @@ pub struct MovedRevision {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Staleness {
     pub moved: Vec<MovedRevision>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PlanRecord {
     pub plan: Preview,
     pub status: PlanStatus,
@@ -161,6 +174,7 @@ pub struct PlanRecord {
 
 /// An agent's budget as a plan record shows it (an addition to PROTOCOL's plan record).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PlanWallet {
     pub agent_id: String,
     pub remaining_credits: Credits,
@@ -170,6 +184,7 @@ pub struct PlanWallet {
 /// The items behind the validation entry with `code`: `total` of them, the first
 /// [`VALIDATION_SUBJECT_LIMIT`] in `items` (ids ascending).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ValidationSubjects {
     pub code: String,
     pub total: u64,
@@ -180,6 +195,7 @@ pub struct ValidationSubjects {
 pub const VALIDATION_SUBJECT_LIMIT: usize = 100;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DecisionResponse {
     pub plan_id: String,
     pub status: PlanStatus,

@@ -76,6 +76,21 @@ impl<'de> Deserialize<'de> for Credits {
     }
 }
 
+/// On the wire a decimal string, signed, any scale (seed 000).
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for Credits {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .pattern(Some(r"^-?[0-9]+(\.[0-9]+)?$"))
+            .examples([serde_json::json!("0.09")])
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for Credits {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

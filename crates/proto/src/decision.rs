@@ -11,6 +11,7 @@ use crate::dsse::{self, DsseError, Envelope, DECISION_PAYLOAD_TYPE};
 pub const STATEMENT_TYPE: &str = "countersign.decision/v1";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     Approve,
@@ -18,6 +19,7 @@ pub enum Decision {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Statement {
     #[serde(rename = "type")]

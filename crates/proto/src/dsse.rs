@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 pub const DECISION_PAYLOAD_TYPE: &str = "application/vnd.countersign.decision+json";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Envelope {
     #[serde(rename = "payloadType")]
@@ -18,6 +19,7 @@ pub struct Envelope {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct EnvelopeSignature {
     pub keyid: String,

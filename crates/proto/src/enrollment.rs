@@ -131,6 +131,7 @@ pub fn nonce_is_valid(nonce: &str) -> bool {
 
 /// `POST /v1/gateway/identity` takes the console's nonce.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct IdentityRequest {
     pub nonce: String,
@@ -138,6 +139,7 @@ pub struct IdentityRequest {
 
 /// The gateway's identity key and its signature over `{gateway_id, nonce}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct IdentityProof {
     pub gateway_id: String,
     pub public_key: String,
@@ -145,6 +147,7 @@ pub struct IdentityProof {
 }
 
 #[derive(Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 struct IdentityStatement<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
@@ -207,6 +210,7 @@ impl IdentityProof {
 
 /// `POST /v1/approvers/enroll/bound`: the code by id, proven for `public_key` and `nonce`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct BoundEnrollRequest {
     pub code_id: String,
@@ -221,6 +225,7 @@ pub struct BoundEnrollRequest {
 
 /// The registered approver, and the identity key's signature over it (see [`Receipt`]).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BoundEnrollResponse {
     pub approver_id: String,
     pub key_id: String,
@@ -243,6 +248,7 @@ impl std::fmt::Debug for BoundEnrollResponse {
 /// What the gateway registered, signed with its identity key: the console checks the public key
 /// is its own and the nonce is the one it sent.
 #[derive(Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Receipt<'a> {
     #[serde(rename = "type")]
     kind: &'static str,

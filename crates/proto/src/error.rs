@@ -5,6 +5,7 @@ use serde_json::Value;
 
 /// Every stable error code and the HTTP status it always travels with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     ValidationError,
@@ -127,6 +128,7 @@ impl std::fmt::Display for ErrorCode {
 
 /// `{"success": false, "error": {...}, "provider": "system", "metadata": {"trace_id": ...}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorEnvelope {
     pub success: bool,
     pub error: ErrorBody,
@@ -135,6 +137,7 @@ pub struct ErrorEnvelope {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorBody {
     pub code: ErrorCode,
     pub message: String,
@@ -143,6 +146,7 @@ pub struct ErrorBody {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorMetadata {
     pub trace_id: String,
 }

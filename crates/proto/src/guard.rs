@@ -13,6 +13,7 @@ pub const GUARD_CAPABILITY: &str = "wallet.agent_budget.guard.check";
 /// The guard's params. Seed 000's type trap: `estimated_cost_credits` is a JSON number here,
 /// although every other credit amount travels as a decimal string.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct GuardParams {
     pub estimated_cost_credits: f64,
@@ -27,6 +28,7 @@ impl GuardParams {
 
 /// `metadata.guard` of the guard's success envelope.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GuardResult {
     pub allowed: bool,
     pub remaining_credits: Credits,
@@ -35,6 +37,7 @@ pub struct GuardResult {
 
 /// One page of an effect's subjects, ids ascending.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SubjectPage {
     pub items: Vec<SubjectItem>,
     pub next_cursor: Option<String>,
@@ -42,6 +45,7 @@ pub struct SubjectPage {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SubjectItem {
     pub id: String,
     pub label: String,

@@ -13,6 +13,7 @@ pub const KEY_ROTATION_TYPE: &str = "countersign.key_rotation/v1";
 
 /// "Approver A at gateway G now signs with this key", signed with A's current key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct KeyRotation {
     #[serde(rename = "type")]
@@ -47,6 +48,7 @@ impl KeyRotation {
 
 /// `POST /v1/approvers/keys` answers with the new key's id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RotatedKey {
     pub key_id: String,
 }

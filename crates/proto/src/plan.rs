@@ -10,6 +10,7 @@ use crate::describe::Billing;
 use crate::Credits;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Caller {
     pub agent_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -17,17 +18,20 @@ pub struct Caller {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PlanRequest {
     pub params: Value,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReadRevision {
     pub resource: String,
     pub revision: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EstimatedCost {
     pub amount_min: Credits,
     pub amount_max: Credits,
@@ -35,6 +39,7 @@ pub struct EstimatedCost {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum EffectKind {
     Create,
@@ -50,6 +55,7 @@ pub enum EffectKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Effect {
     pub id: String,
     #[serde(rename = "type")]
@@ -71,6 +77,7 @@ pub struct Effect {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Change {
     pub path: String,
     pub before: Value,
@@ -78,6 +85,7 @@ pub struct Change {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Subjects {
     pub total: u64,
     pub sample: Vec<String>,
@@ -90,12 +98,14 @@ pub struct Subjects {
 pub const SUBJECT_SAMPLE_LIMIT: usize = 20;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EffectCost {
     pub amount: Credits,
     pub currency: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     Error,
@@ -104,6 +114,7 @@ pub enum Severity {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Validation {
     pub severity: Severity,
     pub code: String,
@@ -116,6 +127,7 @@ pub struct Validation {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Assumption {
     pub dependency: String,
     pub description: String,
@@ -124,6 +136,7 @@ pub struct Assumption {
 
 /// A valid preview: the plan as the gateway stored it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Preview {
     pub interface_version: String,
     pub mode: String,
@@ -150,6 +163,7 @@ pub struct Preview {
 
 /// Seed 000's answer for params that do not fit the schema: no plan is created.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct InvalidPreview {
     pub interface_version: String,
     pub valid: bool,
@@ -160,6 +174,7 @@ pub struct InvalidPreview {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Violation {
     pub code: String,
     pub message: String,
@@ -173,12 +188,14 @@ pub struct Violation {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ViolationDetail {
     pub schema_pointer: String,
     pub message: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DryRunRequest {
     pub params: Value,
@@ -189,6 +206,7 @@ pub struct DryRunRequest {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct InvokeRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
