@@ -18,6 +18,8 @@ pub type Tx = Transaction<'static, Sqlite>;
 pub struct Store {
     reads: SqlitePool,
     writer: SqlitePool,
+    /// The database lives in the writer's connection: closing it would lose everything.
+    in_memory: bool,
     commits: watch::Sender<u64>,
 }
 
@@ -78,6 +80,7 @@ impl Store {
         Ok(Store {
             reads,
             writer,
+            in_memory,
             commits: watch::Sender::new(0),
         })
     }
@@ -90,7 +93,18 @@ impl Store {
     pub async fn write(&self) -> Result<WriteTx<'_>, sqlx::Error> {
         // IMMEDIATE: take SQLite's write lock now, so that a writer in another process makes this
         // wait at BEGIN instead of failing it half-way.
-        let tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        let tx = match self.writer.begin_with("BEGIN IMMEDIATE").await {
+            Err(sqlx::Error::InvalidSavePointStatement) if !self.in_memory => {
+                // A COMMIT that a full disk refused leaves sqlx counting a transaction still open
+                // on the one writer connection, which then takes none again: every write would
+                // fail until a restart. That connection is closed (SQLite rolls back what it
+                // held) and the pool opens a fresh one.
+                tracing::warn!("the writer connection was left mid-transaction; replacing it");
+                self.writer.acquire().await?.close().await?;
+                self.writer.begin_with("BEGIN IMMEDIATE").await?
+            }
+            begun => begun?,
+        };
         Ok(WriteTx {
             tx,
             commits: &self.commits,

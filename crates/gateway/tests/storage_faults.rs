@@ -120,3 +120,81 @@ async fn a_read_only_store_refuses_every_write_and_a_restart_recovers() {
     assert_eq!(decision.status, StatusCode::OK, "{}", decision.body);
     sound(&gw).await;
 }
+
+/// A small tmpfs, unmounted when dropped. Mounting needs root, as `make test` runs in CI.
+struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    fn mount(size: &str) -> Tmpfs {
+        let dir = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .expect("mount runs");
+        assert!(
+            status.success(),
+            "mounting a tmpfs for the full-disk test failed: it needs root (make test in CI runs as root)"
+        );
+        Tmpfs(dir)
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn a_real_full_disk_refuses_writes_whole_and_recovers_when_space_returns() {
+    let disk = Tmpfs::mount("64m");
+    let url = format!("sqlite://{}", disk.0.path().join("gw.db").display());
+    let gw = Gateway::at(&url).await;
+    gw.dry_run(retention(30)).await;
+    // Everything else on the disk takes what is left.
+    let filler = disk.0.path().join("filler");
+    {
+        use std::io::Write;
+        let mut file = std::fs::File::create(&filler).unwrap();
+        let chunk = vec![0u8; 16 * 1024];
+        while file
+            .write_all(&chunk)
+            .and_then(|()| file.sync_data())
+            .is_ok()
+        {}
+    }
+
+    let plans_before = count(&gw, "plans").await;
+    let mut made = 0;
+    let refused = loop {
+        let reply = gw
+            .call(
+                "POST",
+                "/v1/capabilities/projects.settings.update/dry_run",
+                Some(&gw.agent),
+                Some(json!({"params": retention(7 + made % 300)})),
+            )
+            .await;
+        if reply.status != StatusCode::OK {
+            break reply;
+        }
+        made += 1;
+        assert!(made < 5000, "the disk never filled");
+    };
+    assert_error(&refused, "storage_unavailable", 503);
+    assert_eq!(count(&gw, "plans").await, plans_before + made as i64);
+    assert_eq!(
+        count(&gw, "preview_audit").await,
+        plans_before + made as i64
+    );
+    sound(&gw).await;
+
+    std::fs::remove_file(&filler).unwrap();
+    gw.dry_run(retention(3)).await;
+    assert_eq!(count(&gw, "plans").await, plans_before + made as i64 + 1);
+    sound(&gw).await;
+}
