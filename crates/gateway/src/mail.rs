@@ -15,8 +15,16 @@ use sqlx::SqliteConnection;
 
 use crate::{ids, AppState, Store};
 
-/// Attempts before a message that the relay keeps refusing for now is given up as `failed`.
-pub const MAX_ATTEMPTS: i64 = 6;
+/// Attempts before a message that the relay keeps refusing for now is given up as `failed`:
+/// with the backoff below, about two hours of a relay that is down.
+pub const MAX_ATTEMPTS: i64 = 12;
+
+/// The longest wait between two attempts.
+const MAX_BACKOFF_SECS: i64 = 3600;
+
+/// How long one message may take at the relay: a relay that accepts and then says nothing must
+/// not stall every other message behind it.
+const SEND_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long a dispatcher owns a message it is sending: another dispatcher on the same database
 /// leaves it alone until then, and takes it up again if this one died mid-send.
@@ -32,6 +40,7 @@ const RETRY_TICK: Duration = Duration::from_secs(5);
 pub struct Relay {
     transport: AsyncSmtpTransport<Tokio1Executor>,
     from: Mailbox,
+    send_timeout: Duration,
 }
 
 impl Relay {
@@ -45,7 +54,17 @@ impl Relay {
         let from = from
             .parse()
             .map_err(|e| anyhow::anyhow!("the sender address {from:?} is not usable: {e}"))?;
-        Ok(Relay { transport, from })
+        Ok(Relay {
+            transport,
+            from,
+            send_timeout: SEND_TIMEOUT,
+        })
+    }
+
+    /// How long one message may take at this relay (a minute unless set).
+    pub fn with_send_timeout(mut self, limit: Duration) -> Relay {
+        self.send_timeout = limit;
+        self
     }
 }
 
@@ -67,11 +86,14 @@ impl Pass {
 #[derive(sqlx::FromRow)]
 struct Queued {
     id: i64,
+    plan_id: Option<String>,
     user_id: String,
     recipient: String,
     subject: String,
     body: String,
     attempts: i64,
+    /// As read: a claim succeeds only if no other dispatcher changed it since.
+    next_attempt_at: Option<String>,
 }
 
 enum Outcome {
@@ -88,7 +110,8 @@ pub async fn dispatch(store: &Store, relay: &Relay, now: DateTime<Utc>) -> anyho
     let mut after = 0;
     loop {
         let queued: Vec<Queued> = sqlx::query_as(
-            "SELECT id, user_id, recipient, subject, body, attempts FROM email_outbox
+            "SELECT id, plan_id, user_id, recipient, subject, body, attempts, next_attempt_at
+             FROM email_outbox
              WHERE state = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= ?)
                AND id > ?
              ORDER BY id LIMIT ?",
@@ -114,7 +137,7 @@ async fn deliver(
     pass: &mut Pass,
 ) -> anyhow::Result<()> {
     for message in queued {
-        let Some(current) = claim(store, &message, now).await? else {
+        let Some((lease, current)) = claim(store, &message).await? else {
             continue;
         };
         let outcome = match current {
@@ -134,26 +157,33 @@ async fn deliver(
             Outcome::Retry(_) => pass.retrying += 1,
             Outcome::Failed(_) => pass.failed += 1,
         }
-        record(store, &message, outcome, now).await?;
+        record(store, &message, &lease, outcome, now).await?;
     }
     Ok(())
 }
 
 /// Takes the message for this dispatcher until the lease runs out, and reads its recipient's
-/// address as it is now. `None` when another dispatcher took it first.
+/// address as it is now: the lease (the row's `next_attempt_at`, which only this claim wrote)
+/// and the address. `None` when another dispatcher holds it. The lease runs from the wall clock,
+/// however long this pass has taken.
 async fn claim(
     store: &Store,
     message: &Queued,
-    now: DateTime<Utc>,
-) -> Result<Option<Option<String>>, sqlx::Error> {
+) -> Result<Option<(String, Option<String>)>, sqlx::Error> {
+    let now = ids::now();
+    let lease = format!(
+        "{}#{}",
+        ids::to_text(now + LEASE),
+        ids::random_id("lease_", 6)
+    );
     let mut w = store.write().await?;
     let taken = sqlx::query(
         "UPDATE email_outbox SET next_attempt_at = ?1
-         WHERE id = ?2 AND state = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= ?3)",
+         WHERE id = ?2 AND state = 'pending' AND next_attempt_at IS ?3",
     )
-    .bind(ids::to_text(now + LEASE))
+    .bind(&lease)
     .bind(message.id)
-    .bind(ids::to_text(now))
+    .bind(&message.next_attempt_at)
     .execute(&mut *w.tx)
     .await?
     .rows_affected();
@@ -165,7 +195,7 @@ async fn claim(
         .fetch_optional(&mut *w.tx)
         .await?;
     w.commit().await?;
-    Ok(Some(address))
+    Ok(Some((lease, address)))
 }
 
 async fn send(relay: &Relay, message: &Queued) -> Outcome {
@@ -177,7 +207,11 @@ async fn send(relay: &Relay, message: &Queued) -> Outcome {
         .from(relay.from.clone())
         .to(to)
         // The same id on every attempt, so a receiver can drop the copy a crash mid-send resent.
-        .message_id(Some(format!("<outbox-{}@countersign>", message.id)))
+        .message_id(Some(format!(
+            "<outbox-{}.{}@countersign>",
+            message.id,
+            message.plan_id.as_deref().unwrap_or("inline")
+        )))
         .subject(message.subject.clone())
         .header(ContentType::TEXT_PLAIN)
         .body(message.body.clone());
@@ -185,7 +219,14 @@ async fn send(relay: &Relay, message: &Queued) -> Outcome {
         Ok(email) => email,
         Err(e) => return Outcome::Failed(format!("unbuildable: {e}")),
     };
-    match relay.transport.send(email).await {
+    let sent = match tokio::time::timeout(relay.send_timeout, relay.transport.send(email)).await {
+        Ok(sent) => sent,
+        Err(_) if message.attempts + 1 >= MAX_ATTEMPTS => {
+            return Outcome::Failed(format!("gave_up after {MAX_ATTEMPTS} attempts: timed out"))
+        }
+        Err(_) => return Outcome::Retry("relay_unavailable: no answer in time".to_owned()),
+    };
+    match sent {
         Ok(_) => Outcome::Sent,
         Err(e) if e.is_permanent() => Outcome::Failed(format!("refused: {e}")),
         Err(e) if message.attempts + 1 >= MAX_ATTEMPTS => {
@@ -195,30 +236,34 @@ async fn send(relay: &Relay, message: &Queued) -> Outcome {
     }
 }
 
+/// Records what happened, if the lease is still this dispatcher's: one that outlived its lease
+/// and lost the message to another dispatcher changes nothing.
 async fn record(
     store: &Store,
     message: &Queued,
+    lease: &str,
     outcome: Outcome,
-    now: DateTime<Utc>,
+    pass_time: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
     let attempts = message.attempts + 1;
+    // The later of the pass's clock (tests move it ahead) and the wall clock (a long pass).
+    let now = pass_time.max(ids::now());
     let (state, error, next, sent_at) = match outcome {
-        Outcome::Sent => ("sent", None, None, Some(ids::to_text(ids::now()))),
+        Outcome::Sent => ("sent", None, None, Some(ids::to_text(now))),
         Outcome::Held(why) => ("held", Some(why), None, None),
         Outcome::Failed(why) => ("failed", Some(why), None, None),
-        // 2, 4, 8 … seconds: a relay that is down for a while is not hammered.
-        Outcome::Retry(why) => (
-            "pending",
-            Some(why),
-            Some(ids::to_text(now + chrono::Duration::seconds(1 << attempts))),
-            None,
-        ),
+        // 2, 4, 8 … seconds up to an hour: a relay that is down for a while is not hammered.
+        Outcome::Retry(why) => {
+            let wait = (1i64 << attempts.min(20)).min(MAX_BACKOFF_SECS);
+            let next = ids::to_text(now + chrono::Duration::seconds(wait));
+            ("pending", Some(why), Some(next), None)
+        }
     };
     let mut w = store.write().await?;
     sqlx::query(
         "UPDATE email_outbox SET state = ?, attempts = ?, last_error = ?, next_attempt_at = ?,
                                  sent_at = ?
-         WHERE id = ?",
+         WHERE id = ? AND state = 'pending' AND next_attempt_at = ?",
     )
     .bind(state)
     .bind(attempts)
@@ -226,6 +271,7 @@ async fn record(
     .bind(next)
     .bind(sent_at)
     .bind(message.id)
+    .bind(lease)
     .execute(&mut *w.tx)
     .await?;
     w.commit().await

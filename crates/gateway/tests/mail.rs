@@ -282,7 +282,7 @@ async fn a_relay_that_never_answers_is_given_up_after_the_last_attempt() {
                 ..Pass::default()
             }
         );
-        at += chrono::Duration::hours(1);
+        at += chrono::Duration::hours(2);
     }
     let last = mail::dispatch(&gw.state.store, &relay, at).await.unwrap();
     assert_eq!(
@@ -294,4 +294,57 @@ async fn a_relay_that_never_answers_is_given_up_after_the_last_attempt() {
     );
     let (_, state, attempts) = outbox(&gw).await.remove(0);
     assert_eq!((state.as_str(), attempts), ("failed", mail::MAX_ATTEMPTS));
+}
+
+#[tokio::test]
+async fn a_relay_that_accepts_and_says_nothing_holds_up_nothing_and_its_lease_keeps_others_off() {
+    // A relay that takes the connection and never speaks.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("smtp://{}", silent.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            held.push(stream);
+        }
+    });
+    let stalled = Relay::new(&url, FROM)
+        .unwrap()
+        .with_send_timeout(Duration::from_secs(2));
+    let sink = Sink::start().await;
+    let good = Relay::new(&sink.url, FROM).unwrap();
+    let gw = Gateway::new().await;
+    let plan = gw.approved("memberships.grant", grant()).await;
+    assert_eq!(gw.execute(&plan).await.status, 200);
+
+    let store = &gw.state.store;
+    let (first, second) = tokio::join!(mail::dispatch(store, &stalled, now()), async {
+        // Once the first has claimed the message, a second dispatcher must leave it alone.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        mail::dispatch(store, &good, now()).await
+    });
+    assert_eq!(
+        first.unwrap(),
+        Pass {
+            retrying: 1,
+            ..Pass::default()
+        }
+    );
+    assert_eq!(
+        second.unwrap(),
+        Pass::default(),
+        "sent under another's lease"
+    );
+    assert_eq!(sink.connections(), 0);
+    let later = now() + chrono::Duration::minutes(1);
+    assert_eq!(
+        mail::dispatch(store, &good, later).await.unwrap(),
+        Pass {
+            sent: 1,
+            ..Pass::default()
+        }
+    );
+    assert_eq!(
+        outbox(&gw).await,
+        [("usr_92".to_owned(), "sent".to_owned(), 2)]
+    );
 }

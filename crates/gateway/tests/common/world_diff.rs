@@ -104,7 +104,9 @@ pub fn update_line(table: &str, key: &str, column: &str, before: &Value, after: 
 /// column of a row that stayed.
 pub fn diff(before: &Rows, after: &Rows) -> BTreeSet<String> {
     let empty = BTreeMap::new();
-    let mut lines = BTreeSet::new();
+    // Counted: rows compared without their generated id may be alike, and two alike rows
+    // written where the journal names one must not pass as one.
+    let mut lines: BTreeMap<String, usize> = BTreeMap::new();
     let tables: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
     for table in tables {
         let (was, now) = (
@@ -113,13 +115,12 @@ pub fn diff(before: &Rows, after: &Rows) -> BTreeSet<String> {
         );
         for (key, row) in was {
             match now.get(key) {
-                None => {
-                    lines.insert(row_line('-', table, row));
-                }
+                None => *lines.entry(row_line('-', table, row)).or_default() += 1,
                 Some(new) => {
                     for (column, value) in row {
                         if new[column] != *value {
-                            lines.insert(update_line(table, key, column, value, &new[column]));
+                            let line = update_line(table, key, column, value, &new[column]);
+                            *lines.entry(line).or_default() += 1;
                         }
                     }
                 }
@@ -127,11 +128,20 @@ pub fn diff(before: &Rows, after: &Rows) -> BTreeSet<String> {
         }
         for (key, row) in now {
             if !was.contains_key(key) {
-                lines.insert(row_line('+', table, row));
+                *lines.entry(row_line('+', table, row)).or_default() += 1;
             }
         }
     }
     lines
+        .into_iter()
+        .map(|(line, n)| {
+            if n == 1 {
+                line
+            } else {
+                format!("{line} (×{n})")
+            }
+        })
+        .collect()
 }
 
 /// The key of a row in [`Rows`] with a one-column primary key.
