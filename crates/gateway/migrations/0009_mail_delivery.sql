@@ -9,6 +9,8 @@ ALTER TABLE email_outbox ADD COLUMN next_attempt_at TEXT;
 ALTER TABLE email_outbox ADD COLUMN last_error TEXT;
 ALTER TABLE email_outbox ADD COLUMN sent_at TEXT;
 CREATE INDEX email_outbox_pending ON email_outbox (next_attempt_at) WHERE state = 'pending';
+-- A plan's record counts its messages by state on every read.
+CREATE INDEX email_outbox_by_plan ON email_outbox (plan_id, state);
 -- Messages queued before delivery existed are not sent months late by a first relay: a person
 -- looks at them first.
 UPDATE email_outbox SET state = 'held', last_error = 'queued_before_delivery';

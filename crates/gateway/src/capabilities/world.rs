@@ -96,7 +96,7 @@ pub fn notified(effect: &Effect, mut queued: Vec<(String, String)>) -> JournalEn
 pub const RECIPIENTS: &str = "/recipients_digest";
 
 /// The table behind each kind of resource that carries a revision.
-fn table_of(resource: &str) -> Option<(&'static str, &str)> {
+pub fn table_of(resource: &str) -> Option<(&'static str, &str)> {
     let (kind, id) = resource.split_once('/')?;
     let table = match kind {
         "projects" => "projects",

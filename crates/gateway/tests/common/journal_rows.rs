@@ -9,6 +9,8 @@ use countersign_proto::Credits;
 use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 
+use countersign_gateway::capabilities::world;
+
 use super::world_diff::{key, row_line, update_line, Rows};
 
 /// The world as the journal leaves it, given the plan, the world `before` and `after` (read for
@@ -162,7 +164,7 @@ pub fn expected(plan: &Value, journal: &[Value], before: &Rows, charged: &str) -
         }
     }
     for resource in written {
-        let Some((table, id)) = revisioned(&resource) else {
+        let Some((table, id)) = world::table_of(&resource) else {
             continue;
         };
         let was = &before[table][&key(id)]["revision"];
@@ -237,18 +239,4 @@ pub fn assert_nothing_else(
         "{}: written but not journaled {unsaid:#?}; journaled but not written {undone:#?}",
         plan["capability_id"]
     );
-}
-
-/// The table and id behind a resource that carries a revision.
-fn revisioned(resource: &str) -> Option<(&'static str, &str)> {
-    let (kind, id) = resource.split_once('/')?;
-    let table = match kind {
-        "projects" => "projects",
-        "groups" => "groups",
-        "entitlements" => "entitlements",
-        "seats" => "seat_pools",
-        "storage" => "storage_quotas",
-        _ => return None,
-    };
-    (!id.contains('/')).then_some((table, id))
 }
