@@ -69,7 +69,22 @@ async fn a_bulk_removal_is_approved_in_two_app_instances_and_executed() -> anyho
     eventually("the executed plan to leave Dana's queue", || async {
         Ok(dana.count(&row).await? == 0)
     })
-    .await
+    .await?;
+    // Opened again from History, the plan shows its result and the emails it queued: this
+    // gateway has no relay, so all 37 wait for one.
+    dana.click("[data-testid='nav-history']").await?;
+    dana.click("[data-testid='history-row'] button.link")
+        .await?;
+    eventually("the execution result in Dana's window", || async {
+        Ok(dana.count("[data-testid='execution-deliveries']").await? == 1)
+    })
+    .await?;
+    let deliveries = dana.text("[data-testid='execution-deliveries']").await?;
+    assert!(
+        deliveries.contains("37 waiting for the mail relay"),
+        "{deliveries}"
+    );
+    dana.shoot("execution").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

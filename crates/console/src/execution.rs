@@ -5,6 +5,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use ts_rs::TS;
 
+use crate::words;
+
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct ExecutionView {
     pub success: bool,
@@ -122,22 +124,29 @@ pub(crate) fn journal(entries: &[Value]) -> Vec<JournalRow> {
         let effect_id = text(&entry["effect_id"]);
         let resource = text(&entry["resource"]);
         let changes = entry["changes"].as_array().map_or(&[][..], Vec::as_slice);
+        let subjects = entry["subjects"].as_array().map_or(0, Vec::len);
         for change in changes {
+            let path = text(&change["path"]);
+            let after = match change["after"].as_str() {
+                Some(digest) if path == words::RECIPIENTS => {
+                    words::recipients(subjects as u64, digest)
+                }
+                _ => text(&change["after"]),
+            };
             rows.push(JournalRow {
                 effect_id: effect_id.clone(),
-                resource: format!("{resource}{}", text(&change["path"])),
+                resource: format!("{resource}{path}"),
                 before: text(&change["before"]),
-                after: text(&change["after"]),
+                after,
             });
         }
         if changes.is_empty() {
             let kind = text(&entry["type"]).replace('_', " ");
-            let count = entry["subjects"].as_array().map_or(0, Vec::len);
             rows.push(JournalRow {
                 effect_id,
                 resource,
                 before: String::new(),
-                after: match count {
+                after: match subjects {
                     0 => kind,
                     n => format!("{kind}: {n} subjects"),
                 },

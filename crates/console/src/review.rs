@@ -424,12 +424,22 @@ pub fn plan_view(
             .effects
             .iter()
             .flat_map(|e| {
-                e.changes.iter().map(|c| ChangeView {
-                    resource: e.resource.clone(),
-                    path: c.path.clone(),
-                    before: value_text(&c.before),
-                    after: value_text(&c.after),
-                    diff: value_diff_within(&c.before, &c.after, &budget),
+                e.changes.iter().map(|c| {
+                    // A recipients digest reads as whom it binds, not as 64 hex digits.
+                    let after = match (c.path.as_str(), c.after.as_str()) {
+                        (words::RECIPIENTS, Some(digest)) => {
+                            let count = e.subjects.as_ref().map_or(0, |s| s.total);
+                            Value::String(words::recipients(count, digest))
+                        }
+                        _ => c.after.clone(),
+                    };
+                    ChangeView {
+                        resource: e.resource.clone(),
+                        path: c.path.clone(),
+                        before: value_text(&c.before),
+                        after: value_text(&after),
+                        diff: value_diff_within(&c.before, &after, &budget),
+                    }
                 })
             })
             .collect(),

@@ -266,6 +266,20 @@ pub fn for_subject(effect: &Effect) -> String {
     }
 }
 
+/// The path under which a notify effect binds its recipients' addresses (a digest of them).
+pub const RECIPIENTS: &str = "/recipients_digest";
+
+/// A recipients digest in words: how many addresses it binds, and the digest as the header
+/// shortens digests ("37 addresses · sha256:96e5…b5bc").
+pub fn recipients(count: u64, digest: &str) -> String {
+    let noun = if count == 1 { "address" } else { "addresses" };
+    format!(
+        "{} {noun} · {}",
+        Count(count),
+        crate::confirm::short_digest(digest)
+    )
+}
+
 /// A subject's `detail` in words: an expiry that moves (`expires 2026-12-30 → 2026-12-14`), a
 /// legal hold, then any other scalar fields as `key value`. Dates are cut to the day.
 pub fn detail(detail: &Value) -> Option<String> {
@@ -391,5 +405,12 @@ mod tests {
             consequence(&plan, true),
             "grants editor on prj_421 to usr_92; changes seats/org used from 4 to 5"
         );
+    }
+
+    #[test]
+    fn a_recipients_digest_says_how_many_it_binds() {
+        let digest = "sha256:96e586515977be9e4861faf5098720099ea7b5a27eda012ae322ddcd69eab5bc";
+        assert_eq!(recipients(37, digest), "37 addresses · sha256:96e5…b5bc");
+        assert_eq!(recipients(1, digest), "1 address · sha256:96e5…b5bc");
     }
 }

@@ -28,7 +28,16 @@ export type Outcome = {
   state: 'answered' | 'queued' | 'refused' | 'cancelled';
   code: string | null;
   message: string;
+  /** For an answer: the plan's status it reported; once the plan moves on, it no longer applies. */
+  status?: string;
 };
+
+/** The outcome to show with `plan`: its own, and an answer only while the plan is as answered. */
+export function outcomeFor(outcome: Outcome | null, plan: { plan_id: string; status: string }): Outcome | null {
+  if (outcome?.planId !== plan.plan_id) return null;
+  if (outcome.state === 'answered' && outcome.status !== undefined && outcome.status !== plan.status) return null;
+  return outcome;
+}
 
 export function outcomeOf(planId: string, e: unknown): Outcome {
   const err = asBackendError(e);
