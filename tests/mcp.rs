@@ -91,7 +91,7 @@ fn assert_scenario(events: &[Value]) -> String {
             .find(|t| t["name"] == name)
             .unwrap_or_else(|| panic!("no tool {name}"))
     };
-    for capability in Capability::ALL {
+    for capability in Capability::all() {
         assert_eq!(
             tool(capability.id())["input_schema"],
             capability.describe().input_schema,

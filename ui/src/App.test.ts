@@ -196,7 +196,7 @@ describe('the console', () => {
     expect(result.textContent).toContain('Retention set to 7 days');
     expect(within(result).getByTestId('execution-metadata').textContent).toContain('x_region_hint');
     expect(within(result).getByTestId('execution-journal').textContent).toContain('retention_days = 30');
-    expect(within(result).getByTestId('execution-files').textContent).toContain('retention-report.csv');
+    expect(within(result).getByTestId('execution-media').textContent).toContain('retention-report.csv');
   });
 });
 

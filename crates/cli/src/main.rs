@@ -2,6 +2,7 @@
 //! scripts. Exit codes: 0 done, 1 refused (the code is printed), 2 usage, 3 gateway unreachable.
 
 mod json;
+mod outcome;
 mod render;
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};

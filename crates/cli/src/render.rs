@@ -19,6 +19,11 @@ impl Style {
         Style(std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none())
     }
 
+    #[cfg(test)]
+    pub fn plain() -> Style {
+        Style(false)
+    }
+
     /// Marks `text` for styling; [`finish`] turns the marks into escape codes.
     fn paint(&self, code: &str, text: &str) -> String {
         if self.0 {
@@ -28,13 +33,13 @@ impl Style {
         }
     }
 
-    fn red(&self, t: &str) -> String {
+    pub fn red(&self, t: &str) -> String {
         self.paint("31", t)
     }
-    fn green(&self, t: &str) -> String {
+    pub fn green(&self, t: &str) -> String {
         self.paint("32", t)
     }
-    fn yellow(&self, t: &str) -> String {
+    pub fn yellow(&self, t: &str) -> String {
         self.paint("33", t)
     }
     fn bold(&self, t: &str) -> String {
@@ -397,6 +402,9 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
                 ))
             );
         }
+    }
+    if let Some(execution) = &view.execution {
+        out.push_str(&crate::outcome::execution(style, execution));
     }
     match &view.not_approvable_reason {
         None => {

@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use ts_rs::TS;
 
+use crate::media::{media, MediaView};
 use crate::words;
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
@@ -12,16 +13,21 @@ pub struct ExecutionView {
     pub success: bool,
     pub content: String,
     pub provider: String,
-    #[ts(type = "{ input_tokens: number, output_tokens: number }")]
+    #[ts(
+        type = "{ input_tokens: number, output_tokens: number, credits: string | null, units: Array<[string, number]> }"
+    )]
     pub usage: UsageView,
     /// Every metadata key, unknown ones included, value as compact JSON text (strings unquoted).
     pub metadata: Vec<(String, String)>,
-    #[ts(type = "Array<unknown>")]
-    pub images: Vec<Value>,
-    #[ts(type = "Array<unknown>")]
-    pub files: Vec<Value>,
-    #[ts(type = "Array<unknown>")]
-    pub videos: Vec<Value>,
+    /// The envelope's images, files and videos, with what may be shown inline.
+    pub media: Vec<MediaView>,
+    /// The error contract of a failed execution.
+    pub error: Option<FailureView>,
+    /// What the wallet was charged, and the range the plan estimated.
+    pub charged: Option<String>,
+    pub estimated: Option<String>,
+    /// The provider call has been sent and has not answered yet.
+    pub in_flight: bool,
     /// What was applied, before → after, as the gateway recorded it.
     #[ts(type = "Array<{ effect_id: string, resource: string, before: string, after: string }>")]
     pub journal: Vec<JournalRow>,
@@ -77,10 +83,30 @@ fn deliveries(value: &Value) -> Option<DeliveriesView> {
     })
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct UsageView {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    pub credits: Option<String>,
+    pub units: Vec<(String, u64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct FailureView {
+    pub code: String,
+    pub message: String,
+    pub retryable: bool,
+}
+
+/// `"0.12–4.10 credits"`, or one amount when the range is a point.
+fn range(estimated: &Value) -> Option<String> {
+    let min = estimated.get("amount_min")?.as_str()?;
+    let max = estimated.get("amount_max")?.as_str()?;
+    Some(if min == max {
+        format!("{max} credits")
+    } else {
+        format!("{min}–{max} credits")
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -175,6 +201,9 @@ pub fn execution_view(execution: &Value) -> Option<ExecutionView> {
             "journal",
             "deliveries",
             "executed_at",
+            "in_flight",
+            "charged",
+            "estimated",
             "success",
             "content",
             "provider",
@@ -201,11 +230,40 @@ pub fn execution_view(execution: &Value) -> Option<ExecutionView> {
         usage: UsageView {
             input_tokens: usage["input_tokens"].as_u64().unwrap_or(0),
             output_tokens: usage["output_tokens"].as_u64().unwrap_or(0),
+            credits: usage["credits"].as_str().map(str::to_owned),
+            units: usage["units"]
+                .as_object()
+                .map(|u| {
+                    u.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
+                        .collect()
+                })
+                .unwrap_or_default(),
         },
         metadata,
-        images: array(env, "images"),
-        files: array(env, "files"),
-        videos: array(env, "videos"),
+        media: media(
+            &array(env, "images"),
+            &array(env, "files"),
+            &array(env, "videos"),
+        ),
+        error: env
+            .get("error")
+            .and_then(Value::as_object)
+            .map(|e| FailureView {
+                code: e.get("code").map(text).unwrap_or_default(),
+                message: e.get("message").map(text).unwrap_or_default(),
+                retryable: e.get("retryable").and_then(Value::as_bool).unwrap_or(false),
+            }),
+        charged: record
+            .get("charged")
+            .and_then(|c| c.get("amount"))
+            .and_then(Value::as_str)
+            .map(|a| format!("{a} credits")),
+        estimated: record.get("estimated").and_then(range),
+        in_flight: record
+            .get("in_flight")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         journal: journal(journal_entries),
         executed_at: record
             .get("executed_at")
@@ -277,7 +335,7 @@ mod tests {
         assert!(view
             .metadata
             .contains(&("audit_id".to_owned(), "aud_1".to_owned())));
-        assert_eq!(view.images.len(), 1);
+        assert_eq!(view.media.len(), 1);
         assert_eq!(
             view.journal[0],
             JournalRow {
@@ -289,5 +347,50 @@ mod tests {
         );
         assert_eq!(view.journal[1].after, "expiry recalculated: 2 subjects");
         assert_eq!(view.executed_at.as_deref(), Some("2026-11-30T10:07:00Z"));
+    }
+
+    #[test]
+    fn a_provider_execution_shows_estimate_charge_usage_and_media() {
+        let record = json!({
+            "executed_at": "2026-12-01T10:00:00Z", "charged": {"amount": "0.31", "currency": "credits"},
+            "estimated": {"amount_min": "0.02", "amount_max": "2.07", "currency": "credits"},
+            "result": {"success": true, "content": "Hello", "provider": "openai",
+                       "usage": {"input_tokens": 40, "output_tokens": 300, "credits": "0.31",
+                                 "units": {}},
+                       "metadata": {"model": "gpt-4o", "brand_new_key": {"x": 1}},
+                       "images": [], "videos": [],
+                       "files": [{"name": "a.wav", "mime_type": "audio/wav",
+                                  "url": "data:audio/wav;base64,UklGRg=="}]}
+        });
+        let view = execution_view(&record).unwrap();
+        assert_eq!(view.charged.as_deref(), Some("0.31 credits"));
+        assert_eq!(view.estimated.as_deref(), Some("0.02–2.07 credits"));
+        assert_eq!(view.usage.credits.as_deref(), Some("0.31"));
+        assert_eq!(
+            (view.usage.input_tokens, view.usage.output_tokens),
+            (40, 300)
+        );
+        assert!(view
+            .metadata
+            .iter()
+            .any(|(k, v)| k == "brand_new_key" && v == "{\"x\":1}"));
+        assert_eq!(
+            view.media[0].inline.as_deref(),
+            Some("data:audio/wav;base64,UklGRg==")
+        );
+        assert_eq!(view.error, None);
+
+        let failed = json!({"in_flight": false, "charged": {"amount": "0.00"},
+            "result": {"success": false, "provider": "openai", "metadata": {"trace_id": "trc_1"},
+                       "error": {"code": "provider_rate_limited", "message": "Slow down.",
+                                 "details": {}, "retryable": true}}});
+        let view = execution_view(&failed).unwrap();
+        assert!(!view.success);
+        let error = view.error.unwrap();
+        assert_eq!(
+            (error.code.as_str(), error.retryable),
+            ("provider_rate_limited", true)
+        );
+        assert!(!view.in_flight);
     }
 }

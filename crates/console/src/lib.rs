@@ -14,6 +14,7 @@ pub mod execution;
 pub mod history;
 pub mod journal;
 pub mod live;
+pub mod media;
 pub mod notify;
 pub mod os_keyring;
 pub mod private_files;

@@ -12,10 +12,11 @@ use countersign_console::changed::{
 use countersign_console::console::SubjectCheck;
 use countersign_console::diff::{DiffLine, JsonChange, Segment, ValueDiff};
 use countersign_console::error::ErrorView;
-use countersign_console::execution::{DeliveriesView, DeliveryIssue, ExecutionView};
+use countersign_console::execution::{DeliveriesView, DeliveryIssue, ExecutionView, FailureView};
 use countersign_console::history::HistoryEntry;
 use countersign_console::journal::JournalEntry;
 use countersign_console::live::Link;
+use countersign_console::media::{MediaKind, MediaView};
 use countersign_console::notify::NotifyRules;
 use countersign_console::review::{
     ApprovalView, AssumptionView, ChangeView, CostView, DecisionView, EffectGroup, EffectView,
@@ -58,6 +59,9 @@ fn declarations() -> String {
         ApprovalView::decl(),
         WalletView::decl(),
         DeliveryIssue::decl(),
+        MediaKind::decl(),
+        MediaView::decl(),
+        FailureView::decl(),
         DeliveriesView::decl(),
         ExecutionView::decl(),
         RefreshView::decl(),

@@ -1,5 +1,5 @@
 //! The gateway in-process, for a console with no gateway configured: demo world, loopback port,
-//! and optionally a simulated agent and a second, simulated approver.
+//! a local model provider, and optionally a simulated agent and a second, simulated approver.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,15 +7,18 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+use crate::demo::providers::LocalProviders;
 use crate::sim::AgentSim;
 use crate::throttle::Peer;
-use crate::{accounts, app, demo, AppState, Store};
+use crate::{accounts, app, demo, AppState, Limits, Store};
 
 pub use crate::co_approver::CoApprover;
 
 pub struct Embedded {
     pub url: String,
     pub state: Arc<AppState>,
+    /// The demo's model provider, which the provider capabilities call.
+    pub local_providers: LocalProviders,
     co_approver_id: Option<String>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -49,7 +52,14 @@ impl Embedded {
     ) -> anyhow::Result<Embedded> {
         let store = Store::open(database_url).await?;
         demo::seed(&store).await?;
-        let state = AppState::new(store, "Demo gateway").await?;
+        let local_providers = LocalProviders::start().await?;
+        let state = AppState::with_providers(
+            store,
+            "Demo gateway",
+            Limits::default(),
+            local_providers.providers(),
+        )
+        .await?;
         let (_, agent_token) =
             accounts::rotate_agent_token(&state.store, "ops", Some("usr_lead")).await?;
         let listener = TcpListener::bind("127.0.0.1:0").await?;
@@ -72,6 +82,7 @@ impl Embedded {
         Ok(Embedded {
             url,
             state,
+            local_providers,
             co_approver_id,
             tasks,
         })

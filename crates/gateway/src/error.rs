@@ -21,6 +21,8 @@ pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
     pub details: Value,
+    /// The model provider whose failure this reports; `None` is the gateway itself ("system").
+    pub provider: Option<&'static str>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -31,7 +33,13 @@ impl ApiError {
             code,
             message: message.into(),
             details: Value::Object(Default::default()),
+            provider: None,
         }
+    }
+
+    pub fn from_provider(mut self, provider: &'static str) -> Self {
+        self.provider = Some(provider);
+        self
     }
 
     pub fn with_details(mut self, details: Value) -> Self {
@@ -145,7 +153,10 @@ pub async fn trace(mut request: Request, next: Next) -> Response {
     if let Some(error) = response.extensions_mut().remove::<ApiError>() {
         let status = response.status();
         let retry_after = response.headers_mut().remove(RETRY_AFTER);
-        let body = ErrorEnvelope::new(error.code, error.message, error.details, &trace_id);
+        let mut body = ErrorEnvelope::new(error.code, error.message, error.details, &trace_id);
+        if let Some(provider) = error.provider {
+            body = body.from_provider(provider);
+        }
         response = (status, axum::Json(body)).into_response();
         if let Some(value) = retry_after {
             response.headers_mut().insert(RETRY_AFTER, value);

@@ -19,6 +19,7 @@ mod names;
 pub mod openapi;
 pub mod plans;
 pub mod previews;
+pub mod providers;
 pub mod queue;
 pub mod quotas;
 pub mod revocation;
@@ -58,6 +59,8 @@ pub struct AppState {
     /// Caps per agent and rates per token.
     pub limits: Limits,
     pub throttle: Throttle,
+    /// Where provider capabilities' calls go.
+    pub providers: providers::Providers,
 }
 
 impl AppState {
@@ -70,11 +73,29 @@ impl AppState {
         name: &str,
         limits: Limits,
     ) -> anyhow::Result<Arc<AppState>> {
+        AppState::with_providers(store, name, limits, providers::Providers::none()).await
+    }
+
+    pub async fn with_providers(
+        store: Store,
+        name: &str,
+        limits: Limits,
+        providers: providers::Providers,
+    ) -> anyhow::Result<Arc<AppState>> {
         let gateway_id = store.gateway_id().await?;
         let identity = identity::load_or_create(&store).await?;
         queue::backfill(&store)
             .await
             .map_err(|e| anyhow::anyhow!("the queue could not be rebuilt: {}", e.message))?;
+        let interrupted = routes::external::recover_interrupted(&store)
+            .await
+            .map_err(|e| anyhow::anyhow!("in-flight provider calls: {}", e.message))?;
+        if interrupted > 0 {
+            tracing::warn!(
+                interrupted,
+                "provider calls in flight at the last stop recorded as failed"
+            );
+        }
         let state = Arc::new(AppState {
             store,
             gateway_id,
@@ -84,6 +105,7 @@ impl AppState {
             heartbeat: Duration::from_secs(15),
             throttle: Throttle::new(&limits),
             limits,
+            providers,
         });
         queue::spawn_sweeper(&state);
         Ok(state)

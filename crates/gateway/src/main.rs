@@ -5,13 +5,17 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use countersign_gateway::capabilities;
+use countersign_gateway::demo::providers::LocalProviders;
 use countersign_gateway::limits::{self, RateSetting};
+use countersign_gateway::providers::{Endpoint, PackSettings, Provider, Providers};
 use countersign_gateway::scopes::Scope;
 use countersign_gateway::sim::AgentSim;
 use countersign_gateway::throttle::Peer;
 use countersign_gateway::{
     accounts, app, demo, mail, mcp, revocation, tls, AppState, Limits, Store,
 };
+use countersign_proto::Credits;
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -57,6 +61,8 @@ enum Command {
             default_value = "Countersign <countersign@localhost>"
         )]
         mail_from: String,
+        #[command(flatten)]
+        providers: ProviderArgs,
     },
     /// Serve MCP on stdin/stdout for one agent, for MCP clients that start the gateway as a process.
     Mcp {
@@ -149,6 +155,37 @@ enum AgentCommand {
     },
 }
 
+/// Where provider capabilities' calls go. Keys come from the environment or the OS keyring
+/// (service `countersign-gateway`, user `openai` or `replicate`), never from a flag or a file.
+#[derive(clap::Args)]
+struct ProviderArgs {
+    /// Base URL of an OpenAI-compatible API (text.generate, speech.synthesize); its key from
+    /// COUNTERSIGN_OPENAI_API_KEY or the keyring.
+    #[arg(long, env = "COUNTERSIGN_OPENAI_URL")]
+    openai_url: Option<String>,
+    /// Base URL of a Replicate-style predictions API (image.generate, video.generate); its
+    /// token from COUNTERSIGN_REPLICATE_API_TOKEN or the keyring.
+    #[arg(long, env = "COUNTERSIGN_REPLICATE_URL")]
+    replicate_url: Option<String>,
+    /// Provider plans that may cost more than this many credits wait for an approver.
+    #[arg(long, default_value = "1.00")]
+    approve_provider_calls_above: Credits,
+}
+
+impl ProviderArgs {
+    fn providers(&self) -> anyhow::Result<Providers> {
+        let endpoint = |provider, url: &Option<String>| {
+            url.as_deref()
+                .map(|url| Endpoint::with_stored_key(provider, url))
+                .transpose()
+        };
+        Ok(Providers::new(
+            endpoint(Provider::OpenAi, &self.openai_url)?,
+            endpoint(Provider::Replicate, &self.replicate_url)?,
+        ))
+    }
+}
+
 /// Caps per agent and rates per token (docs/decisions.md, "Agents: scopes, caps, rates").
 #[derive(clap::Args)]
 struct LimitArgs {
@@ -194,7 +231,15 @@ async fn main() -> anyhow::Result<()> {
             limits,
             smtp_relay,
             mail_from,
+            providers,
         } => {
+            capabilities::install(vec![
+                capabilities::world_pack(),
+                countersign_gateway::providers::pack(&PackSettings {
+                    approval_above: providers.approve_provider_calls_above,
+                }),
+            ])
+            .map_err(anyhow::Error::msg)?;
             let tls = match (tls_cert, tls_key) {
                 (Some(cert), Some(key)) => Some(tls::server_config(&cert, &key)?),
                 _ => {
@@ -209,7 +254,17 @@ async fn main() -> anyhow::Result<()> {
             let relay = smtp_relay
                 .map(|url| mail::Relay::new(&url, &mail_from))
                 .transpose()?;
-            let state = AppState::with_limits(store, &name, limits.limits()).await?;
+            let configured = providers.openai_url.is_some() || providers.replicate_url.is_some();
+            // The demo's own provider, unless real ones are configured; it lives as long as main.
+            let local = match with_demo && !configured {
+                true => Some(LocalProviders::start().await?),
+                false => None,
+            };
+            let providers = match &local {
+                Some(local) => local.providers(),
+                None => providers.providers()?,
+            };
+            let state = AppState::with_providers(store, &name, limits.limits(), providers).await?;
             match relay {
                 Some(relay) => mail::spawn(&state, relay),
                 None => tracing::info!("no --smtp-relay: executed plans' emails stay queued"),

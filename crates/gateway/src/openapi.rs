@@ -66,7 +66,7 @@ impl Modify for Refine {
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
         // A capability is one of those this gateway serves; say which.
-        let ids: Vec<&str> = Capability::ALL.iter().map(|c| c.id()).collect();
+        let ids: Vec<&str> = Capability::all().map(|c| c.id()).collect();
         for (path, item) in api.paths.paths.iter_mut() {
             if !path.starts_with("/v1/capabilities/{id}") {
                 continue;

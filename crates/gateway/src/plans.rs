@@ -19,7 +19,7 @@ use sqlx::SqliteConnection;
 use std::sync::Arc;
 
 use crate::accounts::Agent;
-use crate::capabilities::{self, world, Capability, Planned};
+use crate::capabilities::{self, world, ApprovalRule, Capability, Planned};
 use crate::error::ApiResult;
 use crate::ids;
 
@@ -104,8 +104,14 @@ pub fn build_preview(
         .any(|f| f != RiskFlag::Blocked);
     // A plan that changes nothing has nothing to countersign: whatever its capability's policy,
     // it waits for nobody and its validation tells the agent why (seed 004: no approval theatre).
-    preview.would_require_approval =
-        !preview.effects.is_empty() && (capability.always_requires_approval() || risky);
+    preview.would_require_approval = !preview.effects.is_empty()
+        && match capability.approval() {
+            ApprovalRule::Always => true,
+            ApprovalRule::WhenRisky => risky,
+            ApprovalRule::AboveCost(limit) => {
+                preview.estimated_cost.amount_max.value() > limit.value()
+            }
+        };
     preview.plan_digest =
         plan_digest(&serde_json::to_value(&preview)?).map_err(anyhow::Error::from)?;
     Ok(preview)

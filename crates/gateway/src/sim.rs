@@ -1,5 +1,5 @@
 //! A simulated agent with a realistic mixed stream: small settings changes and role grants, bulk
-//! removals, quota changes, uploads after a budget check; some blocked, and, because it executes
+//! removals, quota changes, uploads after a budget check, model provider calls; some blocked, and, because it executes
 //! what gets approved (and what needs no approval) the world moves under other pending plans,
 //! so some of them go stale.
 
@@ -161,11 +161,11 @@ fn next_request() -> (&'static str, Value) {
     let mut rng = rand::thread_rng();
     let project = *PROJECTS.choose(&mut rng).unwrap_or(&PROJECTS[0]);
     match rng.gen_range(0..100) {
-        0..35 => (
+        0..30 => (
             "projects.settings.update",
             json!({"project": project, "retention_days": RETENTIONS.choose(&mut rng).unwrap_or(&30)}),
         ),
-        35..55 => {
+        30..48 => {
             // Now and then the agent asks for someone who already holds a role there: blocked.
             let (project, subject) = match rng.gen_range(0..10) {
                 0..3 => ("prj_184", "usr_40".to_owned()),
@@ -178,7 +178,7 @@ fn next_request() -> (&'static str, Value) {
                        "role": ROLES.choose(&mut rng).unwrap_or(&"viewer")}),
             )
         }
-        55..65 => {
+        48..56 => {
             let params = if rng.gen_bool(0.5) {
                 json!({"group": "grp_support", "filter": {"employment": "contractor"}})
             } else {
@@ -189,13 +189,14 @@ fn next_request() -> (&'static str, Value) {
             };
             ("groups.members.remove", params)
         }
-        65..75 => {
+        56..64 => {
             let quota_bytes = [80_000_000, 125_000_000, 200_000_000][rng.gen_range(0..3)];
             (
                 "storage.quota.update",
                 json!({"quota": "sq_product", "quota_bytes": quota_bytes}),
             )
         }
+        64..80 => provider_request(&mut rng),
         _ => {
             let (filename, mime_type) = *FILES.choose(&mut rng).unwrap_or(&FILES[0]);
             (
@@ -207,6 +208,47 @@ fn next_request() -> (&'static str, Value) {
     }
 }
 
+/// A call to a model provider: mostly cheap ones that run at once, now and then one whose
+/// maximum cost waits for an approver.
+fn provider_request(rng: &mut impl rand::Rng) -> (&'static str, Value) {
+    let topic = *TOPICS.choose(rng).unwrap_or(&TOPICS[0]);
+    match rng.gen_range(0..10) {
+        0..4 => (
+            "text.generate",
+            json!({"model": "gpt-4o-mini", "max_tokens": 256, "messages": [
+                {"role": "system", "content": "You write short internal updates."},
+                {"role": "user", "content": format!("Draft a two-line update about {topic}.")}]}),
+        ),
+        4..5 => (
+            "text.generate",
+            json!({"model": "gpt-4o", "max_tokens": 2048, "messages": [
+                {"role": "user", "content": format!("Write the full report on {topic}.")}]}),
+        ),
+        5..7 => (
+            "speech.synthesize",
+            json!({"model": "tts-1", "voice": "nova", "format": "wav",
+                   "input": format!("Reminder: {topic} is on today's agenda.")}),
+        ),
+        7..9 => (
+            "image.generate",
+            json!({"model": "black-forest-labs/flux-schnell", "count": 2,
+                   "prompt": format!("A friendly illustration of {topic}")}),
+        ),
+        _ => (
+            "video.generate",
+            json!({"model": "minimax/video-01", "seconds": 2,
+                   "prompt": format!("A short clip about {topic}")}),
+        ),
+    }
+}
+
+const TOPICS: [&str; 4] = [
+    "the on-call rotation",
+    "the storage cleanup",
+    "the new onboarding site",
+    "quarterly access reviews",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,6 +256,6 @@ mod tests {
     #[test]
     fn the_stream_mixes_every_previewable_capability() {
         let seen: std::collections::BTreeSet<&str> = (0..2000).map(|_| next_request().0).collect();
-        assert_eq!(seen.len(), 5, "{seen:?}");
+        assert_eq!(seen.len(), 9, "{seen:?}");
     }
 }

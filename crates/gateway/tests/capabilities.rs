@@ -27,7 +27,17 @@ async fn describe_lists_every_capability_with_its_policy() {
         .await;
     let items = reply.body["items"].as_array().unwrap();
     let by_id = |id: &str| items.iter().find(|c| c["capability_id"] == id).unwrap();
-    assert_eq!(items.len(), 6);
+    assert_eq!(items.len(), 10);
+    for provider in [
+        "text.generate",
+        "speech.synthesize",
+        "image.generate",
+        "video.generate",
+    ] {
+        let described = by_id(provider);
+        assert_eq!(described["dry_run"], "required", "{provider}");
+        assert_eq!(described["billing"]["preflight"], "estimate", "{provider}");
+    }
     let remove = by_id("groups.members.remove");
     assert_eq!(remove["dry_run"], "required");
     assert_eq!(remove["approval"]["required_approvals"], 2);

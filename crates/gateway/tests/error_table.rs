@@ -237,6 +237,63 @@ async fn every_code_of_the_table_travels_in_the_envelope() {
             .await,
         MethodNotAllowed,
     );
+    // A model provider's failures, each through a plan executed against the local provider.
+    let local = countersign_gateway::demo::providers::LocalProviders::start()
+        .await
+        .unwrap();
+    let mut providers = local.providers();
+    providers.poll_every = std::time::Duration::from_millis(20);
+    providers.attempts = 1;
+    let with = Gateway::with_providers(providers).await;
+    let chat = |text: &str| {
+        json!({"model": "gpt-4o-mini", "max_tokens": 8,
+               "messages": [{"role": "user", "content": text}]})
+    };
+    for (gateway, capability, params, code) in [
+        (
+            &with,
+            "text.generate",
+            chat("[[rate-limit]]"),
+            ProviderRateLimited,
+        ),
+        (
+            &with,
+            "text.generate",
+            chat("[[content-filter]]"),
+            ProviderRefused,
+        ),
+        (
+            &with,
+            "text.generate",
+            chat("[[garbled]]"),
+            ProviderBadResponse,
+        ),
+        (&gw, "text.generate", chat("Hello"), ProviderMisconfigured),
+        (
+            &with,
+            "image.generate",
+            json!({"model": "black-forest-labs/flux-schnell", "prompt": "[[slow]]"}),
+            ProviderTimeout,
+        ),
+    ] {
+        let plan = gateway.preview(capability, params).await;
+        seen.check(&gateway.execute(&plan).await, code);
+    }
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let nowhere = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let endpoint = countersign_gateway::providers::Endpoint::new(
+        &nowhere,
+        countersign_gateway::providers::Secret::new("k"),
+    );
+    let down = Gateway::with_providers(countersign_gateway::providers::Providers::new(
+        Some(endpoint),
+        None,
+    ))
+    .await;
+    let plan = down.preview("text.generate", chat("Hello")).await;
+    seen.check(&down.execute(&plan).await, ProviderUnavailable);
+
     // Last: the store stops taking writes (as a full disk or a read-only file would).
     let mut w = gw.state.store.write().await.unwrap();
     sqlx::query("PRAGMA query_only = 1")

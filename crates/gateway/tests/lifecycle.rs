@@ -459,6 +459,7 @@ async fn an_idle_stream_sends_heartbeats() {
         heartbeat: Duration::from_millis(50),
         limits: countersign_gateway::Limits::default(),
         throttle: countersign_gateway::Throttle::default(),
+        providers: countersign_gateway::providers::Providers::none(),
     });
     let gw = Gateway::from_state(state).await;
     let dana = gw.enroll("Dana").await;

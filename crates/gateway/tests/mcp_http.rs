@@ -68,12 +68,24 @@ fn hints_follow_the_declared_effects() {
         )
     };
     let (f, t) = (Some(false), Some(true));
-    assert_eq!(hints(Capability::WalletGuard), (t, f, f, t));
-    assert_eq!(hints(Capability::GroupsMembersRemove), (f, t, t, f));
-    assert_eq!(hints(Capability::MembershipsGrant), (f, f, t, f));
-    assert_eq!(hints(Capability::ProjectsSettingsUpdate), (f, f, f, f));
-    assert_eq!(hints(Capability::StorageQuotaUpdate), (f, f, f, f));
-    assert_eq!(hints(Capability::DocumentsUpload), (f, f, f, f));
+    assert_eq!(hints(cap("wallet.agent_budget.guard.check")), (t, f, f, t));
+    assert_eq!(hints(cap("groups.members.remove")), (f, t, t, f));
+    assert_eq!(hints(cap("memberships.grant")), (f, f, t, f));
+    assert_eq!(hints(cap("projects.settings.update")), (f, f, f, f));
+    assert_eq!(hints(cap("storage.quota.update")), (f, f, f, f));
+    assert_eq!(hints(cap("documents.document.upload")), (f, f, f, f));
+    for provider in [
+        "text.generate",
+        "speech.synthesize",
+        "image.generate",
+        "video.generate",
+    ] {
+        assert_eq!(hints(cap(provider)), (f, f, t, f), "{provider}");
+    }
+}
+
+fn cap(id: &str) -> Capability {
+    Capability::by_id(id).unwrap()
 }
 
 /// What the previews of one capability showed, to hold against what it declares.
@@ -97,24 +109,40 @@ async fn previews_hold_exactly_the_declared_effects() {
     let gw = Gateway::new().await;
     let requests = [
         (
-            Capability::ProjectsSettingsUpdate,
+            cap("projects.settings.update"),
             json!({"project": "prj_184", "retention_days": 7}),
         ),
         (
-            Capability::GroupsMembersRemove,
+            cap("groups.members.remove"),
             json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
         ),
         (
-            Capability::MembershipsGrant,
+            cap("memberships.grant"),
             json!({"project": "prj_184", "subject": "usr_92", "role": "admin"}),
         ),
         (
-            Capability::StorageQuotaUpdate,
+            cap("storage.quota.update"),
             json!({"quota": "sq_product", "quota_bytes": 1}),
         ),
         (
-            Capability::DocumentsUpload,
+            cap("documents.document.upload"),
             json!({"project": "prj_421", "filename": "a.md", "mime_type": "text/markdown", "size_bytes": 5}),
+        ),
+        (
+            cap("text.generate"),
+            json!({"model": "gpt-4o-mini", "max_tokens": 8, "messages": [{"role": "user", "content": "Hi"}]}),
+        ),
+        (
+            cap("speech.synthesize"),
+            json!({"model": "tts-1", "input": "Hi", "voice": "alloy"}),
+        ),
+        (
+            cap("image.generate"),
+            json!({"model": "stability-ai/sdxl", "prompt": "An owl"}),
+        ),
+        (
+            cap("video.generate"),
+            json!({"model": "minimax/video-01", "prompt": "An owl", "seconds": 1}),
         ),
     ];
     let mut seen: Vec<(Capability, Seen)> = Vec::new();
@@ -129,7 +157,7 @@ async fn previews_hold_exactly_the_declared_effects() {
         }
         seen.push((capability, s));
     }
-    seen.push((Capability::WalletGuard, Seen::default()));
+    seen.push((cap("wallet.agent_budget.guard.check"), Seen::default()));
     for (capability, s) in seen {
         let declared = capability.effects();
         let kinds: BTreeSet<String> = declared.kinds.iter().map(|k| kind_name(*k)).collect();

@@ -1,7 +1,11 @@
 //! The seed 002 success envelope that `invoke` answers with.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::Credits;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -17,11 +21,18 @@ pub struct SuccessEnvelope {
     pub videos: Vec<Value>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Seed 002's normalized billing object: tokens where a provider counts them, and for every
+/// capability the credits the wallet was charged and the units they were charged for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    #[serde(default)]
+    pub credits: Credits,
+    /// What the credits counted (`characters`, `images`, `predict_ms`, `subjects`, …).
+    #[serde(default)]
+    pub units: BTreeMap<String, u64>,
 }
 
 impl SuccessEnvelope {

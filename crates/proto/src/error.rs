@@ -31,11 +31,17 @@ pub enum ErrorCode {
     QuotaExceeded,
     RateLimited,
     StorageUnavailable,
+    ProviderRateLimited,
+    ProviderTimeout,
+    ProviderUnavailable,
+    ProviderRefused,
+    ProviderBadResponse,
+    ProviderMisconfigured,
     Internal,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 24] = [
+    pub const ALL: [ErrorCode; 30] = [
         ErrorCode::ValidationError,
         ErrorCode::Unauthenticated,
         ErrorCode::BadSignature,
@@ -59,6 +65,12 @@ impl ErrorCode {
         ErrorCode::QuotaExceeded,
         ErrorCode::RateLimited,
         ErrorCode::StorageUnavailable,
+        ErrorCode::ProviderRateLimited,
+        ErrorCode::ProviderTimeout,
+        ErrorCode::ProviderUnavailable,
+        ErrorCode::ProviderRefused,
+        ErrorCode::ProviderBadResponse,
+        ErrorCode::ProviderMisconfigured,
         ErrorCode::Internal,
     ];
 
@@ -77,6 +89,10 @@ impl ErrorCode {
             PayloadTooLarge => 413,
             QuotaExceeded | RateLimited => 429,
             StorageUnavailable => 503,
+            ProviderRateLimited => 429,
+            ProviderTimeout => 504,
+            ProviderUnavailable | ProviderBadResponse | ProviderMisconfigured => 502,
+            ProviderRefused => 422,
             Internal => 500,
         }
     }
@@ -85,7 +101,12 @@ impl ErrorCode {
     pub fn retryable(self) -> bool {
         matches!(
             self,
-            ErrorCode::Internal | ErrorCode::StorageUnavailable | ErrorCode::RateLimited
+            ErrorCode::Internal
+                | ErrorCode::StorageUnavailable
+                | ErrorCode::RateLimited
+                | ErrorCode::ProviderRateLimited
+                | ErrorCode::ProviderTimeout
+                | ErrorCode::ProviderUnavailable
         )
     }
 
@@ -115,6 +136,12 @@ impl ErrorCode {
             QuotaExceeded => "quota_exceeded",
             RateLimited => "rate_limited",
             StorageUnavailable => "storage_unavailable",
+            ProviderRateLimited => "provider_rate_limited",
+            ProviderTimeout => "provider_timeout",
+            ProviderUnavailable => "provider_unavailable",
+            ProviderRefused => "provider_refused",
+            ProviderBadResponse => "provider_bad_response",
+            ProviderMisconfigured => "provider_misconfigured",
             Internal => "internal",
         }
     }
@@ -126,7 +153,8 @@ impl std::fmt::Display for ErrorCode {
     }
 }
 
-/// `{"success": false, "error": {...}, "provider": "system", "metadata": {"trace_id": ...}}`.
+/// `{"success": false, "error": {...}, "provider": "system", "metadata": {"trace_id": ...}}`;
+/// `provider` names a model provider when its failure is what the error reports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorEnvelope {
@@ -143,6 +171,9 @@ pub struct ErrorBody {
     pub message: String,
     #[serde(default)]
     pub details: Value,
+    /// Whether the same request may succeed later unchanged; follows the code.
+    #[serde(default)]
+    pub retryable: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -164,12 +195,18 @@ impl ErrorEnvelope {
                 code,
                 message: message.into(),
                 details,
+                retryable: code.retryable(),
             },
             provider: "system".to_owned(),
             metadata: ErrorMetadata {
                 trace_id: trace_id.to_owned(),
             },
         }
+    }
+
+    pub fn from_provider(mut self, provider: &str) -> Self {
+        provider.clone_into(&mut self.provider);
+        self
     }
 }
 

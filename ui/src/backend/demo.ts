@@ -108,10 +108,15 @@ const GROUP_NOTICE: DiffLine[] = [
 export function execution(): ExecutionView {
   return {
     success: true, content: 'Retention set to 7 days on prj_184; 22 items now expire sooner.',
-    provider: 'countersign-demo', usage: { input_tokens: 120, output_tokens: 64 },
+    provider: 'countersign-demo', usage: { input_tokens: 120, output_tokens: 64, credits: '0.09', units: [['subjects', 22]] },
     metadata: [['model', 'gpt-x'], ['latency_ms', '540'], ['trace_id', 'trc_123'],
       ['x_region_hint', '{"primary":"eu-west","fallback":null}']],
-    images: [], files: [{ name: 'retention-report.csv', bytes: 2048 }], videos: [],
+    media: [
+      { kind: 'file', name: 'retention-report.csv', mime_type: 'text/csv', size_bytes: 2048, sha256: null, inline: null, link: null },
+      { kind: 'audio', name: 'speech.wav', mime_type: 'audio/wav', size_bytes: 44, sha256: 'sha256:00', inline: 'data:audio/wav;base64,UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=', link: null },
+      { kind: 'image', name: 'out-0.png', mime_type: 'image/png', size_bytes: null, sha256: null, inline: null, link: 'https://replicate.delivery/demo/out-0.png' },
+    ],
+    error: null, charged: '0.09 credits', estimated: '0.05–0.12 credits', in_flight: false,
     journal: [{ effect_id: 'eff_1', resource: 'projects/prj_184', before: 'retention_days = 30', after: 'retention_days = 7' },
       { effect_id: 'eff_2', resource: 'items/prj_184', before: '22 items, latest expiry 2026-12-30', after: '22 items, latest expiry 2026-12-07' }],
     executed_at: minutesFromNow(-2),

@@ -166,17 +166,51 @@ after_max: string, can_pay: boolean, };
 
 export type DeliveryIssue = { user_id: string, recipient: string, state: string, reason: string, };
 
+export type MediaKind = "image" | "video" | "audio" | "file";
+
+export type MediaView = { kind: MediaKind, 
+/**
+ * A name to show: the entry's own, or the last part of its URL.
+ */
+name: string, mime_type: string | null, size_bytes: number | null, sha256: string | null, 
+/**
+ * A `data:` URL safe to render inline (audio, raster image).
+ */
+inline: string | null, 
+/**
+ * An http(s) address, shown as text.
+ */
+link: string | null, };
+
+export type FailureView = { code: string, message: string, retryable: boolean, };
+
 export type DeliveriesView = { sent: number, pending: number, held: number, failed: number, 
 /**
  * Held or failed messages: who, where, and why, in the gateway's words.
  */
 attention: Array<DeliveryIssue>, };
 
-export type ExecutionView = { success: boolean, content: string, provider: string, usage: { input_tokens: number, output_tokens: number }, 
+export type ExecutionView = { success: boolean, content: string, provider: string, usage: { input_tokens: number, output_tokens: number, credits: string | null, units: Array<[string, number]> }, 
 /**
  * Every metadata key, unknown ones included, value as compact JSON text (strings unquoted).
  */
-metadata: Array<[string, string]>, images: Array<unknown>, files: Array<unknown>, videos: Array<unknown>, 
+metadata: Array<[string, string]>, 
+/**
+ * The envelope's images, files and videos, with what may be shown inline.
+ */
+media: Array<MediaView>, 
+/**
+ * The error contract of a failed execution.
+ */
+error: FailureView | null, 
+/**
+ * What the wallet was charged, and the range the plan estimated.
+ */
+charged: string | null, estimated: string | null, 
+/**
+ * The provider call has been sent and has not answered yet.
+ */
+in_flight: boolean, 
 /**
  * What was applied, before → after, as the gateway recorded it.
  */

@@ -215,7 +215,10 @@ pub async fn apply(
     metadata.insert("document_id".to_owned(), json!(id));
     Ok(Applied {
         content: format!("Uploaded {filename} to {} as {id}.", p.project),
+        files: vec![json!({"id": id, "name": filename, "mime_type": p.mime_type,
+                           "size_bytes": size, "project": p.project})],
         journal,
         metadata,
+        ..Applied::default()
     })
 }

@@ -375,5 +375,6 @@ pub async fn apply(
         ),
         journal,
         metadata: Default::default(),
+        ..Applied::default()
     })
 }

@@ -275,5 +275,6 @@ pub async fn apply(
             world::notified(&invite.effect, invited),
         ],
         metadata: Default::default(),
+        ..Applied::default()
     })
 }

@@ -8,21 +8,27 @@ mod documents_upload;
 mod groups_members_remove;
 mod memberships_grant;
 mod projects_settings;
+mod registry;
 mod storage_quota;
 mod wallet_guard;
 pub mod world;
+mod world_pack;
 
-use std::sync::{Arc, OnceLock};
+pub use world_pack::world_pack;
+
+use std::sync::Arc;
 
 use countersign_proto::approvals::ValidationSubjects;
-use countersign_proto::describe::Describe;
 use countersign_proto::plan::{
     Assumption, Change, Effect, EffectKind, EstimatedCost, ReadRevision, Validation,
-    ViolationDetail,
 };
+use countersign_proto::Credits;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sqlx::SqliteConnection;
+
+pub use registry::{
+    install, BoxFuture, Capability, Definition, ExternalCapability, Kind, Pack, WorldCapability,
+};
 
 use crate::error::{ApiError, ApiResult};
 
@@ -107,12 +113,15 @@ impl JournalEntry {
     }
 }
 
-/// The outcome of an execution: the envelope's `content`, the journal, and extra metadata.
+/// The outcome of an execution: the envelope's `content` and `files`, the journal, extra
+/// metadata, and what the charge counted (`usage.units`).
 #[derive(Debug, Clone, Default)]
 pub struct Applied {
     pub content: String,
     pub journal: Vec<JournalEntry>,
     pub metadata: Map<String, Value>,
+    pub files: Vec<Value>,
+    pub units: std::collections::BTreeMap<String, u64>,
 }
 
 /// Who executes, for writes that name them (outbox rows, wallets).
@@ -161,177 +170,20 @@ impl Target {
     }
 }
 
+/// Who decides whether a plan of a capability waits for a human (DESIGN.md, seed 004).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Capability {
-    DocumentsUpload,
-    ProjectsSettingsUpdate,
-    MembershipsGrant,
-    GroupsMembersRemove,
-    StorageQuotaUpdate,
-    WalletGuard,
-}
-
-impl Capability {
-    pub const ALL: [Capability; 6] = [
-        Capability::DocumentsUpload,
-        Capability::ProjectsSettingsUpdate,
-        Capability::MembershipsGrant,
-        Capability::GroupsMembersRemove,
-        Capability::StorageQuotaUpdate,
-        Capability::WalletGuard,
-    ];
-
-    pub fn by_id(id: &str) -> Option<Capability> {
-        Capability::ALL.into_iter().find(|c| c.id() == id)
-    }
-
-    pub fn id(self) -> &'static str {
-        match self {
-            Capability::DocumentsUpload => documents_upload::ID,
-            Capability::ProjectsSettingsUpdate => projects_settings::ID,
-            Capability::MembershipsGrant => memberships_grant::ID,
-            Capability::GroupsMembersRemove => groups_members_remove::ID,
-            Capability::StorageQuotaUpdate => storage_quota::ID,
-            Capability::WalletGuard => wallet_guard::ID,
-        }
-    }
-
-    /// The human title, without building the whole description (the queue asks per plan per poll).
-    pub fn title(self) -> &'static str {
-        match self {
-            Capability::DocumentsUpload => documents_upload::TITLE,
-            Capability::ProjectsSettingsUpdate => projects_settings::TITLE,
-            Capability::MembershipsGrant => memberships_grant::TITLE,
-            Capability::GroupsMembersRemove => groups_members_remove::TITLE,
-            Capability::StorageQuotaUpdate => storage_quota::TITLE,
-            Capability::WalletGuard => wallet_guard::TITLE,
-        }
-    }
-
-    /// The description, built once: every preview, invoke and listing reads it.
-    pub fn describe(self) -> &'static Describe {
-        static DESCRIBED: [OnceLock<Describe>; Capability::ALL.len()] =
-            [const { OnceLock::new() }; Capability::ALL.len()];
-        DESCRIBED[self as usize].get_or_init(|| match self {
-            Capability::DocumentsUpload => documents_upload::describe(),
-            Capability::ProjectsSettingsUpdate => projects_settings::describe(),
-            Capability::MembershipsGrant => memberships_grant::describe(),
-            Capability::GroupsMembersRemove => groups_members_remove::describe(),
-            Capability::StorageQuotaUpdate => storage_quota::describe(),
-            Capability::WalletGuard => wallet_guard::describe(),
-        })
-    }
-
-    /// Every field of `params` that violates the input schema, all at once (seed 000). The
-    /// schema is compiled once, not per request.
-    pub fn violations(self, params: &Value) -> Vec<ViolationDetail> {
-        static VALIDATORS: [OnceLock<Result<jsonschema::Validator, String>>;
-            Capability::ALL.len()] = [const { OnceLock::new() }; Capability::ALL.len()];
-        let compiled = VALIDATORS[self as usize].get_or_init(|| {
-            jsonschema::validator_for(&self.describe().input_schema).map_err(|e| e.to_string())
-        });
-        let validator = match compiled {
-            Ok(v) => v,
-            Err(e) => {
-                return vec![ViolationDetail {
-                    schema_pointer: "/params".to_owned(),
-                    message: format!("The capability's schema is unusable: {e}"),
-                }]
-            }
-        };
-        let mut details: Vec<ViolationDetail> = validator
-            .iter_errors(params)
-            .map(|e| ViolationDetail {
-                schema_pointer: format!("/params{}", e.instance_path),
-                message: e.to_string(),
-            })
-            .collect();
-        details.sort_by(|a, b| a.schema_pointer.cmp(&b.schema_pointer));
-        details
-    }
-
-    pub fn effects(self) -> EffectProfile {
-        match self {
-            Capability::DocumentsUpload => documents_upload::EFFECTS,
-            Capability::ProjectsSettingsUpdate => projects_settings::EFFECTS,
-            Capability::MembershipsGrant => memberships_grant::EFFECTS,
-            Capability::GroupsMembersRemove => groups_members_remove::EFFECTS,
-            Capability::StorageQuotaUpdate => storage_quota::EFFECTS,
-            Capability::WalletGuard => wallet_guard::EFFECTS,
-        }
-    }
-
-    /// The kind of resource this capability acts on and the param that names it; the budget
-    /// guard acts on the caller's own wallet only.
-    pub fn target(self) -> Option<Target> {
-        match self {
-            Capability::DocumentsUpload
-            | Capability::ProjectsSettingsUpdate
-            | Capability::MembershipsGrant => Some(Target::Project),
-            Capability::GroupsMembersRemove => Some(Target::Group),
-            Capability::StorageQuotaUpdate => Some(Target::Quota),
-            Capability::WalletGuard => None,
-        }
-    }
-
-    /// Whether every plan of this capability waits for a human, whatever its risk (DESIGN.md).
-    pub fn always_requires_approval(self) -> bool {
-        matches!(
-            self,
-            Capability::ProjectsSettingsUpdate
-                | Capability::MembershipsGrant
-                | Capability::GroupsMembersRemove
-        )
-    }
-
-    /// Evaluates `params` (already schema-valid) against the state `conn` sees. Writes nothing.
-    pub async fn plan(self, conn: &mut SqliteConnection, params: &Value) -> ApiResult<Planned> {
-        match self {
-            Capability::DocumentsUpload => documents_upload::plan(conn, &parse(params)?).await,
-            Capability::ProjectsSettingsUpdate => {
-                projects_settings::plan(conn, &parse(params)?).await
-            }
-            Capability::MembershipsGrant => memberships_grant::plan(conn, &parse(params)?).await,
-            Capability::GroupsMembersRemove => {
-                groups_members_remove::plan(conn, &parse(params)?).await
-            }
-            Capability::StorageQuotaUpdate => storage_quota::plan(conn, &parse(params)?).await,
-            Capability::WalletGuard => Ok(wallet_guard::plan(&parse(params)?)),
-        }
-    }
-
-    /// Applies `planned`, which the caller has just re-derived inside this transaction and found
-    /// equal to the approved plan.
-    pub async fn apply(
-        self,
-        conn: &mut SqliteConnection,
-        params: &Value,
-        planned: &Planned,
-        execution: Execution<'_>,
-    ) -> ApiResult<Applied> {
-        match self {
-            Capability::DocumentsUpload => {
-                documents_upload::apply(conn, &parse(params)?, planned).await
-            }
-            Capability::ProjectsSettingsUpdate => {
-                projects_settings::apply(conn, &parse(params)?, planned).await
-            }
-            Capability::MembershipsGrant => {
-                memberships_grant::apply(conn, &parse(params)?, planned, execution).await
-            }
-            Capability::GroupsMembersRemove => {
-                groups_members_remove::apply(conn, &parse(params)?, planned, execution).await
-            }
-            Capability::StorageQuotaUpdate => {
-                storage_quota::apply(conn, &parse(params)?, planned).await
-            }
-            Capability::WalletGuard => wallet_guard::apply(conn, &parse(params)?, execution).await,
-        }
-    }
+pub enum ApprovalRule {
+    /// Every plan that changes something.
+    Always,
+    /// A plan with a risk flag (PROTOCOL section 3).
+    WhenRisky,
+    /// A plan whose maximum cost is above this many credits: a provider call is external by
+    /// nature, so its flag alone would make every call wait.
+    AboveCost(Credits),
 }
 
 /// Params the schema accepted, as the capability's own type.
-fn parse<T: serde::de::DeserializeOwned>(params: &Value) -> ApiResult<T> {
+pub fn parse<T: serde::de::DeserializeOwned>(params: &Value) -> ApiResult<T> {
     serde_json::from_value(params.clone())
         .map_err(|e| ApiError::validation("/params", format!("The params do not fit: {e}")))
 }

@@ -250,5 +250,6 @@ pub async fn apply(
         ),
         journal,
         metadata: Default::default(),
+        ..Applied::default()
     })
 }

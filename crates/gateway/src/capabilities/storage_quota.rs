@@ -251,5 +251,6 @@ pub async fn apply(
         content: format!("Set {} to {after} bytes per project.", p.quota),
         journal,
         metadata: Default::default(),
+        ..Applied::default()
     })
 }

@@ -74,5 +74,6 @@ pub async fn apply(
         ),
         journal: vec![],
         metadata,
+        ..Applied::default()
     })
 }

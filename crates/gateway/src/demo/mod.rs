@@ -4,6 +4,7 @@
 use chrono::Duration;
 
 mod org;
+pub mod providers;
 
 use crate::ids;
 use crate::store::Store;

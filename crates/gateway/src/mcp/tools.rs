@@ -8,7 +8,7 @@ use countersign_proto::plan::{EffectKind, ViolationDetail};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{json, Value};
 
-use crate::capabilities::Capability;
+use crate::capabilities::{ApprovalRule, Capability};
 
 pub const EXECUTE: &str = "countersign_execute";
 pub const WAIT: &str = "countersign_wait";
@@ -21,9 +21,8 @@ pub const DEFAULT_WAIT_SECONDS: u64 = 30;
 pub fn all() -> &'static [Tool] {
     static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
     TOOLS.get_or_init(|| {
-        Capability::ALL
-            .iter()
-            .map(|c| capability_tool(*c))
+        Capability::all()
+            .map(capability_tool)
             .chain([execute_tool(), wait_tool()])
             .collect()
     })
@@ -57,10 +56,15 @@ fn capability_tool(capability: Capability) -> Tool {
             1 => "one approver".to_owned(),
             n => format!("{n} approvers"),
         };
-        let when = if capability.always_requires_approval() {
-            format!("Every call needs a signed approval by {approvers}")
-        } else {
-            format!("A risky call needs a signed approval by {approvers}; others run at once")
+        let when = match capability.approval() {
+            ApprovalRule::Always => format!("Every call needs a signed approval by {approvers}"),
+            ApprovalRule::WhenRisky => {
+                format!("A risky call needs a signed approval by {approvers}; others run at once")
+            }
+            ApprovalRule::AboveCost(limit) => format!(
+                "A call that may cost more than {limit} credits needs a signed approval by \
+                 {approvers}; others run at once"
+            ),
         };
         format!(
             "Each call is previewed against the current state first. {when}: the answer is then \

@@ -30,10 +30,7 @@ pub async fn gateway(State(state): State<Arc<AppState>>, _caller: Caller) -> Jso
 
 pub async fn capabilities(_caller: Caller) -> Json<CapabilityList> {
     Json(CapabilityList {
-        items: Capability::ALL
-            .iter()
-            .map(|c| c.describe().clone())
-            .collect(),
+        items: Capability::all().map(|c| c.describe().clone()).collect(),
     })
 }
 

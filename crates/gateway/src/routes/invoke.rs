@@ -8,17 +8,18 @@ use axum::extract::{Path, State};
 use axum::{Extension, Json};
 use countersign_proto::approvals::PlanStatus;
 use countersign_proto::describe::DryRunMode;
-use countersign_proto::envelope::SuccessEnvelope;
+use countersign_proto::envelope::{SuccessEnvelope, Usage};
 use countersign_proto::plan::{Effect, InvokeRequest, Preview};
 use countersign_proto::ErrorCode;
 use serde_json::{json, Map, Value};
 
 use super::agent::{capability, invalid_preview};
+use super::external;
 use crate::accounts::Agent;
-use crate::capabilities::{Applied, Capability, Execution};
+use crate::capabilities::{Applied, Capability, Execution, Kind, Planned, WorldCapability};
 use crate::error::{ApiError, ApiResult, Body, TraceId};
 use crate::events::EventKind;
-use crate::store::Tx;
+use crate::store::{Tx, WriteTx};
 use crate::{bounds, ids, plans, queue, scopes, wallet, AppState};
 
 pub async fn invoke(
@@ -104,21 +105,32 @@ pub async fn run(
     if !plan.executable {
         return Err(blocked(&plan));
     }
+    let world = match capability.kind() {
+        Kind::World(world) => world.as_ref(),
+        Kind::External(external) => {
+            let call = external::Call {
+                state,
+                capability,
+                external: external.as_ref(),
+                plan: &plan,
+                agent,
+                request: &request,
+                trace_id,
+                started,
+            };
+            return external::run(w, call).await;
+        }
+    };
     let charged = plan.estimated_cost.amount_max;
     wallet::ensure(&mut w.tx, &agent.id, charged).await?;
     let execution = Execution {
         agent_id: &agent.id,
         plan_id: stored.then_some(plan.plan_id.as_str()),
     };
-    let applied = match execute(&mut w.tx, capability, &plan, execution).await {
+    let applied = match execute(&mut w.tx, capability, world, &plan, execution).await {
         Ok(applied) => applied,
-        // The state moved under the plan without a revision saying so: it is stale for its
-        // approvers too, and holds no approval any more.
         Err(e) if e.code == ErrorCode::PlanStale && stored => {
-            plans::set_status(&mut w.tx, &plan.plan_id, PlanStatus::Stale).await?;
-            queue::publish(&mut w.tx, &plan.plan_id, EventKind::Updated).await?;
-            w.commit().await?;
-            return Err(e);
+            return Err(stale(w, &plan, e).await?);
         }
         Err(e) => return Err(e),
     };
@@ -130,6 +142,16 @@ pub async fn run(
         .iter()
         .map(|e| e.effect_id.as_str())
         .collect();
+    let mut units = applied.units.clone();
+    let subjects: usize = applied.journal.iter().map(|e| e.subjects.len()).sum();
+    if subjects > 0 {
+        units.insert("subjects".to_owned(), subjects as u64);
+    }
+    let usage = Usage {
+        credits: charged,
+        units,
+        ..Usage::default()
+    };
     let charged = json!({"amount": charged, "currency": plan.estimated_cost.currency});
     let mut metadata = Map::new();
     metadata.insert("trace_id".into(), json!(trace_id));
@@ -144,7 +166,9 @@ pub async fn run(
     metadata.insert("charged".into(), charged.clone());
     metadata.insert("effects_applied".into(), json!(effects_applied));
     metadata.extend(applied.metadata.clone());
-    let response = SuccessEnvelope::new(applied.content.clone(), metadata);
+    let mut response = SuccessEnvelope::new(applied.content.clone(), metadata);
+    response.usage = usage;
+    response.files = applied.files.clone();
 
     let now = ids::to_text(ids::now());
     if stored {
@@ -189,7 +213,7 @@ pub async fn run(
 }
 
 /// The checks of PROTOCOL section 2, in order: caller, expiry, approval, read revisions.
-async fn approved_plan(
+pub(super) async fn approved_plan(
     tx: &mut Tx,
     capability: Capability,
     agent: &Agent,
@@ -306,13 +330,40 @@ async fn inline_plan(
     Ok(plan)
 }
 
+/// The state moved under the plan without a revision saying so: it is stale for its approvers
+/// too, and holds no approval any more. Answers the refusal to pass on.
+pub(super) async fn stale(mut w: WriteTx<'_>, plan: &Preview, e: ApiError) -> ApiResult<ApiError> {
+    plans::set_status(&mut w.tx, &plan.plan_id, PlanStatus::Stale).await?;
+    queue::publish(&mut w.tx, &plan.plan_id, EventKind::Updated).await?;
+    w.commit().await?;
+    Ok(e)
+}
+
 /// Re-derives the plan inside the write transaction, refuses if it no longer matches, applies it.
 async fn execute(
     tx: &mut Tx,
     capability: Capability,
+    world: &dyn WorldCapability,
     plan: &Preview,
     execution: Execution<'_>,
 ) -> ApiResult<Applied> {
+    let now_planned = rederive(tx, capability, plan).await?;
+    if let Some(plan_id) = execution.plan_id {
+        // Marked before its own writes move what it read, so they make other readers stale, not it.
+        plans::set_status(tx, plan_id, PlanStatus::Executed).await?;
+    }
+    world
+        .apply(tx, &plan.request.params, &now_planned, execution)
+        .await
+}
+
+/// The plan evaluated again inside the write transaction; refused unless it is the same plan
+/// and nothing now blocks it.
+pub(super) async fn rederive(
+    tx: &mut Tx,
+    capability: Capability,
+    plan: &Preview,
+) -> ApiResult<Planned> {
     let params = &plan.request.params;
     let now_planned = capability.plan(tx, params).await?;
     let agent = Agent {
@@ -339,11 +390,7 @@ async fn execute(
         )
         .with_details(json!({ "moved": [], "validation": again.validation })));
     }
-    if let Some(plan_id) = execution.plan_id {
-        // Marked before its own writes move what it read, so they make other readers stale, not it.
-        plans::set_status(tx, plan_id, PlanStatus::Executed).await?;
-    }
-    capability.apply(tx, params, &now_planned, execution).await
+    Ok(now_planned)
 }
 
 /// The refusal of a plan whose effects the current state no longer gives, naming each effect

@@ -4,6 +4,7 @@ pub mod agent;
 pub mod approver;
 pub mod decisions;
 pub mod events;
+pub mod external;
 pub mod invoke;
 pub mod plans;
 

@@ -58,6 +58,16 @@ impl Gateway {
         Gateway::from_state(AppState::with_limits(store, "Test", limits).await.unwrap()).await
     }
 
+    /// The demo gateway whose provider capabilities call `providers`.
+    pub async fn with_providers(providers: countersign_gateway::providers::Providers) -> Gateway {
+        let store = Store::open("sqlite::memory:").await.unwrap();
+        demo::seed(&store).await.unwrap();
+        let state = AppState::with_providers(store, "Test", Default::default(), providers)
+            .await
+            .unwrap();
+        Gateway::from_state(state).await
+    }
+
     /// A gateway over an empty world, for tests that build their own; its agent acts for nobody,
     /// since the world has no people to act for until the test makes them.
     pub async fn bare() -> Gateway {
@@ -399,7 +409,25 @@ pub fn assert_error(reply: &Reply, code: &str, status: u16) {
     assert!(reply.body["error"]["message"]
         .as_str()
         .is_some_and(|m| !m.is_empty()));
-    assert_eq!(reply.body["provider"], "system");
+    // A model provider's failure names the provider; every other error is the gateway's own.
+    let provider = reply.body["provider"].as_str().unwrap_or_default();
+    if code.starts_with("provider_") {
+        assert!(
+            ["openai", "replicate"].contains(&provider),
+            "{}",
+            reply.body
+        );
+    } else {
+        assert_eq!(provider, "system");
+    }
+    assert_eq!(
+        reply.body["error"]["retryable"],
+        countersign_proto::ErrorCode::ALL
+            .iter()
+            .find(|c| c.as_str() == code)
+            .expect("a known code")
+            .retryable()
+    );
     let header = reply.headers["x-trace-id"].to_str().unwrap();
     assert!(header.starts_with("trc_"));
     assert_eq!(reply.body["metadata"]["trace_id"], header);

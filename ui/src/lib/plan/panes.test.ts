@@ -105,4 +105,26 @@ describe('the execution pane', () => {
     render(Execution, { props: { execution: { ...execution(), deliveries: null } } });
     expect(screen.queryByTestId('execution-deliveries')).toBeNull();
   });
+
+  it('plays inline audio, shows a remote image only as its address, and the cost beside the estimate', () => {
+    const { container } = render(Execution, { props: { execution: execution() } });
+    expect(screen.getByTestId('media-audio').getAttribute('src')).toMatch(/^data:audio\/wav;base64,/);
+    expect(screen.getByTestId('media-link').textContent).toBe('https://replicate.delivery/demo/out-0.png');
+    expect(container.querySelector('img[src^="http"]')).toBeNull();
+    expect(container.querySelector('a')).toBeNull();
+    const cost = screen.getByTestId('execution-cost').textContent ?? '';
+    expect(cost).toContain('0.05–0.12 credits');
+    expect(cost).toContain('0.09 credits');
+    expect(cost).toContain('22 subjects');
+  });
+
+  it('shows a failed provider call as its error, not as content', () => {
+    const failed = { ...execution(), success: false, content: '', media: [],
+      error: { code: 'provider_rate_limited', message: 'openai: Rate limit reached.', retryable: true } };
+    render(Execution, { props: { execution: failed } });
+    expect(screen.getByTestId('execution-success').textContent).toContain('failed');
+    expect(screen.getByTestId('execution-error').textContent).toContain('provider_rate_limited');
+    expect(screen.getByTestId('execution-error').textContent).toContain('may succeed if tried again');
+    expect(screen.queryByTestId('execution-content')).toBeNull();
+  });
 });

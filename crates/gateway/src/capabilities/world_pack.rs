@@ -1,0 +1,108 @@
+//! The demo world's capabilities as one pack: each module keeps its evaluation and its writes,
+//! this file only tells the engine which is which.
+
+use countersign_proto::describe::Describe;
+use serde_json::Value;
+use sqlx::SqliteConnection;
+
+use super::{
+    documents_upload, groups_members_remove, memberships_grant, parse, projects_settings,
+    storage_quota, wallet_guard, Applied, ApprovalRule, BoxFuture, Definition, EffectProfile,
+    Execution, Kind, Pack, Planned, Target, WorldCapability,
+};
+use crate::error::ApiResult;
+
+/// One world capability: `$module` holds `ID`, `TITLE`, `EFFECTS`, `describe()`; the closures
+/// call its `plan` and `apply` with their own param types.
+macro_rules! world_capability {
+    ($name:ident, $module:ident, $target:expr, $approval:expr,
+     plan: |$pc:ident, $pp:ident| $plan:expr,
+     apply: |$ac:ident, $ap:ident, $planned:ident, $execution:ident| $apply:expr) => {
+        struct $name;
+
+        impl Definition for $name {
+            fn id(&self) -> &'static str {
+                $module::ID
+            }
+            fn title(&self) -> &'static str {
+                $module::TITLE
+            }
+            fn describe(&self) -> Describe {
+                $module::describe()
+            }
+            fn effects(&self) -> EffectProfile {
+                $module::EFFECTS
+            }
+            fn target(&self) -> Option<Target> {
+                $target
+            }
+            fn approval(&self) -> ApprovalRule {
+                $approval
+            }
+            fn plan<'a>(
+                &'a self,
+                $pc: &'a mut SqliteConnection,
+                params: &'a Value,
+            ) -> BoxFuture<'a, ApiResult<Planned>> {
+                Box::pin(async move {
+                    let $pp = parse(params)?;
+                    $plan
+                })
+            }
+        }
+
+        impl WorldCapability for $name {
+            fn apply<'a>(
+                &'a self,
+                $ac: &'a mut SqliteConnection,
+                params: &'a Value,
+                $planned: &'a Planned,
+                $execution: Execution<'a>,
+            ) -> BoxFuture<'a, ApiResult<Applied>> {
+                Box::pin(async move {
+                    let $ap = parse(params)?;
+                    $apply
+                })
+            }
+        }
+    };
+}
+
+world_capability!(DocumentsUpload, documents_upload, Some(Target::Project), ApprovalRule::WhenRisky,
+    plan: |conn, p| documents_upload::plan(conn, &p).await,
+    apply: |conn, p, planned, _execution| documents_upload::apply(conn, &p, planned).await);
+
+world_capability!(ProjectsSettingsUpdate, projects_settings, Some(Target::Project), ApprovalRule::Always,
+    plan: |conn, p| projects_settings::plan(conn, &p).await,
+    apply: |conn, p, planned, _execution| projects_settings::apply(conn, &p, planned).await);
+
+world_capability!(MembershipsGrant, memberships_grant, Some(Target::Project), ApprovalRule::Always,
+    plan: |conn, p| memberships_grant::plan(conn, &p).await,
+    apply: |conn, p, planned, execution| memberships_grant::apply(conn, &p, planned, execution).await);
+
+world_capability!(GroupsMembersRemove, groups_members_remove, Some(Target::Group), ApprovalRule::Always,
+    plan: |conn, p| groups_members_remove::plan(conn, &p).await,
+    apply: |conn, p, planned, execution| groups_members_remove::apply(conn, &p, planned, execution).await);
+
+world_capability!(StorageQuotaUpdate, storage_quota, Some(Target::Quota), ApprovalRule::WhenRisky,
+    plan: |conn, p| storage_quota::plan(conn, &p).await,
+    apply: |conn, p, planned, _execution| storage_quota::apply(conn, &p, planned).await);
+
+world_capability!(WalletGuard, wallet_guard, None, ApprovalRule::WhenRisky,
+    plan: |_conn, p| Ok(wallet_guard::plan(&p)),
+    apply: |conn, p, _planned, execution| wallet_guard::apply(conn, &p, execution).await);
+
+/// The demo world's six capabilities, in the order `GET /v1/capabilities` lists them.
+pub fn world_pack() -> Pack {
+    Pack {
+        name: "world",
+        capabilities: vec![
+            Kind::World(Box::new(DocumentsUpload)),
+            Kind::World(Box::new(ProjectsSettingsUpdate)),
+            Kind::World(Box::new(MembershipsGrant)),
+            Kind::World(Box::new(GroupsMembersRemove)),
+            Kind::World(Box::new(StorageQuotaUpdate)),
+            Kind::World(Box::new(WalletGuard)),
+        ],
+    }
+}

@@ -1,0 +1,515 @@
+//! The provider pack: `text.generate`, `speech.synthesize`, `image.generate`, `video.generate`.
+//! Each plan is one external call with the range it can cost; the call is cut at that range's
+//! maximum (`max_tokens`, a fixed input, a prediction canceled at its time budget) and charged
+//! what the provider's usage says within it.
+
+use std::time::Duration;
+
+use countersign_proto::describe::{CostClass, Describe, DryRunMode, Preflight};
+use countersign_proto::plan::{Assumption, Effect, EffectCost, EffectKind, EstimatedCost};
+use countersign_proto::Credits;
+use rust_decimal::prelude::ToPrimitive;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sqlx::SqliteConnection;
+
+use super::prices::{self, capped, down, up, ChatPrice, PredictPrice, SpeechPrice};
+use super::replicate::{self, Modality};
+use super::{openai, Called, PackSettings, Provider, ProviderCall};
+
+use crate::capabilities::{
+    parse, world, ApprovalRule, BoxFuture, Definition, EffectProfile, ExternalCapability, Kind,
+    Pack, Planned, PlannedEffect,
+};
+use crate::error::ApiResult;
+
+const PROFILE: EffectProfile = EffectProfile {
+    kinds: &[EffectKind::ExternalCall],
+    irreversible: false,
+    external: true,
+};
+
+/// The four provider capabilities, approved by a person above `settings.approval_above`.
+pub fn pack(settings: &PackSettings) -> Pack {
+    let rule = ApprovalRule::AboveCost(settings.approval_above);
+    Pack {
+        name: "providers",
+        capabilities: vec![
+            Kind::External(Box::new(TextGenerate(rule))),
+            Kind::External(Box::new(SpeechSynthesize(rule))),
+            Kind::External(Box::new(ImageGenerate(rule))),
+            Kind::External(Box::new(VideoGenerate(rule))),
+        ],
+    }
+}
+
+fn describe(id: &str, title: &str, cost_class: CostClass, schema: Value) -> Describe {
+    world::describe(
+        id,
+        title,
+        schema,
+        DryRunMode::Required,
+        (Preflight::Estimate, cost_class),
+        1,
+    )
+}
+
+/// One call, priced `min`–`max`, with the provider's usage deciding within the range.
+fn one_call(
+    provider: Provider,
+    model: &str,
+    description: String,
+    (min, max): (Credits, Credits),
+) -> Planned {
+    let effect = Effect {
+        id: "eff_1".to_owned(),
+        effect_type: "provider.call".to_owned(),
+        kind: EffectKind::ExternalCall,
+        derived: false,
+        cause: None,
+        resource: format!("providers/{}/models/{model}", provider.name()),
+        description,
+        reversible: true,
+        external: true,
+        changes: vec![],
+        subjects: None,
+        cost: Some(EffectCost {
+            amount: max,
+            currency: "credits".to_owned(),
+        }),
+    };
+    let mut planned = world::nothing(min);
+    planned.estimated_cost = EstimatedCost {
+        amount_min: min,
+        amount_max: max,
+        currency: "credits".to_owned(),
+    };
+    planned.effects = vec![PlannedEffect::new(effect)];
+    if min != max {
+        planned.assumptions.push(Assumption {
+            dependency: provider.name().to_owned(),
+            description: format!(
+                "The provider's usage report decides the charge between {min} and {max} credits."
+            ),
+            execution_can_proceed_without: false,
+        });
+    }
+    planned
+}
+
+fn choose<T: Copy>(models: &[T], name: impl Fn(&T) -> &str, model: &str) -> ApiResult<T> {
+    models
+        .iter()
+        .find(|m| name(m) == model)
+        .copied()
+        .ok_or_else(|| {
+            crate::ApiError::validation("/params/model", format!("No price for model {model}."))
+        })
+}
+
+fn enum_of<T>(models: &[T], name: impl Fn(&T) -> &str) -> Value {
+    json!(models.iter().map(name).collect::<Vec<_>>())
+}
+
+macro_rules! definition {
+    ($name:ident, $id:literal, $title:literal, $class:expr, $schema:expr, $plan:ident) => {
+        impl Definition for $name {
+            fn id(&self) -> &'static str {
+                $id
+            }
+            fn title(&self) -> &'static str {
+                $title
+            }
+            fn describe(&self) -> Describe {
+                describe($id, $title, $class, $schema)
+            }
+            fn effects(&self) -> EffectProfile {
+                PROFILE
+            }
+            fn approval(&self) -> ApprovalRule {
+                self.0
+            }
+            fn plan<'a>(
+                &'a self,
+                _: &'a mut SqliteConnection,
+                params: &'a Value,
+            ) -> BoxFuture<'a, ApiResult<Planned>> {
+                Box::pin(async move { $plan(&parse(params)?) })
+            }
+        }
+    };
+}
+
+// ---- text.generate -------------------------------------------------------------------------
+
+struct TextGenerate(ApprovalRule);
+
+#[derive(Deserialize)]
+struct TextParams {
+    model: String,
+    messages: Vec<Message>,
+    max_tokens: u64,
+    temperature: Option<f64>,
+}
+
+#[derive(Deserialize, serde::Serialize)]
+struct Message {
+    role: String,
+    content: String,
+}
+
+fn text_schema() -> Value {
+    json!({
+        "type": "object", "additionalProperties": false,
+        "required": ["model", "messages", "max_tokens"],
+        "properties": {
+            "model": {"enum": enum_of(&prices::chat_models(), |m| m.model)},
+            "messages": {"type": "array", "minItems": 1, "maxItems": 64, "items": {
+                "type": "object", "additionalProperties": false,
+                "required": ["role", "content"],
+                "properties": {
+                    "role": {"enum": ["system", "user", "assistant"]},
+                    "content": {"type": "string", "minLength": 1, "maxLength": 32000}
+                }}},
+            "max_tokens": {"type": "integer", "minimum": 1, "maximum": 4096},
+            "temperature": {"type": "number", "minimum": 0, "maximum": 2}
+        }
+    })
+}
+
+fn text_price(p: &TextParams) -> ApiResult<ChatPrice> {
+    choose(&prices::chat_models(), |m| m.model, &p.model)
+}
+
+fn text_range(p: &TextParams, price: &ChatPrice) -> (u64, u64, Credits, Credits) {
+    let messages: Vec<(&str, &str)> = p
+        .messages
+        .iter()
+        .map(|m| (m.role.as_str(), m.content.as_str()))
+        .collect();
+    let (low, high) = prices::chat_input_tokens(&messages);
+    (
+        low,
+        high,
+        down(price.cost(low, 0)),
+        up(price.cost(high, p.max_tokens)),
+    )
+}
+
+fn text_plan(p: &TextParams) -> ApiResult<Planned> {
+    let price = text_price(p)?;
+    let (low, high, min, max) = text_range(p, &price);
+    let description = format!(
+        "Send {} message{} (~{low}–{high} tokens) to {} and take at most {} tokens back.",
+        p.messages.len(),
+        if p.messages.len() == 1 { "" } else { "s" },
+        p.model,
+        p.max_tokens
+    );
+    Ok(one_call(
+        Provider::OpenAi,
+        &p.model,
+        description,
+        (min, max),
+    ))
+}
+
+definition!(
+    TextGenerate,
+    "text.generate",
+    "Generate text with a model",
+    CostClass::Metered,
+    text_schema(),
+    text_plan
+);
+
+impl ExternalCapability for TextGenerate {
+    fn call<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, ApiResult<Called>> {
+        Box::pin(async move {
+            let p: TextParams = parse(call.params)?;
+            let price = text_price(&p)?;
+            let mut request = json!({"model": p.model, "messages": p.messages,
+                                     "max_tokens": p.max_tokens});
+            if let Some(t) = p.temperature {
+                request["temperature"] = json!(t);
+            }
+            let outcome = openai::chat(call.providers, &request).await;
+            let charged = match &outcome {
+                Ok(out) => capped(
+                    price.cost(out.usage.input_tokens, out.usage.output_tokens),
+                    call.budget,
+                ),
+                Err(_) => Credits::cents(0),
+            };
+            Ok(Called {
+                provider: Provider::OpenAi.name(),
+                outcome,
+                charged,
+            })
+        })
+    }
+}
+
+// ---- speech.synthesize ---------------------------------------------------------------------
+
+struct SpeechSynthesize(ApprovalRule);
+
+#[derive(Deserialize)]
+struct SpeechParams {
+    model: String,
+    input: String,
+    voice: String,
+    #[serde(default = "wav")]
+    format: String,
+}
+
+fn wav() -> String {
+    "wav".to_owned()
+}
+
+fn speech_schema() -> Value {
+    json!({
+        "type": "object", "additionalProperties": false,
+        "required": ["model", "input", "voice"],
+        "properties": {
+            "model": {"enum": enum_of(&prices::speech_models(), |m| m.model)},
+            "input": {"type": "string", "minLength": 1, "maxLength": 4096},
+            "voice": {"enum": ["alloy", "echo", "fable", "onyx", "nova", "shimmer"]},
+            "format": {"enum": ["wav", "mp3", "opus", "flac", "aac"]}
+        }
+    })
+}
+
+fn speech_price(p: &SpeechParams) -> ApiResult<SpeechPrice> {
+    choose(&prices::speech_models(), |m| m.model, &p.model)
+}
+
+fn speech_plan(p: &SpeechParams) -> ApiResult<Planned> {
+    let price = speech_price(p)?;
+    let characters = p.input.chars().count() as u64;
+    let cost = up(price.cost(characters));
+    let description = format!(
+        "Read {characters} characters aloud with {} ({} voice) as {} audio.",
+        p.model, p.voice, p.format
+    );
+    Ok(one_call(
+        Provider::OpenAi,
+        &p.model,
+        description,
+        (cost, cost),
+    ))
+}
+
+definition!(
+    SpeechSynthesize,
+    "speech.synthesize",
+    "Synthesize speech",
+    CostClass::Metered,
+    speech_schema(),
+    speech_plan
+);
+
+impl ExternalCapability for SpeechSynthesize {
+    fn call<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, ApiResult<Called>> {
+        Box::pin(async move {
+            let p: SpeechParams = parse(call.params)?;
+            let price = speech_price(&p)?;
+            let characters = p.input.chars().count() as u64;
+            let request = json!({"model": p.model, "input": p.input, "voice": p.voice,
+                                 "response_format": p.format});
+            let mut outcome = openai::speech(call.providers, &request).await;
+            let charged = match &mut outcome {
+                Ok(out) => {
+                    out.usage.units.insert("characters".to_owned(), characters);
+                    out.metadata.insert("model".to_owned(), json!(p.model));
+                    capped(price.cost(characters), call.budget)
+                }
+                Err(_) => Credits::cents(0),
+            };
+            Ok(Called {
+                provider: Provider::OpenAi.name(),
+                outcome,
+                charged,
+            })
+        })
+    }
+}
+
+// ---- image.generate and video.generate -----------------------------------------------------
+
+struct ImageGenerate(ApprovalRule);
+struct VideoGenerate(ApprovalRule);
+
+#[derive(Deserialize)]
+struct ImageParams {
+    model: String,
+    prompt: String,
+    #[serde(default = "square")]
+    size: String,
+    #[serde(default = "one")]
+    count: u64,
+}
+
+fn square() -> String {
+    "1024x1024".to_owned()
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[derive(Deserialize)]
+struct VideoParams {
+    model: String,
+    prompt: String,
+    seconds: u64,
+}
+
+fn image_schema() -> Value {
+    json!({
+        "type": "object", "additionalProperties": false,
+        "required": ["model", "prompt"],
+        "properties": {
+            "model": {"enum": enum_of(&prices::image_models(), |m| m.model)},
+            "prompt": {"type": "string", "minLength": 1, "maxLength": 2000},
+            "size": {"enum": ["512x512", "1024x1024"]},
+            "count": {"type": "integer", "minimum": 1, "maximum": 4}
+        }
+    })
+}
+
+fn video_schema() -> Value {
+    json!({
+        "type": "object", "additionalProperties": false,
+        "required": ["model", "prompt", "seconds"],
+        "properties": {
+            "model": {"enum": enum_of(&prices::video_models(), |m| m.model)},
+            "prompt": {"type": "string", "minLength": 1, "maxLength": 2000},
+            "seconds": {"type": "integer", "minimum": 1, "maximum": 10}
+        }
+    })
+}
+
+fn image_price(p: &ImageParams) -> ApiResult<PredictPrice> {
+    choose(&prices::image_models(), |m| m.model, &p.model)
+}
+
+fn video_price(p: &VideoParams) -> ApiResult<PredictPrice> {
+    choose(&prices::video_models(), |m| m.model, &p.model)
+}
+
+fn image_plan(p: &ImageParams) -> ApiResult<Planned> {
+    let price = image_price(p)?;
+    let (min, max, seconds) = price.range(p.count);
+    let description = format!(
+        "Generate {} {} image{} with {}, at most {seconds} s of prediction.",
+        p.count,
+        p.size,
+        if p.count == 1 { "" } else { "s" },
+        p.model
+    );
+    Ok(one_call(
+        Provider::Replicate,
+        &p.model,
+        description,
+        (min, max),
+    ))
+}
+
+fn video_plan(p: &VideoParams) -> ApiResult<Planned> {
+    let price = video_price(p)?;
+    let (min, max, seconds) = price.range(p.seconds);
+    let description = format!(
+        "Generate a {}-second video with {}, at most {seconds} s of prediction.",
+        p.seconds, p.model
+    );
+    Ok(one_call(
+        Provider::Replicate,
+        &p.model,
+        description,
+        (min, max),
+    ))
+}
+
+definition!(
+    ImageGenerate,
+    "image.generate",
+    "Generate images",
+    CostClass::ExternalPassthrough,
+    image_schema(),
+    image_plan
+);
+definition!(
+    VideoGenerate,
+    "video.generate",
+    "Generate a video",
+    CostClass::ExternalPassthrough,
+    video_schema(),
+    video_plan
+);
+
+/// A prediction charged by its billed time, within the budget; a prediction canceled at its
+/// budget was billed up to it.
+async fn predict(
+    call: ProviderCall<'_>,
+    price: PredictPrice,
+    input: Value,
+    modality: Modality,
+    units: u64,
+) -> ApiResult<Called> {
+    let (_, _, seconds) = price.range(units);
+    let longest = Duration::from_secs_f64(seconds.to_f64().unwrap_or(0.0));
+    let finished = replicate::predict(call.providers, price.model, &input, modality, longest).await;
+    let name = Provider::Replicate.name();
+    Ok(match finished {
+        Ok(f) => {
+            let charged = if f.cut_off {
+                call.budget
+            } else {
+                capped(price.cost_of_ms(f.predict_ms), call.budget)
+            };
+            let outcome = f.outcome.map(|mut out| {
+                out.usage
+                    .units
+                    .insert("predict_ms".to_owned(), f.predict_ms);
+                let (unit, n) = match modality {
+                    Modality::Images => ("images", out.images.len()),
+                    Modality::Videos => ("videos", out.videos.len()),
+                };
+                out.usage.units.insert(unit.to_owned(), n as u64);
+                out
+            });
+            Called {
+                provider: name,
+                outcome,
+                charged,
+            }
+        }
+        Err(e) => Called::failed(name, e, Credits::cents(0)),
+    })
+}
+
+impl ExternalCapability for ImageGenerate {
+    fn call<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, ApiResult<Called>> {
+        Box::pin(async move {
+            let p: ImageParams = parse(call.params)?;
+            let price = image_price(&p)?;
+            let (width, height) = p.size.split_once('x').unwrap_or(("1024", "1024"));
+            let input = json!({"prompt": p.prompt, "num_outputs": p.count,
+                               "width": width.parse::<u32>().unwrap_or(1024),
+                               "height": height.parse::<u32>().unwrap_or(1024)});
+            predict(call, price, input, Modality::Images, p.count).await
+        })
+    }
+}
+
+impl ExternalCapability for VideoGenerate {
+    fn call<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, ApiResult<Called>> {
+        Box::pin(async move {
+            let p: VideoParams = parse(call.params)?;
+            let price = video_price(&p)?;
+            let input = json!({"prompt": p.prompt, "duration": p.seconds});
+            predict(call, price, input, Modality::Videos, p.seconds).await
+        })
+    }
+}
