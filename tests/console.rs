@@ -1,6 +1,7 @@
 //! The console on the real desktop binary (tauri-driver + WebKitWebDriver under Xvfb), each test
 //! against a real gateway: two approvers in two app instances, stale and refresh, the native
-//! confirmation, batch approval and a 100,000-subject list. Screenshots of each screen, light
+//! confirmation, batch approval, a 100,000-subject list, and a model provider's call from its
+//! cost range to what it was charged. Screenshots of each screen, light
 //! and dark, go to target/screenshots. Run under `tests/with-keyring.sh` (as `make test` does).
 
 mod app;
@@ -255,4 +256,62 @@ async fn the_subjects_of_a_100000_subject_plan_scroll_to_the_last() -> anyhow::R
     assert!(shown.contains(&last), "{shown}");
     app.shoot("subjects").await?;
     Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_call_is_approved_at_its_range_and_shows_what_it_cost() -> anyhow::Result<()> {
+    let _one = serial().await;
+    let gateway = TestGateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let params = json!({"model": "gpt-4o", "max_tokens": 2048, "messages": [
+        {"role": "user", "content": "Draft the release notes for this week's console changes."}]});
+    let plan = preview(&agent, "text.generate", params).await?;
+    let estimated = agent.plan(&plan).await?["plan"]["estimated_cost"].clone();
+    let (min, max) = (
+        estimated["amount_min"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        estimated["amount_max"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    );
+    assert_ne!(min, max, "a range: the usage decides within it");
+    let code = gateway.invite("Dana").await?;
+    let app = App::start(Launch::new(&gateway.url, &code)).await?;
+    app.open(&plan).await?;
+    let cost = app.text("[data-testid='pane-cost']").await?;
+    assert!(cost.contains(&min) && cost.contains(&max), "{cost}");
+    assert_eq!(gateway.providers.requests(), 0, "reviewing costs nothing");
+    app.click("[data-testid='approve']").await?;
+    answer_if_asked(
+        &app,
+        "[data-testid='decision-state'][data-state='answered']",
+    )
+    .await?;
+    eventually("the approval", || async {
+        Ok(status(&agent, &plan).await? == "approved")
+    })
+    .await?;
+
+    let executed = agent.invoke("text.generate", &plan).await?;
+    assert_eq!(executed.status, 200, "{}", executed.body);
+    let charged = executed.body["usage"]["credits"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    app.click("[data-testid='nav-history']").await?;
+    app.click("[data-testid='history-row'] button.link").await?;
+    eventually("the provider's answer in the window", || async {
+        Ok(app.count("[data-testid='execution-content']").await? == 1)
+    })
+    .await?;
+    let content = app.text("[data-testid='execution-content']").await?;
+    assert!(content.starts_with("Demo answer from gpt-4o"), "{content}");
+    let shown = app.text("[data-testid='execution-cost']").await?;
+    assert!(shown.contains(&format!("{charged} credits")), "{shown}");
+    assert!(shown.contains(&format!("{min}–{max} credits")), "{shown}");
+    assert!(shown.contains("output tokens"), "{shown}");
+    app.shoot("provider-execution").await
 }

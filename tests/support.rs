@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_gateway::capabilities::world;
+use countersign_gateway::demo::providers::LocalProviders;
 use countersign_gateway::{accounts, app, demo, AppState, Store};
 use countersign_proto::dsse::{encode_public_key, Envelope};
 use ed25519_dalek::SigningKey;
@@ -21,6 +22,8 @@ pub struct TestGateway {
     /// The store's URL, for a second process on the same database.
     pub database: String,
     pub state: Arc<AppState>,
+    /// The model provider its provider capabilities call.
+    pub providers: LocalProviders,
     _dir: TempDir,
 }
 
@@ -30,7 +33,14 @@ impl TestGateway {
         let database = format!("sqlite://{}", dir.path().join("gateway.db").display());
         let store = Store::open(&database).await?;
         demo::seed(&store).await?;
-        let state = AppState::new(store, "Test gateway").await?;
+        let providers = LocalProviders::start().await?;
+        let state = AppState::with_providers(
+            store,
+            "Test gateway",
+            Default::default(),
+            providers.providers(),
+        )
+        .await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         let router = app(state.clone());
@@ -39,6 +49,7 @@ impl TestGateway {
             url,
             database,
             state,
+            providers,
             _dir: dir,
         })
     }

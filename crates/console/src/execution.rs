@@ -59,8 +59,12 @@ pub struct DeliveryIssue {
     pub reason: String,
 }
 
+/// `None` when the execution queued no email: the gateway reports empty counts then.
 fn deliveries(value: &Value) -> Option<DeliveriesView> {
-    let counts = value.get("counts")?.as_object()?;
+    let counts = value
+        .get("counts")?
+        .as_object()
+        .filter(|c| c.values().any(|n| n.as_u64() > Some(0)))?;
     let count = |state: &str| counts.get(state).and_then(Value::as_u64).unwrap_or(0);
     let attention = value
         .get("attention")
@@ -353,6 +357,7 @@ mod tests {
     fn a_provider_execution_shows_estimate_charge_usage_and_media() {
         let record = json!({
             "executed_at": "2026-12-01T10:00:00Z", "charged": {"amount": "0.31", "currency": "credits"},
+            "deliveries": {"counts": {}, "attention": []},
             "estimated": {"amount_min": "0.02", "amount_max": "2.07", "currency": "credits"},
             "result": {"success": true, "content": "Hello", "provider": "openai",
                        "usage": {"input_tokens": 40, "output_tokens": 300, "credits": "0.31",
@@ -379,6 +384,7 @@ mod tests {
             Some("data:audio/wav;base64,UklGRg==")
         );
         assert_eq!(view.error, None);
+        assert_eq!(view.deliveries, None, "no emails, no email section");
 
         let failed = json!({"in_flight": false, "charged": {"amount": "0.00"},
             "result": {"success": false, "provider": "openai", "metadata": {"trace_id": "trc_1"},

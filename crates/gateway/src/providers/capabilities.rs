@@ -15,7 +15,7 @@ use sqlx::SqliteConnection;
 
 use super::prices::{self, capped, down, up, ChatPrice, PredictPrice, SpeechPrice};
 use super::replicate::{self, Modality};
-use super::{openai, Called, PackSettings, Provider, ProviderCall};
+use super::{openai, Called, Output, PackSettings, Provider, ProviderCall};
 
 use crate::capabilities::{
     parse, world, ApprovalRule, BoxFuture, Definition, EffectProfile, ExternalCapability, Kind,
@@ -63,7 +63,7 @@ fn one_call(
 ) -> Planned {
     let effect = Effect {
         id: "eff_1".to_owned(),
-        effect_type: "provider.call".to_owned(),
+        effect_type: "provider_call".to_owned(),
         kind: EffectKind::ExternalCall,
         derived: false,
         cause: None,
@@ -138,6 +138,23 @@ macro_rules! definition {
             }
         }
     };
+}
+
+/// An OpenAI call's end: a success is charged as `charge` says (and may note its units); a
+/// failed call costs nothing, as the provider bills none.
+fn openai_called(
+    mut outcome: ApiResult<Output>,
+    charge: impl FnOnce(&mut Output) -> Credits,
+) -> Called {
+    let charged = match &mut outcome {
+        Ok(out) => charge(out),
+        Err(_) => Credits::cents(0),
+    };
+    Called {
+        provider: Provider::OpenAi.name(),
+        outcome,
+        charged,
+    }
 }
 
 // ---- text.generate -------------------------------------------------------------------------
@@ -234,18 +251,12 @@ impl ExternalCapability for TextGenerate {
                 request["temperature"] = json!(t);
             }
             let outcome = openai::chat(call.providers, &request).await;
-            let charged = match &outcome {
-                Ok(out) => capped(
+            Ok(openai_called(outcome, |out| {
+                capped(
                     price.cost(out.usage.input_tokens, out.usage.output_tokens),
                     call.budget,
-                ),
-                Err(_) => Credits::cents(0),
-            };
-            Ok(Called {
-                provider: Provider::OpenAi.name(),
-                outcome,
-                charged,
-            })
+                )
+            }))
         })
     }
 }
@@ -317,20 +328,12 @@ impl ExternalCapability for SpeechSynthesize {
             let characters = p.input.chars().count() as u64;
             let request = json!({"model": p.model, "input": p.input, "voice": p.voice,
                                  "response_format": p.format});
-            let mut outcome = openai::speech(call.providers, &request).await;
-            let charged = match &mut outcome {
-                Ok(out) => {
-                    out.usage.units.insert("characters".to_owned(), characters);
-                    out.metadata.insert("model".to_owned(), json!(p.model));
-                    capped(price.cost(characters), call.budget)
-                }
-                Err(_) => Credits::cents(0),
-            };
-            Ok(Called {
-                provider: Provider::OpenAi.name(),
-                outcome,
-                charged,
-            })
+            let outcome = openai::speech(call.providers, &request).await;
+            Ok(openai_called(outcome, |out| {
+                out.usage.units.insert("characters".to_owned(), characters);
+                out.metadata.insert("model".to_owned(), json!(p.model));
+                capped(price.cost(characters), call.budget)
+            }))
         })
     }
 }

@@ -16,14 +16,23 @@ const OPENAI: Provider = Provider::OpenAi;
 /// The largest audio answer kept: it travels inside the envelope, base64-encoded.
 pub const AUDIO_LIMIT: usize = 8 * 1024 * 1024;
 
-/// Sends a chat completion request and normalizes its answer.
-pub async fn chat(providers: &Providers, request: &Value) -> Result<Output, ApiError> {
-    let response = http::send(providers, OPENAI, Repeat::Unsafe, |client, endpoint| {
+/// Paid work: sent again only when the provider says nothing was done.
+async fn post(
+    providers: &Providers,
+    path: &str,
+    request: &Value,
+) -> Result<reqwest::Response, ApiError> {
+    http::send(providers, OPENAI, Repeat::Unsafe, |client, endpoint| {
         client
-            .post(format!("{}/v1/chat/completions", endpoint.base_url))
+            .post(format!("{}{path}", endpoint.base_url))
             .json(request)
     })
-    .await?;
+    .await
+}
+
+/// Sends a chat completion request and normalizes its answer.
+pub async fn chat(providers: &Providers, request: &Value) -> Result<Output, ApiError> {
+    let response = post(providers, "/v1/chat/completions", request).await?;
     let status = response.status();
     if !status.is_success() {
         let body = http::body(OPENAI, response, http::JSON_LIMIT).await?;
@@ -34,12 +43,7 @@ pub async fn chat(providers: &Providers, request: &Value) -> Result<Output, ApiE
 
 /// Sends a speech request; the answer is the audio itself.
 pub async fn speech(providers: &Providers, request: &Value) -> Result<Output, ApiError> {
-    let response = http::send(providers, OPENAI, Repeat::Unsafe, |client, endpoint| {
-        client
-            .post(format!("{}/v1/audio/speech", endpoint.base_url))
-            .json(request)
-    })
-    .await?;
+    let response = post(providers, "/v1/audio/speech", request).await?;
     let status = response.status();
     let content_type = response
         .headers()
