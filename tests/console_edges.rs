@@ -1,6 +1,7 @@
 //! The console at its edges, on the real desktop binary against a real gateway: a rejection and
-//! the history it leaves, a string an agent wrote, a gateway that goes away and comes back, and
-//! the desktop notification a new risky plan sends over the session bus.
+//! the history it leaves, a string an agent wrote, a provider's outputs (audio inline, remote
+//! images as addresses), a gateway that goes away and comes back, and the desktop notification a
+//! new risky plan sends over the session bus.
 //! Run under `tests/with-keyring.sh` and `tests/with-display.sh` (as `make test` does).
 
 mod app;
@@ -99,6 +100,65 @@ async fn a_string_an_agent_wrote_shows_as_text() -> anyhow::Result<()> {
         app.client.get_alert_text().await.is_err(),
         "no script of the agent's ran"
     );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn synthesized_speech_plays_inline_and_remote_images_stay_addresses() -> anyhow::Result<()> {
+    let _one = serial().await;
+    let gateway = TestGateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    // Cheap enough to need no approval: the agent executes them, the approver opens the links.
+    let speech = preview(
+        &agent,
+        "speech.synthesize",
+        json!({"model": "tts-1", "input": "Your plan was approved.", "voice": "nova"}),
+    )
+    .await?;
+    let image = preview(
+        &agent,
+        "image.generate",
+        json!({"model": "black-forest-labs/flux-schnell", "prompt": "Two owls", "count": 2}),
+    )
+    .await?;
+    for (capability, plan) in [("speech.synthesize", &speech), ("image.generate", &image)] {
+        let executed = agent.invoke(capability, plan).await?;
+        assert_eq!(executed.status, 200, "{}", executed.body);
+    }
+    let code = gateway.invite("Dana").await?;
+    let mut launch = Launch::new(&gateway.url, &code);
+    launch.args = vec![format!("countersign://plan/{speech}")];
+    let app = App::start(launch).await?;
+    app.find("[data-testid='media-audio']").await?;
+    // The window's content security policy must let a data: URL play: reload the element and
+    // listen for a violation while it loads.
+    let script = "const [done] = arguments;
+        const audio = document.querySelector(\"[data-testid='media-audio']\");
+        let violated = null;
+        document.addEventListener('securitypolicyviolation', e => { violated = e.violatedDirective; });
+        const finish = (loaded) => setTimeout(() => done({loaded, violated}), 300);
+        audio.addEventListener('loadedmetadata', () => finish(true));
+        audio.addEventListener('error', () => finish(false));
+        audio.load();
+        setTimeout(() => done({loaded: null, violated}), 5000);";
+    let loaded = app.client.execute_async(script, vec![]).await?;
+    assert_eq!(loaded["violated"], json!(null), "{loaded}");
+    app.shoot("provider-speech").await?;
+
+    let lee = gateway.invite("Lee").await?;
+    let mut launch = Launch::new(&gateway.url, &lee);
+    launch.args = vec![format!("countersign://plan/{image}")];
+    launch.own_keyring = true;
+    let second = App::start(launch).await?;
+    second.find("[data-testid='media-link']").await?;
+    let links = second.text("[data-testid='execution-media']").await?;
+    assert!(
+        links.contains(&format!("{}/files/", gateway.providers.url)),
+        "{links}"
+    );
+    let remote =
+        "return document.querySelectorAll('img[src^=\"http\"], a[href^=\"http\"]').length;";
+    assert_eq!(second.client.execute(remote, vec![]).await?, json!(0));
     Ok(())
 }
 

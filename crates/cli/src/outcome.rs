@@ -10,10 +10,10 @@ use crate::render::{clean, Style};
 
 pub fn execution(style: &Style, view: &ExecutionView) -> String {
     let mut out = String::new();
-    let state = match (&view.error, view.in_flight) {
+    let state = match (view.success, view.in_flight) {
         (_, true) => style.yellow("in flight"),
-        (Some(_), false) => style.red("failed"),
-        (None, false) => style.green("succeeded"),
+        (false, false) => style.red("failed"),
+        (true, false) => style.green("succeeded"),
     };
     let _ = writeln!(out, "Execution: {state} · {}", clean(&view.provider));
     match &view.error {

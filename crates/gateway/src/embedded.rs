@@ -52,6 +52,9 @@ impl Embedded {
     ) -> anyhow::Result<Embedded> {
         let store = Store::open(database_url).await?;
         demo::seed(&store).await?;
+        crate::recover_interrupted(&store)
+            .await
+            .map_err(|e| anyhow::anyhow!("in-flight provider calls: {}", e.message))?;
         let local_providers = LocalProviders::start().await?;
         let state = AppState::with_providers(
             store,

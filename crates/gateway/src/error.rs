@@ -23,6 +23,9 @@ pub struct ApiError {
     pub details: Value,
     /// The model provider whose failure this reports; `None` is the gateway itself ("system").
     pub provider: Option<&'static str>,
+    /// Whether this very request may succeed later, where the code alone would say otherwise
+    /// (a provider's rate limit on a plan the failed call used up).
+    pub retryable: Option<bool>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -34,6 +37,7 @@ impl ApiError {
             message: message.into(),
             details: Value::Object(Default::default()),
             provider: None,
+            retryable: None,
         }
     }
 
@@ -156,6 +160,9 @@ pub async fn trace(mut request: Request, next: Next) -> Response {
         let mut body = ErrorEnvelope::new(error.code, error.message, error.details, &trace_id);
         if let Some(provider) = error.provider {
             body = body.from_provider(provider);
+        }
+        if let Some(retryable) = error.retryable {
+            body.error.retryable = retryable;
         }
         response = (status, axum::Json(body)).into_response();
         if let Some(value) = retry_after {

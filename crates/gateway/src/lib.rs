@@ -40,6 +40,7 @@ use axum::Router;
 
 pub use error::{ApiError, ApiResult};
 pub use limits::Limits;
+pub use routes::external::recover_interrupted;
 pub use store::Store;
 pub use throttle::Throttle;
 

@@ -13,7 +13,7 @@ use countersign_gateway::scopes::Scope;
 use countersign_gateway::sim::AgentSim;
 use countersign_gateway::throttle::Peer;
 use countersign_gateway::{
-    accounts, app, demo, mail, mcp, revocation, tls, AppState, Limits, Store,
+    accounts, app, demo, mail, mcp, recover_interrupted, revocation, tls, AppState, Limits, Store,
 };
 use countersign_proto::Credits;
 use tracing_subscriber::EnvFilter;
@@ -264,6 +264,15 @@ async fn main() -> anyhow::Result<()> {
                 Some(local) => local.providers(),
                 None => providers.providers()?,
             };
+            let interrupted = recover_interrupted(&store)
+                .await
+                .map_err(|e| anyhow::anyhow!("in-flight provider calls: {}", e.message))?;
+            if interrupted > 0 {
+                tracing::warn!(
+                    interrupted,
+                    "provider calls in flight at the last stop are failed"
+                );
+            }
             let state = AppState::with_providers(store, &name, limits.limits(), providers).await?;
             match relay {
                 Some(relay) => mail::spawn(&state, relay),

@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use countersign_gateway::providers::replicate::{self, Modality};
-use countersign_gateway::providers::{openai, Endpoint, Output, Providers, Secret};
+use countersign_gateway::providers::{openai, Endpoint, Failure, Output, Providers, Secret, Spent};
 use countersign_gateway::ApiError;
 use countersign_proto::ErrorCode;
 use serde_json::{json, Value};
@@ -102,7 +102,7 @@ fn chat_request() -> Value {
            "messages": [{"role": "user", "content": "How tall is the Eiffel Tower?"}]})
 }
 
-async fn chat(answers: Vec<Answer>) -> (Result<Output, ApiError>, Scripted) {
+async fn chat(answers: Vec<Answer>) -> (Result<Output, Failure>, Scripted) {
     let server = scripted(answers).await;
     (
         openai::chat(&server.providers, &chat_request()).await,
@@ -110,9 +110,13 @@ async fn chat(answers: Vec<Answer>) -> (Result<Output, ApiError>, Scripted) {
     )
 }
 
-fn code(result: Result<impl std::fmt::Debug, ApiError>) -> (ErrorCode, ApiError) {
-    let error = result.expect_err("an error");
-    (error.code, error)
+fn code(result: Result<impl std::fmt::Debug, Failure>) -> (ErrorCode, ApiError) {
+    let failure = result.expect_err("an error");
+    (failure.error.code, failure.error)
+}
+
+fn spent(result: Result<impl std::fmt::Debug, Failure>) -> Spent {
+    result.expect_err("an error").spent
 }
 
 #[tokio::test]
@@ -167,6 +171,17 @@ async fn refusals_and_filters_are_refused_not_successes() {
         (c, e.details["reason"].clone()),
         (ErrorCode::ProviderRefused, json!("content_filter"))
     );
+    let (filtered, _) = chat(vec![json_answer(200, "openai/chat_content_filter.json")]).await;
+    let usage = &parsed("openai/chat_content_filter.json")["usage"];
+    let billed = Spent::Tokens {
+        input: usage["prompt_tokens"].as_u64().unwrap(),
+        output: usage["completion_tokens"].as_u64().unwrap(),
+    };
+    assert_eq!(
+        spent(filtered),
+        billed,
+        "a filtered answer's tokens are billed"
+    );
     let (refused, _) = chat(vec![json_answer(200, "openai/chat_refusal.json")]).await;
     let (c, e) = code(refused);
     assert_eq!(c, ErrorCode::ProviderRefused);
@@ -183,6 +198,18 @@ async fn refusals_and_filters_are_refused_not_successes() {
 #[tokio::test]
 async fn a_body_without_choices_is_a_bad_response() {
     let (output, _) = chat(vec![json_answer(200, "openai/chat_malformed.json")]).await;
+    let answered = chat(vec![json_answer(200, "openai/chat_malformed.json")])
+        .await
+        .0;
+    let usage = &parsed("openai/chat_malformed.json")["usage"];
+    assert_eq!(
+        spent(answered),
+        Spent::Tokens {
+            input: usage["prompt_tokens"].as_u64().unwrap(),
+            output: usage["completion_tokens"].as_u64().unwrap()
+        },
+        "the usage it reports is what was billed"
+    );
     let (c, e) = code(output);
     assert_eq!(
         (c, e.code.http_status()),
@@ -195,13 +222,21 @@ async fn a_body_without_choices_is_a_bad_response() {
         delay: Duration::ZERO,
     };
     let (output, _) = chat(vec![garbage]).await;
-    assert_eq!(code(output).0, ErrorCode::ProviderBadResponse);
+    let failure = output.unwrap_err();
+    assert_eq!(failure.error.code, ErrorCode::ProviderBadResponse);
+    assert_eq!(
+        failure.spent,
+        Spent::Unknown,
+        "a 200 that makes no sense may have been billed"
+    );
 }
 
 #[tokio::test]
 async fn a_rate_limit_is_tried_again_a_bounded_number_of_times() {
     let (output, server) = chat(vec![json_answer(429, "openai/error_rate_limit.json")]).await;
-    let (c, e) = code(output);
+    let failure = output.unwrap_err();
+    assert_eq!(failure.spent, Spent::Nothing);
+    let (c, e) = (failure.error.code, failure.error);
     assert_eq!(c, ErrorCode::ProviderRateLimited);
     assert!(c.retryable());
     assert_eq!(e.details["provider_code"], "rate_limit_exceeded");
@@ -253,7 +288,9 @@ async fn a_provider_that_does_not_answer_in_time_is_a_timeout() {
     let mut slow = json_answer(200, "openai/chat_success.json");
     slow.delay = Duration::from_secs(2);
     let (output, server) = chat(vec![slow]).await;
-    let (c, e) = code(output);
+    let failure = output.unwrap_err();
+    assert_eq!(failure.spent, Spent::Unknown, "it may have been processed");
+    let (c, e) = (failure.error.code, failure.error);
     assert_eq!((c, c.http_status()), (ErrorCode::ProviderTimeout, 504));
     assert_eq!(e.provider, Some("openai"));
     assert_eq!(
@@ -313,10 +350,7 @@ async fn speech_is_audio_as_a_file_and_its_errors_are_the_contract() {
     assert_eq!(c, ErrorCode::ProviderBadResponse, "JSON is not audio");
 }
 
-async fn predict(
-    answers: Vec<Answer>,
-    modality: Modality,
-) -> (Result<replicate::Finished, ApiError>, Scripted) {
+async fn predict(answers: Vec<Answer>, modality: Modality) -> (Result<Output, Failure>, Scripted) {
     let server = scripted(answers).await;
     let input = json!({"prompt": "An astronaut riding a horse"});
     let finished = replicate::predict(
@@ -332,7 +366,7 @@ async fn predict(
 
 #[tokio::test]
 async fn a_prediction_is_polled_to_its_images() {
-    let (finished, server) = predict(
+    let (output, server) = predict(
         vec![
             json_answer(201, "replicate/create_starting.json"),
             json_answer(200, "replicate/get_processing.json"),
@@ -341,14 +375,13 @@ async fn a_prediction_is_polled_to_its_images() {
         Modality::Images,
     )
     .await;
-    let finished = finished.unwrap();
+    let output = output.unwrap();
     let answer = parsed("replicate/get_succeeded_image.json");
-    let output = finished.outcome.unwrap();
     assert_eq!(output.images.len(), 2);
     assert_eq!(output.images[0]["url"], answer["output"][0]);
     assert_eq!(output.images[0]["mime_type"], "image/png");
     assert!(output.videos.is_empty() && output.files.is_empty());
-    assert_eq!(finished.predict_ms, 4478);
+    assert_eq!(output.usage.units["predict_ms"], 4478);
     assert_eq!(output.metadata["prediction_id"], answer["id"]);
     let id = answer["id"].as_str().unwrap();
     let seen = server.seen.lock().unwrap().clone();
@@ -364,7 +397,7 @@ async fn a_prediction_is_polled_to_its_images() {
 
 #[tokio::test]
 async fn a_video_output_is_one_url_in_videos() {
-    let (finished, _) = predict(
+    let (output, _) = predict(
         vec![
             json_answer(201, "replicate/create_starting.json"),
             json_answer(200, "replicate/get_succeeded_video.json"),
@@ -372,14 +405,14 @@ async fn a_video_output_is_one_url_in_videos() {
         Modality::Videos,
     )
     .await;
-    let output = finished.unwrap().outcome.unwrap();
+    let output = output.unwrap();
     assert_eq!(output.videos.len(), 1);
     assert_eq!(output.videos[0]["mime_type"], "video/mp4");
     assert!(output.images.is_empty());
 }
 
 #[tokio::test]
-async fn failed_canceled_and_malformed_predictions_are_the_contract() {
+async fn failed_and_canceled_predictions_are_the_contract_and_bill_their_time() {
     for (name, expected) in [
         ("replicate/get_failed.json", ErrorCode::ProviderRefused),
         (
@@ -387,7 +420,7 @@ async fn failed_canceled_and_malformed_predictions_are_the_contract() {
             ErrorCode::ProviderUnavailable,
         ),
     ] {
-        let (finished, _) = predict(
+        let (ended, _) = predict(
             vec![
                 json_answer(201, "replicate/create_starting.json"),
                 json_answer(200, name),
@@ -395,23 +428,44 @@ async fn failed_canceled_and_malformed_predictions_are_the_contract() {
             Modality::Images,
         )
         .await;
-        let (c, _) = code(finished.unwrap().outcome);
-        assert_eq!(c, expected, "{name}");
+        let failure = ended.unwrap_err();
+        assert_eq!(failure.error.code, expected, "{name}");
+        let billed = parsed(name)["metrics"]["predict_time"].as_f64();
+        let expected_spent = billed.map_or(Spent::Unknown, |s| {
+            Spent::PredictMs((s * 1000.0).round() as u64)
+        });
+        assert_eq!(failure.spent, expected_spent, "{name}");
     }
-    let (finished, _) = predict(
-        vec![
-            json_answer(201, "replicate/create_starting.json"),
-            json_answer(200, "replicate/get_malformed.json"),
-        ],
-        Modality::Images,
-    )
-    .await;
-    assert_eq!(code(finished).0, ErrorCode::ProviderBadResponse);
+}
+
+#[tokio::test]
+async fn a_prediction_the_gateway_cannot_follow_is_canceled_and_its_cost_unknown() {
+    let id = parsed("replicate/create_starting.json")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for broken in [
+        json_answer(200, "replicate/get_malformed.json"),
+        json_answer(401, "replicate/error_auth.json"),
+    ] {
+        let (ended, server) = predict(
+            vec![json_answer(201, "replicate/create_starting.json"), broken],
+            Modality::Images,
+        )
+        .await;
+        assert_eq!(spent(ended), Spent::Unknown);
+        let seen = server.seen.lock().unwrap().clone();
+        assert_eq!(
+            seen.last().unwrap(),
+            &format!("POST /v1/predictions/{id}/cancel Bearer sk-test-key"),
+            "not left running"
+        );
+    }
 }
 
 #[tokio::test]
 async fn unknown_prediction_keys_survive_under_metadata() {
-    let (finished, _) = predict(
+    let (output, _) = predict(
         vec![
             json_answer(201, "replicate/create_starting.json"),
             json_answer(200, "replicate/get_unknown_keys.json"),
@@ -419,7 +473,7 @@ async fn unknown_prediction_keys_survive_under_metadata() {
         Modality::Images,
     )
     .await;
-    let output = finished.unwrap().outcome.unwrap();
+    let output = output.unwrap();
     let answer = parsed("replicate/get_unknown_keys.json");
     for key in [
         "source",
@@ -459,15 +513,19 @@ async fn prediction_errors_map_by_status_and_polls_survive_a_server_error() {
             ErrorCode::ProviderMisconfigured,
         ),
     ] {
-        let (finished, _) = predict(vec![json_answer(status, name)], Modality::Images).await;
-        let (c, e) = code(finished);
-        assert_eq!(c, expected, "{name}");
+        let (ended, _) = predict(vec![json_answer(status, name)], Modality::Images).await;
+        let failure = ended.unwrap_err();
+        assert_eq!(failure.error.code, expected, "{name}");
+        assert_eq!(failure.spent, Spent::Nothing, "{name}: refused at creation");
         if status == 422 {
-            assert_eq!(e.details["invalid_fields"], parsed(name)["invalid_fields"]);
+            assert_eq!(
+                failure.error.details["invalid_fields"],
+                parsed(name)["invalid_fields"]
+            );
         }
     }
     // Reading a prediction again is safe, so a 502 while polling is tried again.
-    let (finished, _) = predict(
+    let (ended, _) = predict(
         vec![
             json_answer(201, "replicate/create_starting.json"),
             json_answer(502, "openai/error_server.json"),
@@ -476,5 +534,5 @@ async fn prediction_errors_map_by_status_and_polls_survive_a_server_error() {
         Modality::Images,
     )
     .await;
-    assert!(finished.unwrap().outcome.is_ok());
+    assert!(ended.is_ok());
 }

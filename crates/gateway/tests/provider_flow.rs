@@ -218,7 +218,7 @@ async fn images_and_videos_come_back_as_urls_charged_by_prediction_time() {
 }
 
 #[tokio::test]
-async fn a_provider_failure_is_the_error_contract_and_costs_nothing() {
+async fn a_call_the_provider_certainly_did_not_do_leaves_the_plan_to_run_again() {
     let (gw, local) = gateway().await;
     let params = json!({"model": "gpt-4o-mini", "max_tokens": 64, "messages": [
         {"role": "user", "content": "Please [[rate-limit]] me."}]});
@@ -226,7 +226,10 @@ async fn a_provider_failure_is_the_error_contract_and_costs_nothing() {
     let reply = gw.execute(&plan).await;
     assert_error(&reply, "provider_rate_limited", 429);
     assert_eq!(reply.body["provider"], "openai");
-    assert_eq!(reply.body["error"]["retryable"], true);
+    assert_eq!(
+        reply.body["error"]["retryable"], true,
+        "the same invoke may succeed later"
+    );
     assert_eq!(reply.body["error"]["details"]["charged"]["amount"], "0.00");
     assert_eq!(
         local.requests(),
@@ -239,18 +242,39 @@ async fn a_provider_failure_is_the_error_contract_and_costs_nothing() {
         "the reservation went back"
     );
     let record = status(&gw, &plan).await;
-    assert_eq!(record["status"], "failed");
-    assert_eq!(
-        record["execution"]["result"]["error"]["code"],
-        "provider_rate_limited"
-    );
+    assert_eq!(record["status"], "approved");
+    assert_eq!(record["execution"], Value::Null);
 
+    // Without an endpoint the call is refused before anything is reserved or used up.
+    let unconfigured = Gateway::new().await;
+    let plan = unconfigured
+        .approved("text.generate", text_params(2048))
+        .await;
+    let reply = unconfigured.execute(&plan).await;
+    assert_error(&reply, "provider_misconfigured", 502);
+    assert_eq!(status(&unconfigured, &plan).await["status"], "approved");
+    assert_eq!(spent(&unconfigured, &plan).await, Decimal::ZERO);
+}
+
+#[tokio::test]
+async fn a_refused_answer_bills_its_tokens_and_uses_the_plan_up() {
+    let (gw, _local) = gateway().await;
     let filtered = json!({"model": "gpt-4o-mini", "max_tokens": 64, "messages": [
         {"role": "user", "content": "[[content-filter]]"}]});
     let plan = gw.preview("text.generate", filtered).await;
     let reply = gw.execute(&plan).await;
     assert_error(&reply, "provider_refused", 422);
     assert_eq!(reply.body["error"]["retryable"], false);
+    // Its prompt's tokens at 0.015 credits per 1,000, rounded up to a hundredth.
+    assert_eq!(reply.body["error"]["details"]["charged"]["amount"], "0.01");
+    assert_eq!(spent(&gw, &plan).await, Decimal::new(1, 2));
+    let record = status(&gw, &plan).await;
+    assert_eq!(record["status"], "failed");
+    assert_eq!(
+        record["execution"]["result"]["error"]["code"],
+        "provider_refused"
+    );
+    assert_error(&gw.execute(&plan).await, "plan_not_pending", 409);
 }
 
 #[tokio::test]
@@ -298,4 +322,44 @@ async fn a_call_in_flight_when_the_gateway_stopped_is_recorded_as_failed() {
     assert_eq!(state, "failed");
     assert_eq!(execution["in_flight"], false);
     assert_eq!(execution["result"]["error"]["code"], "provider_unavailable");
+}
+
+#[tokio::test]
+async fn an_idempotency_key_is_held_while_the_call_is_in_flight() {
+    let (gw, _local) = gateway().await;
+    let gw = std::sync::Arc::new(gw);
+    let params = json!({"model": "black-forest-labs/flux-schnell", "prompt": "[[slow]] owl"});
+    let plan = gw.preview("image.generate", params).await;
+    let body = json!({"plan_id": plan["plan_id"], "idempotency_key": "owl-1"});
+    let first = {
+        let (gw, body) = (gw.clone(), body.clone());
+        tokio::spawn(async move { gw.invoke_as(&gw.agent, "image.generate", body).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    let meanwhile = gw
+        .invoke_as(&gw.agent, "image.generate", body.clone())
+        .await;
+    assert_error(&meanwhile, "plan_already_executed", 409);
+    assert!(meanwhile.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("in flight"));
+    let first = first.await.unwrap();
+    assert_error(&first, "provider_timeout", 504);
+    // The failed call freed its key; its plan is used up.
+    let after = gw.invoke_as(&gw.agent, "image.generate", body).await;
+    assert_error(&after, "plan_not_pending", 409);
+
+    let speech = json!({"model": "tts-1", "input": "Once.", "voice": "alloy"});
+    let plan = gw.preview("speech.synthesize", speech).await;
+    let body = json!({"plan_id": plan["plan_id"], "idempotency_key": "once"});
+    let answered = gw
+        .invoke_as(&gw.agent, "speech.synthesize", body.clone())
+        .await;
+    let again = gw.invoke_as(&gw.agent, "speech.synthesize", body).await;
+    assert_eq!(answered.status, 200);
+    assert_eq!(
+        again.body, answered.body,
+        "the stored answer, not a second call"
+    );
 }

@@ -17,7 +17,7 @@ use sqlx::SqliteConnection;
 
 use super::{Applied, ApprovalRule, EffectProfile, Execution, Planned, Target};
 use crate::error::ApiResult;
-use crate::providers::{Called, ProviderCall};
+use crate::providers::{Called, ProviderCall, Providers};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -59,6 +59,9 @@ pub trait WorldCapability: Definition {
 /// reserves the plan's maximum cost and marks the plan executing before the call, and settles
 /// what the provider's usage says after it: no transaction is held across the network.
 pub trait ExternalCapability: Definition {
+    /// Whether this gateway can make the call at all (an endpoint is configured), asked before
+    /// anything is reserved: a plan that cannot run is not used up.
+    fn ready(&self, providers: &Providers) -> ApiResult<()>;
     fn call<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, ApiResult<Called>>;
 }
 

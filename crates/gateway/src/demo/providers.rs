@@ -2,9 +2,10 @@
 //! (OpenAI-style chat completions and speech, Replicate-style predictions), answering
 //! deterministically from the request, so that `make run` and the tests need no network.
 //!
-//! A prompt can ask for the provider's unhappy paths: `[[rate-limit]]` (429), `[[content-filter]]`
-//! (a filtered answer), `[[garbled]]` (an answer without choices), `[[fail]]` (a failed prediction), `[[slow]]` (a prediction that never
-//! finishes, for the budget cut-off).
+//! A prompt can ask for the provider's unhappy paths: `[[rate-limit]]` (429),
+//! `[[content-filter]]` (a filtered answer), `[[garbled]]` (an answer without choices),
+//! `[[fail]]` (a failed prediction), `[[slow]]` (a prediction that never finishes, for the
+//! budget cut-off).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -148,7 +149,10 @@ async fn chat(Json(request): Json<Value>) -> Response {
         last.chars().count(),
         last.chars().take(60).collect::<String>()
     );
-    let cut: String = full.chars().take((max_tokens * 4) as usize).collect();
+    let cut: String = full
+        .chars()
+        .take(usize::try_from(max_tokens.saturating_mul(4)).unwrap_or(usize::MAX))
+        .collect();
     let finish_reason = match (filtered, cut.len() < full.len()) {
         (true, _) => "content_filter",
         (false, true) => "length",
@@ -251,7 +255,7 @@ fn prediction_body(local: &Local, id: &str, p: &Prediction) -> Value {
             .unwrap_or(1.0)
     });
     let output = (status == "succeeded").then(|| {
-        let urls: Vec<String> = (0..units.min(4))
+        let urls: Vec<String> = (0..units.clamp(1, 4))
             .map(|n| format!("{}/files/{id}/{n}.svg", local.url))
             .collect();
         if video {
@@ -286,9 +290,21 @@ async fn create(
         canceled: false,
     };
     let body = prediction_body(&local, &id, &p);
-    lock(&local).insert(id, p);
+    let mut predictions = lock(&local);
+    // Bounded: past it, the demo answers as a busy provider would.
+    if predictions.len() >= KEPT {
+        return openai_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "The demo provider is full.",
+            "busy",
+        );
+    }
+    predictions.insert(id, p);
     (StatusCode::CREATED, Json(body)).into_response()
 }
+
+/// Predictions the demo provider keeps; a demo day makes a few hundred.
+const KEPT: usize = 10_000;
 
 fn lock(local: &Local) -> std::sync::MutexGuard<'_, HashMap<String, Prediction>> {
     local.predictions.lock().unwrap_or_else(|e| e.into_inner())

@@ -3,6 +3,7 @@
 //! `countersign_wait` follows the store's commits until the plan is decided.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_proto::approvals::{PlanRecord, PlanStatus};
@@ -33,7 +34,7 @@ pub struct Answer {
 }
 
 pub async fn capability(
-    state: &AppState,
+    state: &Arc<AppState>,
     agent: &Agent,
     capability: Capability,
     params: Value,
@@ -104,7 +105,7 @@ struct ExecuteArgs {
 }
 
 pub async fn execute(
-    state: &AppState,
+    state: &Arc<AppState>,
     agent: &Agent,
     arguments: Value,
     trace_id: &str,
@@ -130,7 +131,7 @@ struct WaitArgs {
 /// Blocks until the plan leaves `pending_approval`, the timeout passes or the client cancels;
 /// every commit of this gateway wakes it to read the plan again.
 pub async fn wait(
-    state: &AppState,
+    state: &Arc<AppState>,
     agent: &Agent,
     arguments: Value,
     cancelled: impl Future<Output = ()>,

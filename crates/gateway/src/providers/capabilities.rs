@@ -13,9 +13,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use sqlx::SqliteConnection;
 
-use super::prices::{self, capped, down, up, ChatPrice, PredictPrice, SpeechPrice};
+use super::prices::{self, down, up, ChatPrice, PredictPrice, SpeechPrice};
 use super::replicate::{self, Modality};
-use super::{openai, Called, Output, PackSettings, Provider, ProviderCall};
+use super::{openai, Called, PackSettings, Provider, ProviderCall, Providers, Spent};
 
 use crate::capabilities::{
     parse, world, ApprovalRule, BoxFuture, Definition, EffectProfile, ExternalCapability, Kind,
@@ -140,23 +140,6 @@ macro_rules! definition {
     };
 }
 
-/// An OpenAI call's end: a success is charged as `charge` says (and may note its units); a
-/// failed call costs nothing, as the provider bills none.
-fn openai_called(
-    mut outcome: ApiResult<Output>,
-    charge: impl FnOnce(&mut Output) -> Credits,
-) -> Called {
-    let charged = match &mut outcome {
-        Ok(out) => charge(out),
-        Err(_) => Credits::cents(0),
-    };
-    Called {
-        provider: Provider::OpenAi.name(),
-        outcome,
-        charged,
-    }
-}
-
 // ---- text.generate -------------------------------------------------------------------------
 
 struct TextGenerate(ApprovalRule);
@@ -241,6 +224,10 @@ definition!(
 );
 
 impl ExternalCapability for TextGenerate {
+    fn ready(&self, providers: &Providers) -> ApiResult<()> {
+        providers.ready(Provider::OpenAi)
+    }
+
     fn call<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, ApiResult<Called>> {
         Box::pin(async move {
             let p: TextParams = parse(call.params)?;
@@ -251,12 +238,18 @@ impl ExternalCapability for TextGenerate {
                 request["temperature"] = json!(t);
             }
             let outcome = openai::chat(call.providers, &request).await;
-            Ok(openai_called(outcome, |out| {
-                capped(
-                    price.cost(out.usage.input_tokens, out.usage.output_tokens),
-                    call.budget,
-                )
-            }))
+            Ok(Called::priced(
+                Provider::OpenAi.name(),
+                outcome,
+                call.budget,
+                |end| match end {
+                    Ok(out) => Some(up(
+                        price.cost(out.usage.input_tokens, out.usage.output_tokens)
+                    )),
+                    Err(Spent::Tokens { input, output }) => Some(up(price.cost(input, output))),
+                    Err(_) => None,
+                },
+            ))
         })
     }
 }
@@ -321,6 +314,10 @@ definition!(
 );
 
 impl ExternalCapability for SpeechSynthesize {
+    fn ready(&self, providers: &Providers) -> ApiResult<()> {
+        providers.ready(Provider::OpenAi)
+    }
+
     fn call<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, ApiResult<Called>> {
         Box::pin(async move {
             let p: SpeechParams = parse(call.params)?;
@@ -329,11 +326,17 @@ impl ExternalCapability for SpeechSynthesize {
             let request = json!({"model": p.model, "input": p.input, "voice": p.voice,
                                  "response_format": p.format});
             let outcome = openai::speech(call.providers, &request).await;
-            Ok(openai_called(outcome, |out| {
-                out.usage.units.insert("characters".to_owned(), characters);
-                out.metadata.insert("model".to_owned(), json!(p.model));
-                capped(price.cost(characters), call.budget)
-            }))
+            Ok(Called::priced(
+                Provider::OpenAi.name(),
+                outcome,
+                call.budget,
+                |end| {
+                    let out = end.ok()?;
+                    out.usage.units.insert("characters".to_owned(), characters);
+                    out.metadata.insert("model".to_owned(), json!(p.model));
+                    Some(up(price.cost(characters)))
+                },
+            ))
         })
     }
 }
@@ -451,8 +454,8 @@ definition!(
     video_plan
 );
 
-/// A prediction charged by its billed time, within the budget; a prediction canceled at its
-/// budget was billed up to it.
+/// A prediction charged by its billed time, within the budget; one whose time is not known
+/// (canceled, cut off, without metrics) is charged the budget.
 async fn predict(
     call: ProviderCall<'_>,
     price: PredictPrice,
@@ -462,37 +465,32 @@ async fn predict(
 ) -> ApiResult<Called> {
     let (_, _, seconds) = price.range(units);
     let longest = Duration::from_secs_f64(seconds.to_f64().unwrap_or(0.0));
-    let finished = replicate::predict(call.providers, price.model, &input, modality, longest).await;
-    let name = Provider::Replicate.name();
-    Ok(match finished {
-        Ok(f) => {
-            let charged = if f.cut_off {
-                call.budget
-            } else {
-                capped(price.cost_of_ms(f.predict_ms), call.budget)
-            };
-            let outcome = f.outcome.map(|mut out| {
-                out.usage
-                    .units
-                    .insert("predict_ms".to_owned(), f.predict_ms);
+    let outcome = replicate::predict(call.providers, price.model, &input, modality, longest).await;
+    Ok(Called::priced(
+        Provider::Replicate.name(),
+        outcome,
+        call.budget,
+        |end| match end {
+            Ok(out) => {
                 let (unit, n) = match modality {
                     Modality::Images => ("images", out.images.len()),
                     Modality::Videos => ("videos", out.videos.len()),
                 };
                 out.usage.units.insert(unit.to_owned(), n as u64);
-                out
-            });
-            Called {
-                provider: name,
-                outcome,
-                charged,
+                let ms = *out.usage.units.get("predict_ms")?;
+                Some(up(price.cost_of_ms(ms)))
             }
-        }
-        Err(e) => Called::failed(name, e, Credits::cents(0)),
-    })
+            Err(Spent::PredictMs(ms)) => Some(up(price.cost_of_ms(ms))),
+            Err(_) => None,
+        },
+    ))
 }
 
 impl ExternalCapability for ImageGenerate {
+    fn ready(&self, providers: &Providers) -> ApiResult<()> {
+        providers.ready(Provider::Replicate)
+    }
+
     fn call<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, ApiResult<Called>> {
         Box::pin(async move {
             let p: ImageParams = parse(call.params)?;
@@ -507,6 +505,10 @@ impl ExternalCapability for ImageGenerate {
 }
 
 impl ExternalCapability for VideoGenerate {
+    fn ready(&self, providers: &Providers) -> ApiResult<()> {
+        providers.ready(Provider::Replicate)
+    }
+
     fn call<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, ApiResult<Called>> {
         Box::pin(async move {
             let p: VideoParams = parse(call.params)?;

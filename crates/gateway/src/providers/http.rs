@@ -7,7 +7,7 @@ use std::time::Duration;
 use countersign_proto::ErrorCode;
 use reqwest::{RequestBuilder, Response, StatusCode};
 
-use super::{Endpoint, Provider, Providers};
+use super::{Endpoint, Failure, Provider, Providers, Spent};
 use crate::error::ApiError;
 
 /// Whether a request may run twice without doing its work twice.
@@ -28,7 +28,7 @@ pub(super) async fn send(
     provider: Provider,
     repeat: Repeat,
     build: impl Fn(&reqwest::Client, &Endpoint) -> RequestBuilder,
-) -> Result<Response, ApiError> {
+) -> Result<Response, Failure> {
     let endpoint = providers.endpoint(provider)?;
     let mut attempt = 1;
     loop {
@@ -50,7 +50,16 @@ pub(super) async fn send(
             Err(e) => {
                 let again = e.is_connect() || (repeat == Repeat::Safe && e.is_timeout());
                 if !again || last {
-                    return Err(unreachable(provider, e));
+                    // A paid request that timed out may have been processed.
+                    let spent = if e.is_timeout() && repeat == Repeat::Unsafe {
+                        Spent::Unknown
+                    } else {
+                        Spent::Nothing
+                    };
+                    return Err(Failure {
+                        error: unreachable(provider, e),
+                        spent,
+                    });
                 }
                 tokio::time::sleep(wait(attempt, None)).await;
             }
@@ -97,7 +106,8 @@ fn unreachable(provider: Provider, e: reqwest::Error) -> ApiError {
 /// The error contract's code for a provider's HTTP status, before its body says more.
 pub(super) fn code_for(status: StatusCode) -> ErrorCode {
     match status.as_u16() {
-        401 | 403 | 404 => ErrorCode::ProviderMisconfigured,
+        // Redirects are not followed (they would carry the key): the base URL is wrong.
+        300..=399 | 401 | 403 | 404 => ErrorCode::ProviderMisconfigured,
         408 | 504 => ErrorCode::ProviderTimeout,
         429 => ErrorCode::ProviderRateLimited,
         400..=499 => ErrorCode::ProviderRefused,

@@ -18,7 +18,6 @@ use countersign_proto::envelope::Usage;
 use countersign_proto::{Credits, ErrorCode};
 use serde_json::{Map, Value};
 
-use crate::capabilities::Planned;
 use crate::error::{ApiError, ApiResult};
 
 pub use capabilities::pack;
@@ -91,6 +90,7 @@ impl Endpoint {
     /// The endpoint at `base_url` with the key from the provider's environment variable, or
     /// else from the OS keyring; a key in a file or on the command line is not offered.
     pub fn with_stored_key(provider: Provider, base_url: &str) -> anyhow::Result<Endpoint> {
+        check_base_url(base_url)?;
         if let Ok(key) = std::env::var(provider.key_variable()) {
             if !key.is_empty() {
                 return Ok(Endpoint::new(base_url, Secret::new(key)));
@@ -108,6 +108,32 @@ impl Endpoint {
         })?;
         Ok(Endpoint::new(base_url, Secret::new(key)))
     }
+}
+
+/// A base URL the key may be sent to: http(s) with a host and nothing that could carry a
+/// secret of its own (user info, query); plain http only to this machine.
+fn check_base_url(base_url: &str) -> anyhow::Result<()> {
+    let url = reqwest::Url::parse(base_url)
+        .map_err(|e| anyhow::anyhow!("the provider URL {base_url:?} does not parse: {e}"))?;
+    let Some(host) = url.host_str() else {
+        anyhow::bail!("the provider URL {base_url:?} names no host");
+    };
+    let loopback = host == "localhost"
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    anyhow::ensure!(
+        url.username().is_empty() && url.password().is_none() && url.query().is_none(),
+        "the provider URL must not carry user info or a query: keys come from the environment \
+         or the keyring"
+    );
+    anyhow::ensure!(
+        url.scheme() == "https" || (url.scheme() == "http" && loopback),
+        "the provider URL must be https (plain http only on this machine): the key travels with \
+         every call"
+    );
+    Ok(())
 }
 
 /// A gateway's provider endpoints, the one HTTP client they share, and its patience.
@@ -144,6 +170,11 @@ impl Providers {
     /// execution answers `provider_misconfigured`.
     pub fn none() -> Providers {
         Providers::new(None, None)
+    }
+
+    /// Refuses, before anything is reserved or sent, a call to a provider with no endpoint.
+    pub fn ready(&self, provider: Provider) -> ApiResult<()> {
+        self.endpoint(provider).map(|_| ())
     }
 
     fn endpoint(&self, provider: Provider) -> ApiResult<&Endpoint> {
@@ -184,7 +215,6 @@ impl Default for PackSettings {
 pub struct ProviderCall<'a> {
     pub providers: &'a Providers,
     pub params: &'a Value,
-    pub planned: &'a Planned,
     /// The approved maximum: the charge never exceeds it, and a call that would is cut off.
     pub budget: Credits,
 }
@@ -200,6 +230,45 @@ pub struct Output {
     pub videos: Vec<Value>,
 }
 
+/// What a failed call may have cost at the provider, which decides what the wallet pays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spent {
+    /// The provider certainly did no work: nothing was sent, or it said so (4xx, 429, 503).
+    Nothing,
+    /// It answered with its token usage (a refusal, a filtered answer).
+    Tokens { input: u64, output: u64 },
+    /// It billed this much prediction time.
+    PredictMs(u64),
+    /// The work may have been done and billed, and the answer does not say how much: a paid
+    /// request that timed out, an answer that broke off or makes no sense, a prediction canceled.
+    Unknown,
+}
+
+/// A call that did not produce its output.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub error: ApiError,
+    pub spent: Spent,
+}
+
+impl Failure {
+    pub fn unknown(error: ApiError) -> Failure {
+        Failure {
+            error,
+            spent: Spent::Unknown,
+        }
+    }
+}
+
+impl From<ApiError> for Failure {
+    fn from(error: ApiError) -> Failure {
+        Failure {
+            error,
+            spent: Spent::Nothing,
+        }
+    }
+}
+
 /// How a call ended, and what it cost whichever way it ended.
 #[derive(Debug, Clone)]
 pub struct Called {
@@ -207,14 +276,43 @@ pub struct Called {
     pub outcome: Result<Output, ApiError>,
     /// What the provider's usage says was spent, at most the budget.
     pub charged: Credits,
+    /// The provider certainly did no work: the plan may run again.
+    pub nothing_done: bool,
 }
 
 impl Called {
-    pub fn failed(provider: &'static str, error: ApiError, charged: Credits) -> Called {
-        Called {
-            provider,
-            outcome: Err(error),
-            charged,
+    /// A call's end in credits: usage priced by `price` (capped at the budget), the budget when
+    /// the cost is unknown, nothing when nothing was done.
+    pub fn priced(
+        provider: &'static str,
+        outcome: Result<Output, Failure>,
+        budget: Credits,
+        price: impl FnOnce(Result<&mut Output, Spent>) -> Option<Credits>,
+    ) -> Called {
+        let zero = Credits::cents(0);
+        match outcome {
+            Ok(mut output) => {
+                let charged = price(Ok(&mut output)).unwrap_or(budget);
+                Called {
+                    provider,
+                    outcome: Ok(output),
+                    charged: prices::at_most(charged, budget),
+                    nothing_done: false,
+                }
+            }
+            Err(Failure { error, spent }) => {
+                let charged = match spent {
+                    Spent::Nothing => zero,
+                    Spent::Unknown => budget,
+                    spent => price(Err(spent)).unwrap_or(budget),
+                };
+                Called {
+                    provider,
+                    outcome: Err(error),
+                    charged: prices::at_most(charged, budget),
+                    nothing_done: spent == Spent::Nothing,
+                }
+            }
         }
     }
 }
@@ -229,4 +327,29 @@ pub(crate) fn provider_fields(answer: &Map<String, Value>, mapped: &[&str]) -> V
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_base_url;
+
+    #[test]
+    fn a_key_goes_only_to_https_or_this_machine() {
+        for good in [
+            "https://api.openai.com",
+            "http://127.0.0.1:8080",
+            "http://localhost:1/v",
+        ] {
+            assert!(check_base_url(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "http://api.openai.com",
+            "https://user:pw@api.openai.com",
+            "https://api.openai.com/?key=sk",
+            "ftp://127.0.0.1",
+            "not a url",
+        ] {
+            assert!(check_base_url(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::http::{self, Repeat};
-use super::{provider_fields, Output, Provider, Providers};
+use super::{provider_fields, Failure, Output, Provider, Providers, Spent};
 use crate::error::ApiError;
 
 const OPENAI: Provider = Provider::OpenAi;
@@ -21,7 +21,7 @@ async fn post(
     providers: &Providers,
     path: &str,
     request: &Value,
-) -> Result<reqwest::Response, ApiError> {
+) -> Result<reqwest::Response, Failure> {
     http::send(providers, OPENAI, Repeat::Unsafe, |client, endpoint| {
         client
             .post(format!("{}{path}", endpoint.base_url))
@@ -30,19 +30,23 @@ async fn post(
     .await
 }
 
-/// Sends a chat completion request and normalizes its answer.
-pub async fn chat(providers: &Providers, request: &Value) -> Result<Output, ApiError> {
+/// Sends a chat completion request and normalizes its answer. An error status says the
+/// provider did nothing; a success it cannot make sense of may have been billed.
+pub async fn chat(providers: &Providers, request: &Value) -> Result<Output, Failure> {
     let response = post(providers, "/v1/chat/completions", request).await?;
     let status = response.status();
     if !status.is_success() {
         let body = http::body(OPENAI, response, http::JSON_LIMIT).await?;
-        return Err(error(status.as_u16(), &body));
+        return Err(error(status.as_u16(), &body).into());
     }
-    normalize_chat(&http::json(OPENAI, response).await?)
+    let answer = http::json(OPENAI, response)
+        .await
+        .map_err(Failure::unknown)?;
+    normalize_chat(&answer)
 }
 
 /// Sends a speech request; the answer is the audio itself.
-pub async fn speech(providers: &Providers, request: &Value) -> Result<Output, ApiError> {
+pub async fn speech(providers: &Providers, request: &Value) -> Result<Output, Failure> {
     let response = post(providers, "/v1/audio/speech", request).await?;
     let status = response.status();
     let content_type = response
@@ -51,46 +55,65 @@ pub async fn speech(providers: &Providers, request: &Value) -> Result<Output, Ap
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_owned();
-    let body = http::body(OPENAI, response, AUDIO_LIMIT).await?;
     if !status.is_success() {
-        return Err(error(status.as_u16(), &body));
+        let body = http::body(OPENAI, response, http::JSON_LIMIT).await?;
+        return Err(error(status.as_u16(), &body).into());
     }
-    normalize_speech(&content_type, &body)
+    let audio = http::body(OPENAI, response, AUDIO_LIMIT)
+        .await
+        .map_err(Failure::unknown)?;
+    normalize_speech(&content_type, &audio).map_err(Failure::unknown)
 }
 
-/// A chat completion in the envelope's terms. A refusal or a filtered answer is no success;
-/// an answer cut at `max_tokens` is, and says so in `metadata.finish_reason`.
-pub fn normalize_chat(answer: &Map<String, Value>) -> Result<Output, ApiError> {
+/// A chat completion in the envelope's terms. A refusal or a filtered answer is no success, but
+/// its tokens were billed; an answer cut at `max_tokens` is a success, and says so in
+/// `metadata.finish_reason`. A success body without the documented fields may have been billed.
+pub fn normalize_chat(answer: &Map<String, Value>) -> Result<Output, Failure> {
+    let usage = answer.get("usage").and_then(Value::as_object);
+    let count = |key: &str| usage.and_then(|u| u.get(key)).and_then(Value::as_u64);
+    let spent = match (count("prompt_tokens"), count("completion_tokens")) {
+        (Some(input), Some(output)) => Spent::Tokens { input, output },
+        _ => Spent::Unknown,
+    };
+    let fail = |error: ApiError| Failure { error, spent };
     let choice = answer
         .get("choices")
         .and_then(Value::as_array)
         .and_then(|c| c.first())
         .and_then(Value::as_object)
-        .ok_or_else(|| http::malformed(OPENAI, "no choices"))?;
+        .ok_or_else(|| fail(http::malformed(OPENAI, "no choices")))?;
     let message = choice
         .get("message")
         .and_then(Value::as_object)
-        .ok_or_else(|| http::malformed(OPENAI, "the choice has no message"))?;
+        .ok_or_else(|| fail(http::malformed(OPENAI, "the choice has no message")))?;
     let finish_reason = choice.get("finish_reason").and_then(Value::as_str);
     if let Some(refusal) = message.get("refusal").and_then(Value::as_str) {
-        return Err(refused(format!("The model refused: {refusal}"), "refusal"));
+        return Err(fail(refused(
+            format!("The model refused: {refusal}"),
+            "refusal",
+        )));
     }
     if finish_reason == Some("content_filter") {
-        return Err(refused(
+        return Err(fail(refused(
             "The provider's content filter withheld the answer.".to_owned(),
             "content_filter",
-        ));
+        )));
     }
     let content = match message.get("content") {
         Some(Value::String(text)) => text.clone(),
-        _ => return Err(http::malformed(OPENAI, "the message has no text content")),
+        _ => {
+            return Err(fail(http::malformed(
+                OPENAI,
+                "the message has no text content",
+            )))
+        }
     };
-    let usage = answer.get("usage").and_then(Value::as_object);
-    let count = |key: &str| usage.and_then(|u| u.get(key)).and_then(Value::as_u64);
-    let (Some(input_tokens), Some(output_tokens)) =
-        (count("prompt_tokens"), count("completion_tokens"))
+    let Spent::Tokens {
+        input: input_tokens,
+        output: output_tokens,
+    } = spent
     else {
-        return Err(http::malformed(OPENAI, "no token usage"));
+        return Err(fail(http::malformed(OPENAI, "no token usage")));
     };
     let mut metadata = Map::new();
     for (from, to) in [

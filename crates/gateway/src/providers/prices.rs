@@ -1,6 +1,6 @@
 //! The price table: what each model costs in credits, and the range a request can cost before
 //! it is sent. Every amount is rounded to the hundredth a wallet keeps: a minimum down, a
-//! maximum and a charge up, so that the charge of a call inside its range stays inside it.
+//! maximum and a charge up; a charge is then capped at the maximum, which is what was approved.
 
 use countersign_proto::Credits;
 use rust_decimal::{Decimal, RoundingStrategy};
@@ -29,8 +29,8 @@ pub struct PredictPrice {
     pub seconds_per_unit: (Decimal, Decimal),
 }
 
-fn d(cents: i64, scale: u32) -> Decimal {
-    Decimal::new(cents, scale)
+fn d(mantissa: i64, scale: u32) -> Decimal {
+    Decimal::new(mantissa, scale)
 }
 
 pub fn chat_models() -> [ChatPrice; 2] {
@@ -100,7 +100,10 @@ pub fn up(amount: Decimal) -> Credits {
 
 /// The lesser of what usage says and what was approved.
 pub fn capped(amount: Decimal, budget: Credits) -> Credits {
-    let charge = up(amount);
+    at_most(up(amount), budget)
+}
+
+pub fn at_most(charge: Credits, budget: Credits) -> Credits {
     if charge.value() > budget.value() {
         budget
     } else {
@@ -139,8 +142,8 @@ impl PredictPrice {
     }
 }
 
-/// Tokens a chat request's input can count, from below and from above: a token is about four
-/// characters of English, and never less than one byte; each message adds a few tokens of framing.
+/// Tokens a chat request's input counts: about one per four characters of English (an estimate:
+/// a token can be longer), and at most one per byte plus a few per message of framing (a bound).
 pub fn chat_input_tokens(messages: &[(&str, &str)]) -> (u64, u64) {
     let chars: usize = messages.iter().map(|(_, text)| text.chars().count()).sum();
     let bytes: usize = messages.iter().map(|(_, text)| text.len()).sum();

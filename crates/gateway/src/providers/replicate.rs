@@ -9,7 +9,7 @@ use countersign_proto::ErrorCode;
 use serde_json::{json, Map, Value};
 
 use super::http::{self, Repeat};
-use super::{provider_fields, Output, Provider, Providers};
+use super::{provider_fields, Failure, Output, Provider, Providers, Spent};
 use crate::error::ApiError;
 
 const REPLICATE: Provider = Provider::Replicate;
@@ -21,23 +21,15 @@ pub enum Modality {
     Videos,
 }
 
-/// A prediction as it ended, and the prediction time the provider bills.
-#[derive(Debug)]
-pub struct Finished {
-    pub outcome: Result<Output, ApiError>,
-    pub predict_ms: u64,
-    /// The gateway canceled it at its budget: the provider billed up to that point.
-    pub cut_off: bool,
-}
-
-/// Runs `input` on `model` and waits at most `longest` for its outputs.
+/// Runs `input` on `model` and waits at most `longest` for its outputs. Once the prediction
+/// exists, whatever goes wrong cancels it: it is never left running unwatched.
 pub async fn predict(
     providers: &Providers,
     model: &str,
     input: &Value,
     modality: Modality,
     longest: Duration,
-) -> Result<Finished, ApiError> {
+) -> Result<Output, Failure> {
     let response = http::send(providers, REPLICATE, Repeat::Unsafe, |client, endpoint| {
         client
             .post(format!(
@@ -47,37 +39,60 @@ pub async fn predict(
             .json(&json!({ "input": input }))
     })
     .await?;
-    let mut prediction = answer(response).await?;
+    let status = response.status();
+    if !status.is_success() {
+        let body = http::body(REPLICATE, response, http::JSON_LIMIT).await?;
+        return Err(error(status.as_u16(), &body).into());
+    }
+    // Created, so possibly running and billed, from here on.
+    let mut prediction = http::json(REPLICATE, response)
+        .await
+        .map_err(Failure::unknown)?;
     let id = prediction
         .get("id")
         .and_then(Value::as_str)
         .filter(|id| {
             !id.is_empty()
+                && id.len() <= 128
                 && id
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         })
-        .ok_or_else(|| http::malformed(REPLICATE, "the prediction has no usable id"))?
+        .ok_or_else(|| {
+            Failure::unknown(http::malformed(
+                REPLICATE,
+                "the prediction has no usable id",
+            ))
+        })?
         .to_owned();
-    let started = Instant::now();
+    let deadline = Instant::now() + longest;
     loop {
-        if let Some(finished) = settled(&prediction, modality)? {
-            return Ok(finished);
+        match settled(&prediction, modality) {
+            Ok(Some(end)) => return end,
+            Ok(None) => {}
+            Err(e) => return Err(cancel(providers, &id, e).await),
         }
-        if started.elapsed() >= longest {
-            return Ok(cancel(providers, &id).await);
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(cancel(providers, &id, cut_off(&id)).await);
         }
-        tokio::time::sleep(providers.poll_every).await;
-        // Polled at the configured base URL, never at a URL the answer names.
-        let response = http::send(providers, REPLICATE, Repeat::Safe, |client, endpoint| {
-            client.get(format!("{}/v1/predictions/{id}", endpoint.base_url))
-        })
-        .await?;
-        prediction = answer(response).await?;
+        tokio::time::sleep(providers.poll_every.min(left)).await;
+        let left = deadline.saturating_duration_since(Instant::now());
+        prediction = match tokio::time::timeout(left, poll(providers, &id)).await {
+            Ok(Ok(prediction)) => prediction,
+            Ok(Err(e)) => return Err(cancel(providers, &id, e).await),
+            Err(_) => return Err(cancel(providers, &id, cut_off(&id)).await),
+        };
     }
 }
 
-async fn answer(response: reqwest::Response) -> Result<Map<String, Value>, ApiError> {
+/// The prediction as it stands, read at the configured base URL, never at a URL the answer names.
+async fn poll(providers: &Providers, id: &str) -> Result<Map<String, Value>, ApiError> {
+    let response = http::send(providers, REPLICATE, Repeat::Safe, |client, endpoint| {
+        client.get(format!("{}/v1/predictions/{id}", endpoint.base_url))
+    })
+    .await
+    .map_err(|f| f.error)?;
     let status = response.status();
     if !status.is_success() {
         let body = http::body(REPLICATE, response, http::JSON_LIMIT).await?;
@@ -86,32 +101,39 @@ async fn answer(response: reqwest::Response) -> Result<Map<String, Value>, ApiEr
     http::json(REPLICATE, response).await
 }
 
-/// Cancels a prediction that ran as long as its budget pays for.
-async fn cancel(providers: &Providers, id: &str) -> Finished {
+fn cut_off(id: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::ProviderTimeout,
+        "The prediction ran as long as its approved maximum pays for and was canceled.",
+    )
+    .with_details(json!({ "prediction_id": id, "cut_off": true }))
+    .from_provider(REPLICATE.name())
+}
+
+/// Cancels a prediction the gateway stops watching; what it ran is not known, so it is charged
+/// as the budget allowed. A cancel that fails is logged: the provider's own limits are all
+/// that is left then.
+async fn cancel(providers: &Providers, id: &str, error: ApiError) -> Failure {
     let sent = http::send(providers, REPLICATE, Repeat::Safe, |client, endpoint| {
         client.post(format!("{}/v1/predictions/{id}/cancel", endpoint.base_url))
     })
     .await;
-    if let Err(e) = &sent {
-        tracing::warn!(prediction = id, error = %e.message, "cancel failed");
+    match sent {
+        Ok(response) if response.status().is_success() => {}
+        Ok(response) => {
+            tracing::warn!(prediction = id, status = %response.status(), "cancel refused")
+        }
+        Err(e) => tracing::warn!(prediction = id, error = %e.error.message, "cancel failed"),
     }
-    Finished {
-        outcome: Err(ApiError::new(
-            ErrorCode::ProviderTimeout,
-            "The prediction ran as long as its approved maximum pays for and was canceled.",
-        )
-        .with_details(json!({ "prediction_id": id, "cut_off": true }))
-        .from_provider(REPLICATE.name())),
-        predict_ms: 0,
-        cut_off: true,
-    }
+    Failure::unknown(error)
 }
 
-/// A prediction's end, or `None` while it is still `starting` or `processing`.
+/// A prediction's end, or `None` while it is still `starting` or `processing`; an answer that
+/// is not a prediction is an error, and the caller cancels.
 pub fn settled(
     prediction: &Map<String, Value>,
     modality: Modality,
-) -> Result<Option<Finished>, ApiError> {
+) -> Result<Option<Result<Output, Failure>>, ApiError> {
     let status = prediction
         .get("status")
         .and_then(Value::as_str)
@@ -121,42 +143,49 @@ pub fn settled(
         .and_then(|m| m.get("predict_time"))
         .and_then(Value::as_f64)
         .filter(|s| s.is_finite() && *s >= 0.0)
-        .map_or(0, |s| (s * 1000.0).round() as u64);
-    let outcome = match status {
+        .map(|s| (s * 1000.0).round() as u64);
+    // What a prediction that ended without output billed: its time, when it says.
+    let spent = predict_ms.map_or(Spent::Unknown, Spent::PredictMs);
+    let id = prediction.get("id").cloned().unwrap_or(Value::Null);
+    let end = match status {
         "starting" | "processing" => return Ok(None),
-        "succeeded" => normalize(prediction, modality, predict_ms),
+        "succeeded" => {
+            normalize(prediction, modality, predict_ms).map_err(|error| Failure { error, spent })
+        }
         "failed" => {
             let why = prediction
                 .get("error")
                 .and_then(Value::as_str)
                 .unwrap_or("no reason given");
-            Err(ApiError::new(
-                ErrorCode::ProviderRefused,
-                format!("The prediction failed: {why}"),
-            )
-            .with_details(json!({ "prediction_id": prediction.get("id") }))
-            .from_provider(REPLICATE.name()))
+            Err(Failure {
+                error: ApiError::new(
+                    ErrorCode::ProviderRefused,
+                    format!("The prediction failed: {why}"),
+                )
+                .with_details(json!({ "prediction_id": id }))
+                .from_provider(REPLICATE.name()),
+                spent,
+            })
         }
-        "canceled" => Err(ApiError::new(
-            ErrorCode::ProviderUnavailable,
-            "The provider canceled the prediction.",
-        )
-        .with_details(json!({ "prediction_id": prediction.get("id") }))
-        .from_provider(REPLICATE.name())),
-        other => Err(http::malformed(REPLICATE, format!("status {other:?}"))),
+        "canceled" => Err(Failure {
+            error: ApiError::new(
+                ErrorCode::ProviderUnavailable,
+                "The provider canceled the prediction.",
+            )
+            .with_details(json!({ "prediction_id": id }))
+            .from_provider(REPLICATE.name()),
+            spent,
+        }),
+        other => return Err(http::malformed(REPLICATE, format!("status {other:?}"))),
     };
-    Ok(Some(Finished {
-        outcome,
-        predict_ms,
-        cut_off: false,
-    }))
+    Ok(Some(end))
 }
 
 /// A succeeded prediction: each output URL one entry of `images` or `videos`.
 pub fn normalize(
     prediction: &Map<String, Value>,
     modality: Modality,
-    predict_ms: u64,
+    predict_ms: Option<u64>,
 ) -> Result<Output, ApiError> {
     let urls: Vec<&str> = match prediction.get("output") {
         Some(Value::String(url)) => vec![url.as_str()],
@@ -205,7 +234,11 @@ pub fn normalize(
             metadata.insert(to.to_owned(), value.clone());
         }
     }
-    metadata.insert("duration_ms".to_owned(), json!(predict_ms));
+    let mut usage = Usage::default();
+    if let Some(ms) = predict_ms {
+        metadata.insert("duration_ms".to_owned(), json!(ms));
+        usage.units.insert("predict_ms".to_owned(), ms);
+    }
     metadata.insert(
         "provider_fields".to_owned(),
         provider_fields(
@@ -218,7 +251,7 @@ pub fn normalize(
             "Generated {count} {noun}{}.",
             if count == 1 { "" } else { "s" }
         ),
-        usage: Usage::default(),
+        usage,
         metadata,
         images,
         videos,

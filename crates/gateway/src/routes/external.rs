@@ -2,16 +2,20 @@
 //! held across the network:
 //!
 //! 1. in one write transaction: the plan is evaluated again, its maximum cost is reserved from
-//!    the wallet, and it is marked executed with the call in flight (a second invoke now finds
-//!    it executed: the call happens at most once);
+//!    the wallet, its idempotency key is taken, and it is marked executed with the call in
+//!    flight (a second invoke now finds it executed: the call happens at most once);
 //! 2. the call, cut at that maximum;
-//! 3. in another: the wallet gets back what the provider's usage did not spend, and the plan
-//!    records the envelope (or the error) and turns `executed` (or `failed`).
+//! 3. in another: the wallet gets back what the provider did not spend, and the plan records
+//!    the envelope (or the error) and turns `executed` (or `failed`); a call that certainly did
+//!    nothing (a rate limit, no connection) leaves the plan `approved`, to be invoked again.
 //!
-//! A gateway stopped between 1 and 3 finds the plan in flight when it starts again and records
-//! it as failed, keeping the reserved charge: the provider may have done, and billed, the work.
+//! Steps 2 and 3 run in a task of their own, so an agent that hangs up does not abandon a call
+//! it paid for. A gateway stopped between 1 and 3 finds the plan in flight when it starts again
+//! ([`recover_interrupted`]) and records it as failed, keeping the reservation: the provider may
+//! have done, and billed, the work.
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use countersign_proto::approvals::PlanStatus;
 use countersign_proto::envelope::{SuccessEnvelope, Usage};
@@ -31,9 +35,9 @@ use crate::{ids, plans, queue, wallet, AppState};
 
 /// One invoke of an approved plan of an external capability.
 pub struct Call<'a> {
-    pub state: &'a AppState,
+    pub state: &'a Arc<AppState>,
     pub capability: Capability,
-    pub external: &'a dyn ExternalCapability,
+    pub external: &'static dyn ExternalCapability,
     pub plan: &'a Preview,
     pub agent: &'a Agent,
     pub request: &'a InvokeRequest,
@@ -41,146 +45,255 @@ pub struct Call<'a> {
     pub started: Instant,
 }
 
+/// What the call and its settlement need, owned, for the task they run in.
+struct InFlight {
+    state: Arc<AppState>,
+    capability: Capability,
+    external: &'static dyn ExternalCapability,
+    plan: Preview,
+    agent_id: String,
+    key: Option<String>,
+    trace_id: String,
+    started: Instant,
+    audit_id: String,
+    executed_at: String,
+}
+
 pub async fn run(mut w: WriteTx<'_>, call: Call<'_>) -> ApiResult<SuccessEnvelope> {
     let (plan, agent) = (call.plan, call.agent);
-    let planned = match rederive(&mut w.tx, call.capability, plan).await {
-        Ok(planned) => planned,
-        Err(e) if e.code == ErrorCode::PlanStale => return Err(stale(w, plan, e).await?),
-        Err(e) => return Err(e),
-    };
+    call.external.ready(&call.state.providers)?;
+    if let Err(e) = rederive(&mut w.tx, call.capability, plan).await {
+        return Err(match e.code {
+            ErrorCode::PlanStale => stale(w, plan, e).await?,
+            _ => e,
+        });
+    }
     let budget = plan.estimated_cost.amount_max;
     wallet::ensure(&mut w.tx, &agent.id, budget).await?;
     wallet::charge(&mut w.tx, &agent.id, budget).await?;
-    let audit_id = ids::random_id("aud_", 8);
-    let executed_at = ids::to_text(ids::now());
-    let in_flight = json!({"executed_at": executed_at, "audit_id": audit_id, "in_flight": true,
-                           "charged": credits(budget)});
-    record(&mut w, &plan.plan_id, PlanStatus::Executed, &in_flight).await?;
-    w.commit().await?;
-
-    let called = call
-        .external
-        .call(ProviderCall {
-            providers: &call.state.providers,
-            params: &plan.request.params,
-            planned: &planned,
-            budget,
-        })
-        .await
-        .unwrap_or_else(|e| Called::failed("system", e, Credits::cents(0)));
-    let charged = if called.charged.value() > budget.value() {
-        budget
-    } else {
-        called.charged
-    };
-
-    let mut w = call.state.store.write().await?;
-    wallet::charge(
-        &mut w.tx,
-        &agent.id,
-        Credits::new(charged.value() - budget.value()),
-    )
-    .await?;
-    let effects_applied: Vec<&str> = plan.effects.iter().map(|e| e.id.as_str()).collect();
-    let mut execution = json!({"executed_at": executed_at, "audit_id": audit_id,
-                               "effects_applied": effects_applied, "charged": credits(charged),
-                               "estimated": plan.estimated_cost});
-    let answer = match called.outcome {
-        Ok(output) => {
-            let mut metadata = Map::new();
-            metadata.insert("trace_id".into(), json!(call.trace_id));
-            metadata.insert(
-                "latency_ms".into(),
-                json!(call.started.elapsed().as_millis() as u64),
-            );
-            metadata.insert("plan_id".into(), json!(plan.plan_id));
-            metadata.insert("audit_id".into(), json!(audit_id));
-            metadata.insert("charged".into(), credits(charged));
-            metadata.insert("estimated".into(), json!(plan.estimated_cost));
-            metadata.insert("effects_applied".into(), json!(effects_applied));
-            metadata.extend(output.metadata);
-            let envelope = SuccessEnvelope {
-                success: true,
-                content: output.content,
-                provider: called.provider.to_owned(),
-                usage: Usage {
-                    credits: charged,
-                    ..output.usage
-                },
-                metadata,
-                images: output.images,
-                files: output.files,
-                videos: output.videos,
-            };
-            execution["result"] = json!(envelope);
-            Ok(envelope)
-        }
-        Err(mut error) => {
-            if let Value::Object(details) = &mut error.details {
-                details.insert("charged".into(), credits(charged));
-                details.insert("plan_id".into(), json!(plan.plan_id));
-            }
-            let mut envelope = ErrorEnvelope::new(
-                error.code,
-                error.message.clone(),
-                error.details.clone(),
-                call.trace_id,
-            );
-            if let Some(provider) = error.provider {
-                envelope = envelope.from_provider(provider);
-            }
-            execution["result"] = json!(envelope);
-            Err(error)
-        }
-    };
-    let status = if answer.is_ok() {
-        PlanStatus::Executed
-    } else {
-        PlanStatus::Failed
-    };
-    record(&mut w, &plan.plan_id, status, &execution).await?;
-    let journal = plan
-        .effects
-        .iter()
-        .map(|effect| {
-            JournalEntry::of(
-                effect,
-                vec![],
-                vec![Change {
-                    path: "/charged".to_owned(),
-                    before: json!(budget),
-                    after: json!(charged),
-                }],
-            )
-        })
-        .collect::<Vec<_>>();
-    sqlx::query(
-        "INSERT INTO execution_audit (id, plan_id, capability_id, agent_id, journal, at)
-         VALUES (?, ?, ?, ?, ?, ?)",
-    )
-    .bind(&audit_id)
-    .bind(&plan.plan_id)
-    .bind(call.capability.id())
-    .bind(&agent.id)
-    .bind(serde_json::to_string(&journal)?)
-    .bind(ids::to_text(ids::now()))
-    .execute(&mut *w.tx)
-    .await?;
-    if let (Ok(envelope), Some(key)) = (&answer, &call.request.idempotency_key) {
+    if let Some(key) = &call.request.idempotency_key {
+        // Taken now, answered in step 3: the same key meanwhile finds the call in flight.
         sqlx::query(
             "INSERT INTO invocations (agent_id, idempotency_key, request_digest, response)
-             VALUES (?, ?, ?, ?)",
+             VALUES (?, ?, ?, '')",
         )
         .bind(&agent.id)
         .bind(key)
         .bind(format!("plan:{}", plan.plan_id))
-        .bind(serde_json::to_string(envelope)?)
         .execute(&mut *w.tx)
         .await?;
     }
+    let flight = InFlight {
+        state: call.state.clone(),
+        capability: call.capability,
+        external: call.external,
+        plan: plan.clone(),
+        agent_id: agent.id.clone(),
+        key: call.request.idempotency_key.clone(),
+        trace_id: call.trace_id.to_owned(),
+        started: call.started,
+        audit_id: ids::random_id("aud_", 8),
+        executed_at: ids::to_text(ids::now()),
+    };
+    let in_flight = json!({"executed_at": flight.executed_at, "audit_id": flight.audit_id,
+                           "in_flight": true, "charged": credits(budget)});
+    record(
+        &mut w,
+        &plan.plan_id,
+        PlanStatus::Executed,
+        Some(&in_flight),
+    )
+    .await?;
     w.commit().await?;
-    answer
+    tokio::spawn(flight.finish())
+        .await
+        .map_err(|e| ApiError::from(anyhow::anyhow!("the provider call's task ended: {e}")))?
 }
+
+impl InFlight {
+    async fn finish(self) -> ApiResult<SuccessEnvelope> {
+        let budget = self.plan.estimated_cost.amount_max;
+        let called = self
+            .external
+            .call(ProviderCall {
+                providers: &self.state.providers,
+                params: &self.plan.request.params,
+                budget,
+            })
+            .await
+            .unwrap_or_else(|error| Called {
+                provider: "system",
+                outcome: Err(error),
+                charged: Credits::cents(0),
+                nothing_done: true,
+            });
+        // The engine holds every capability to its budget, its own packs' and others'.
+        let charged = if called.charged.value() > budget.value() {
+            budget
+        } else {
+            called.charged
+        };
+        let answer = self.answer(&called, charged);
+        // The call is paid for: its settlement is tried again while the store refuses it.
+        let mut attempt = 1;
+        loop {
+            match self.settle(&called, charged, &answer).await {
+                Ok(()) => break,
+                Err(e) if attempt < SETTLE_ATTEMPTS => {
+                    tracing::warn!(plan_id = %self.plan.plan_id, error = %e.message, "settling again");
+                    tokio::time::sleep(Duration::from_secs(attempt)).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        answer.map_err(|failed| failed.0)
+    }
+
+    /// The agent's answer, and the record's: the envelope, or the error contract.
+    fn answer(
+        &self,
+        called: &Called,
+        charged: Credits,
+    ) -> Answer {
+        let plan = &self.plan;
+        let effects_applied: Vec<&str> = plan.effects.iter().map(|e| e.id.as_str()).collect();
+        match &called.outcome {
+            Ok(output) => {
+                let mut metadata = Map::new();
+                metadata.insert("trace_id".into(), json!(self.trace_id));
+                metadata.insert(
+                    "latency_ms".into(),
+                    json!(self.started.elapsed().as_millis() as u64),
+                );
+                metadata.insert("plan_id".into(), json!(plan.plan_id));
+                metadata.insert("audit_id".into(), json!(self.audit_id));
+                metadata.insert("charged".into(), credits(charged));
+                metadata.insert("estimated".into(), json!(plan.estimated_cost));
+                metadata.insert("effects_applied".into(), json!(effects_applied));
+                metadata.extend(output.metadata.clone());
+                Ok(SuccessEnvelope {
+                    success: true,
+                    content: output.content.clone(),
+                    provider: called.provider.to_owned(),
+                    usage: Usage {
+                        credits: charged,
+                        ..output.usage.clone()
+                    },
+                    metadata,
+                    images: output.images.clone(),
+                    files: output.files.clone(),
+                    videos: output.videos.clone(),
+                })
+            }
+            Err(error) => {
+                let mut error = error.clone();
+                if let Value::Object(details) = &mut error.details {
+                    details.insert("charged".into(), credits(charged));
+                    details.insert("plan_id".into(), json!(plan.plan_id));
+                }
+                // A plan whose call did something is used up: the same invoke cannot succeed.
+                if !called.nothing_done {
+                    error.retryable = Some(false);
+                }
+                let mut envelope = ErrorEnvelope::new(
+                    error.code,
+                    error.message.clone(),
+                    error.details.clone(),
+                    &self.trace_id,
+                );
+                if let Some(provider) = error.provider {
+                    envelope = envelope.from_provider(provider);
+                }
+                if let Some(retryable) = error.retryable {
+                    envelope.error.retryable = retryable;
+                }
+                Err(Box::new((error, envelope)))
+            }
+        }
+    }
+
+    /// Step 3, in one write transaction.
+    async fn settle(
+        &self,
+        called: &Called,
+        charged: Credits,
+        answer: &Answer,
+    ) -> ApiResult<()> {
+        let plan = &self.plan;
+        let budget = plan.estimated_cost.amount_max;
+        let mut w = self.state.store.write().await?;
+        let refund = Credits::new(charged.value() - budget.value());
+        wallet::charge(&mut w.tx, &self.agent_id, refund).await?;
+        let effects_applied: Vec<&str> = plan.effects.iter().map(|e| e.id.as_str()).collect();
+        let result = match answer {
+            Ok(envelope) => json!(envelope),
+            Err(failed) => json!(failed.1),
+        };
+        let execution = json!({"executed_at": self.executed_at, "audit_id": self.audit_id,
+                               "effects_applied": effects_applied, "charged": credits(charged),
+                               "estimated": plan.estimated_cost, "result": result});
+        match (answer, called.nothing_done) {
+            (Ok(_), _) => record(
+                &mut w,
+                &plan.plan_id,
+                PlanStatus::Executed,
+                Some(&execution),
+            ),
+            (Err(_), false) => record(&mut w, &plan.plan_id, PlanStatus::Failed, Some(&execution)),
+            (Err(_), true) => record(&mut w, &plan.plan_id, PlanStatus::Approved, None),
+        }
+        .await?;
+        let journal: Vec<JournalEntry> = plan
+            .effects
+            .iter()
+            .map(|effect| {
+                let charge = Change {
+                    path: "/charged".to_owned(),
+                    before: json!(budget),
+                    after: json!(charged),
+                };
+                JournalEntry::of(effect, vec![], vec![charge])
+            })
+            .collect();
+        sqlx::query(
+            "INSERT INTO execution_audit (id, plan_id, capability_id, agent_id, journal, at)
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&self.audit_id)
+        .bind(&plan.plan_id)
+        .bind(self.capability.id())
+        .bind(&self.agent_id)
+        .bind(serde_json::to_string(&journal)?)
+        .bind(ids::to_text(ids::now()))
+        .execute(&mut *w.tx)
+        .await?;
+        if let Some(key) = &self.key {
+            // A success is answered again to the same key; after a failure the key is free.
+            let query = match answer {
+                Ok(envelope) => sqlx::query(
+                    "UPDATE invocations SET response = ? WHERE agent_id = ? AND idempotency_key = ?",
+                )
+                .bind(serde_json::to_string(envelope)?),
+                Err(_) => sqlx::query(
+                    "DELETE FROM invocations WHERE agent_id = ? AND idempotency_key = ?",
+                ),
+            };
+            query
+                .bind(&self.agent_id)
+                .bind(key)
+                .execute(&mut *w.tx)
+                .await?;
+        }
+        w.commit().await?;
+        Ok(())
+    }
+}
+
+const SETTLE_ATTEMPTS: u64 = 5;
+
+/// The agent's answer: the envelope, or the error with the error contract the record keeps.
+type Answer = Result<SuccessEnvelope, Box<(ApiError, ErrorEnvelope)>>;
 
 fn credits(amount: Credits) -> Value {
     json!({"amount": amount, "currency": "credits"})
@@ -190,11 +303,11 @@ async fn record(
     w: &mut WriteTx<'_>,
     plan_id: &str,
     status: PlanStatus,
-    execution: &Value,
+    execution: Option<&Value>,
 ) -> ApiResult<()> {
     sqlx::query("UPDATE plans SET status = ?, execution = ? WHERE id = ?")
         .bind(plans::status_text(status))
-        .bind(execution.to_string())
+        .bind(execution.map(Value::to_string))
         .bind(plan_id)
         .execute(&mut *w.tx)
         .await?;
@@ -203,7 +316,8 @@ async fn record(
 }
 
 /// Plans whose provider call was in flight when the gateway stopped: recorded as failed, with
-/// the reserved charge kept. Answers how many.
+/// the reserved charge kept, and their idempotency keys freed. Answers how many. Only the
+/// process that serves invokes calls it, at start, before it takes any.
 pub async fn recover_interrupted(store: &Store) -> ApiResult<u64> {
     let mut w = store.write().await?;
     let ids: Vec<String> = sqlx::query_scalar(
@@ -213,12 +327,14 @@ pub async fn recover_interrupted(store: &Store) -> ApiResult<u64> {
     .fetch_all(&mut *w.tx)
     .await?;
     for id in &ids {
-        let error = ApiError::new(
+        let mut envelope = ErrorEnvelope::new(
             ErrorCode::ProviderUnavailable,
             "The gateway stopped while the provider call was in flight; the reserved maximum \
              stays charged, as the provider may have done the work.",
+            json!({}),
+            "trc_recovery",
         );
-        let envelope = ErrorEnvelope::new(error.code, error.message, json!({}), "trc_recovery");
+        envelope.error.retryable = false;
         sqlx::query(
             "UPDATE plans SET status = 'failed',
              execution = json_set(execution, '$.in_flight', json('false'), '$.result', json(?))
@@ -228,6 +344,10 @@ pub async fn recover_interrupted(store: &Store) -> ApiResult<u64> {
         .bind(id)
         .execute(&mut *w.tx)
         .await?;
+        sqlx::query("DELETE FROM invocations WHERE request_digest = ? AND response = ''")
+            .bind(format!("plan:{id}"))
+            .execute(&mut *w.tx)
+            .await?;
         queue::publish(&mut w.tx, id, EventKind::Updated).await?;
     }
     w.commit().await?;

@@ -34,7 +34,7 @@ pub async fn invoke(
 
 /// The invoke of capability `id` by `agent`, as the HTTP route and the MCP tools run it.
 pub async fn run(
-    state: &AppState,
+    state: &Arc<AppState>,
     id: &str,
     trace_id: &str,
     agent: &Agent,
@@ -86,6 +86,13 @@ pub async fn run(
                 return Err(ApiError::new(
                     ErrorCode::IdempotencyConflict,
                     "This idempotency key was used for another request.",
+                ));
+            }
+            if response.is_empty() {
+                return Err(ApiError::new(
+                    ErrorCode::PlanAlreadyExecuted,
+                    "The call made with this idempotency key is still in flight; send it again \
+                     for its answer.",
                 ));
             }
             return Ok(serde_json::from_str(&response)?);
