@@ -388,3 +388,34 @@ fn enroll_reads_the_code_from_the_environment() {
     );
     countersign_console::signer::Signer::forget(&world.state.gateway_id).unwrap();
 }
+
+#[test]
+fn an_executed_provider_call_reads_from_its_envelope() {
+    let (world, code) = World::invited("Dana");
+    world.json(&[
+        "--url", &world.url, "enroll", "--code", &code, "--name", "Dana",
+    ]);
+    let plan = world.dry_run(
+        "text.generate",
+        json!({"model": "gpt-4o", "max_tokens": 2048,
+               "messages": [{"role": "user", "content": "Summarize this week."}]}),
+    );
+    let decided = world.json(&["approve", &plan, "--yes"]);
+    assert_eq!(decided["status"], "approved");
+    world.invoke("text.generate", &plan);
+
+    let shown = world.cli().args(["show", &plan]).output().unwrap();
+    let text = String::from_utf8(shown.stdout).unwrap();
+    assert!(text.contains("Execution: succeeded · openai"), "{text}");
+    assert!(text.contains("  Demo answer from gpt-4o."), "{text}");
+    // 27 tokens in at most (20 bytes + framing) at 0.25 per 1,000, 2,048 out at 1.00 per 1,000.
+    assert!(
+        text.contains("Credits: estimated 0.00–2.06 credits, charged 0.0"),
+        "{text}"
+    );
+    assert!(text.contains("input tokens ·"), "{text}");
+    let view = world.json(&["show", &plan]);
+    let execution = &view["plan"]["execution"];
+    assert_eq!(execution["provider"], "openai");
+    assert_eq!(execution["estimated"], "0.00–2.06 credits");
+}

@@ -151,11 +151,7 @@ impl InFlight {
     }
 
     /// The agent's answer, and the record's: the envelope, or the error contract.
-    fn answer(
-        &self,
-        called: &Called,
-        charged: Credits,
-    ) -> Answer {
+    fn answer(&self, called: &Called, charged: Credits) -> Answer {
         let plan = &self.plan;
         let effects_applied: Vec<&str> = plan.effects.iter().map(|e| e.id.as_str()).collect();
         match &called.outcome {
@@ -214,12 +210,7 @@ impl InFlight {
     }
 
     /// Step 3, in one write transaction.
-    async fn settle(
-        &self,
-        called: &Called,
-        charged: Credits,
-        answer: &Answer,
-    ) -> ApiResult<()> {
+    async fn settle(&self, called: &Called, charged: Credits, answer: &Answer) -> ApiResult<()> {
         let plan = &self.plan;
         let budget = plan.estimated_cost.amount_max;
         let mut w = self.state.store.write().await?;
