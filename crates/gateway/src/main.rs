@@ -73,6 +73,8 @@ enum Command {
         token: String,
         #[arg(long, default_value = "Countersign gateway")]
         name: String,
+        #[command(flatten)]
+        providers: ProviderArgs,
     },
     /// Manage approvers.
     Approvers {
@@ -173,6 +175,17 @@ struct ProviderArgs {
 }
 
 impl ProviderArgs {
+    /// The two shipped packs, the providers' with this approval threshold.
+    fn install_packs(&self) -> anyhow::Result<()> {
+        capabilities::install(vec![
+            capabilities::world_pack(),
+            countersign_gateway::providers::pack(&PackSettings {
+                approval_above: self.approve_provider_calls_above,
+            }),
+        ])
+        .map_err(anyhow::Error::msg)
+    }
+
     fn providers(&self) -> anyhow::Result<Providers> {
         let endpoint = |provider, url: &Option<String>| {
             url.as_deref()
@@ -233,13 +246,7 @@ async fn main() -> anyhow::Result<()> {
             mail_from,
             providers,
         } => {
-            capabilities::install(vec![
-                capabilities::world_pack(),
-                countersign_gateway::providers::pack(&PackSettings {
-                    approval_above: providers.approve_provider_calls_above,
-                }),
-            ])
-            .map_err(anyhow::Error::msg)?;
+            providers.install_packs()?;
             let tls = match (tls_cert, tls_key) {
                 (Some(cert), Some(key)) => Some(tls::server_config(&cert, &key)?),
                 _ => {
@@ -305,9 +312,14 @@ async fn main() -> anyhow::Result<()> {
             database,
             token,
             name,
+            providers,
         } => {
+            providers.install_packs()?;
             let store = Store::open(&database).await?;
-            mcp::serve_stdio(AppState::new(store, &name).await?, &token).await?;
+            let providers = providers.providers()?;
+            let state =
+                AppState::with_providers(store, &name, Limits::default(), providers).await?;
+            mcp::serve_stdio(state, &token).await?;
         }
         Command::Approvers {
             command:

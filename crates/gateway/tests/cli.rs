@@ -394,3 +394,74 @@ fn agents_add_records_scopes_and_warns_when_there_are_none() {
         ["projects.settings.update:prj_184", "storage.quota.update"]
     );
 }
+
+/// `mcp` takes `serve`'s provider flags: its provider tools call the configured endpoint with the
+/// key from the environment, and its approval threshold is the one given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_mcp_session_calls_the_configured_provider() {
+    use std::io::Write as _;
+    let local = countersign_gateway::demo::providers::LocalProviders::start()
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let token = last_line(&["agents", "add", "--database", &database, "--name", "ops"]);
+    let (url, key) = (local.url.clone(), local.key().to_owned());
+    let answer = tokio::task::spawn_blocking(move || {
+        let mut session = Command::new(BIN)
+            .args(["mcp", "--database", &database, "--token", &token])
+            .args([
+                "--openai-url",
+                &url,
+                "--approve-provider-calls-above",
+                "5.00",
+            ])
+            .env("COUNTERSIGN_OPENAI_API_KEY", key)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = session.stdin.take().unwrap();
+        let mut stdout = BufReader::new(session.stdout.take().unwrap());
+        let mut send = |message: serde_json::Value, answered: bool| {
+            writeln!(stdin, "{message}").unwrap();
+            stdin.flush().unwrap();
+            answered.then(|| {
+                let mut line = String::new();
+                stdout.read_line(&mut line).unwrap();
+                serde_json::from_str::<serde_json::Value>(&line).unwrap()
+            })
+        };
+        send(
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "cli-test", "version": "1"}}}),
+            true,
+        );
+        send(
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            false,
+        );
+        // At most 2.06 credits: over the default threshold of 1.00, under the 5.00 given.
+        let answer = send(
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "text.generate", "arguments": {"model": "gpt-4o", "max_tokens": 2048,
+                "messages": [{"role": "user", "content": "Summarize this week."}]}}}),
+            true,
+        );
+        drop(stdin);
+        session.wait().unwrap();
+        answer.unwrap()
+    })
+    .await
+    .unwrap();
+    assert_ne!(answer["result"]["isError"], true, "{answer}");
+    let envelope = &answer["result"]["structuredContent"];
+    assert_eq!(envelope["provider"], "openai", "{answer}");
+    assert!(envelope["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("Demo answer from gpt-4o"));
+    assert_eq!(local.requests(), 1);
+}

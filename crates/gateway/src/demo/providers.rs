@@ -74,6 +74,11 @@ impl LocalProviders {
         Ok(LocalProviders { url, local, task })
     }
 
+    /// The key it accepts, for a gateway in another process (given it in its environment).
+    pub fn key(&self) -> &str {
+        &self.local.key
+    }
+
     /// Requests it has received, of any kind.
     pub fn requests(&self) -> u64 {
         self.local.requests.load(Ordering::SeqCst)
