@@ -52,9 +52,7 @@ impl Embedded {
     ) -> anyhow::Result<Embedded> {
         let store = Store::open(database_url).await?;
         demo::seed(&store).await?;
-        crate::recover_interrupted(&store)
-            .await
-            .map_err(|e| anyhow::anyhow!("in-flight provider calls: {}", e.message))?;
+        crate::recover_interrupted(&store).await?;
         let local_providers = LocalProviders::start().await?;
         let state = AppState::with_providers(
             store,

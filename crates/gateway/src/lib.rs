@@ -88,15 +88,6 @@ impl AppState {
         queue::backfill(&store)
             .await
             .map_err(|e| anyhow::anyhow!("the queue could not be rebuilt: {}", e.message))?;
-        let interrupted = routes::external::recover_interrupted(&store)
-            .await
-            .map_err(|e| anyhow::anyhow!("in-flight provider calls: {}", e.message))?;
-        if interrupted > 0 {
-            tracing::warn!(
-                interrupted,
-                "provider calls in flight at the last stop recorded as failed"
-            );
-        }
         let state = Arc::new(AppState {
             store,
             gateway_id,

@@ -271,15 +271,7 @@ async fn main() -> anyhow::Result<()> {
                 Some(local) => local.providers(),
                 None => providers.providers()?,
             };
-            let interrupted = recover_interrupted(&store)
-                .await
-                .map_err(|e| anyhow::anyhow!("in-flight provider calls: {}", e.message))?;
-            if interrupted > 0 {
-                tracing::warn!(
-                    interrupted,
-                    "provider calls in flight at the last stop are failed"
-                );
-            }
+            recover_interrupted(&store).await?;
             let state = AppState::with_providers(store, &name, limits.limits(), providers).await?;
             match relay {
                 Some(relay) => mail::spawn(&state, relay),

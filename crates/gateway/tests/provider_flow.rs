@@ -86,6 +86,15 @@ async fn a_text_plan_shows_its_range_waits_for_approval_and_charges_the_usage() 
     assert!(min <= charged && charged <= max);
     assert_eq!(envelope["metadata"]["charged"]["amount"], usage["credits"]);
     assert_eq!(envelope["metadata"]["model"], "gpt-4o");
+    // The provider's keys the envelope has no field for reach the agent under metadata.
+    assert_eq!(
+        envelope["metadata"]["provider_fields"]["object"],
+        "chat.completion"
+    );
+    assert_eq!(
+        envelope["metadata"]["system_fingerprint"],
+        "fp_countersign_demo"
+    );
     for modality in ["images", "files", "videos"] {
         assert_eq!(envelope[modality], json!([]), "{modality}");
     }
@@ -308,7 +317,26 @@ async fn a_call_in_flight_when_the_gateway_stopped_is_recorded_as_failed() {
     )
     .await;
     drop(gw);
+    // Another process on the database (`mcp` over stdio) leaves a call in flight alone: only
+    // the serving process recovers, at its start.
     let store = countersign_gateway::Store::open(&url).await.unwrap();
+    let other = countersign_gateway::AppState::new(store, "Other")
+        .await
+        .unwrap();
+    let still: String = sqlx::query_scalar("SELECT status FROM plans WHERE id = ?")
+        .bind(plan["plan_id"].as_str())
+        .fetch_one(other.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(still, "executed");
+    drop(other);
+    let store = countersign_gateway::Store::open(&url).await.unwrap();
+    assert_eq!(
+        countersign_gateway::recover_interrupted(&store)
+            .await
+            .unwrap(),
+        1
+    );
     let restarted = countersign_gateway::AppState::new(store, "Restarted")
         .await
         .unwrap();

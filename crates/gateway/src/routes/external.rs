@@ -309,7 +309,20 @@ async fn record(
 /// Plans whose provider call was in flight when the gateway stopped: recorded as failed, with
 /// the reserved charge kept, and their idempotency keys freed. Answers how many. Only the
 /// process that serves invokes calls it, at start, before it takes any.
-pub async fn recover_interrupted(store: &Store) -> ApiResult<u64> {
+pub async fn recover_interrupted(store: &Store) -> anyhow::Result<u64> {
+    let recovered = fail_in_flight(store)
+        .await
+        .map_err(|e| anyhow::anyhow!("in-flight provider calls: {}", e.message))?;
+    if recovered > 0 {
+        tracing::warn!(
+            recovered,
+            "provider calls in flight at the last stop are failed"
+        );
+    }
+    Ok(recovered)
+}
+
+async fn fail_in_flight(store: &Store) -> ApiResult<u64> {
     let mut w = store.write().await?;
     let ids: Vec<String> = sqlx::query_scalar(
         "SELECT id FROM plans WHERE status = 'executed'
