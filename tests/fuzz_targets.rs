@@ -3,16 +3,17 @@
 //! A target panics only on a bug: any input must end in an error value or a sound result.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::Request;
 use chrono::{TimeZone, Utc};
 use countersign_console::client::FetchedPlan;
 use countersign_console::review::{groups, plan_view};
+use countersign_gateway::capabilities::Capability;
 use countersign_gateway::{accounts, app, demo, AppState, Store};
 use countersign_proto::approvals::PlanRecord;
 use countersign_proto::decision::Statement;
+use countersign_proto::describe::DryRunMode;
 use countersign_proto::dsse::{decode_public_key, Envelope};
 use countersign_proto::strict_json;
 use serde_json::Value;
@@ -105,21 +106,14 @@ pub fn envelope(bytes: &[u8]) {
     }
 }
 
-/// A gateway over an in-memory demo world that takes request bodies: each is sent to a dry_run
-/// (the first byte picks the capability) and must be answered in the contract, never with a 500.
+/// A gateway over an in-memory demo world that takes request bodies: each is sent to the dry_run
+/// of every capability that has one, and must be answered in the contract, never with a 500.
 pub struct RequestTarget {
     runtime: tokio::runtime::Runtime,
-    state: Arc<AppState>,
+    router: axum::Router,
     agent: String,
+    capabilities: Vec<&'static str>,
 }
-
-const CAPABILITIES: [&str; 5] = [
-    "projects.settings.update",
-    "groups.members.remove",
-    "memberships.grant",
-    "documents.document.upload",
-    "storage.quota.update",
-];
 
 impl RequestTarget {
     pub fn new() -> RequestTarget {
@@ -133,23 +127,32 @@ impl RequestTarget {
             let (_, agent) = accounts::add_agent(&store, "fuzz", None).await.unwrap();
             (AppState::new(store, "Fuzz gateway").await.unwrap(), agent)
         });
+        let capabilities = Capability::all()
+            .filter(|c| c.describe().dry_run != DryRunMode::NotApplicable)
+            .map(Capability::id)
+            .collect();
         RequestTarget {
             runtime,
-            state,
+            router: app(state),
             agent,
+            capabilities,
         }
     }
 
     pub fn run(&self, bytes: &[u8]) {
-        let capability =
-            CAPABILITIES[bytes.first().map_or(0, |b| *b as usize) % CAPABILITIES.len()];
+        for capability in &self.capabilities {
+            self.dry_run(capability, bytes);
+        }
+    }
+
+    fn dry_run(&self, capability: &str, bytes: &[u8]) {
         let request = Request::post(format!("/v1/capabilities/{capability}/dry_run"))
             .header("authorization", format!("Bearer {}", self.agent))
             .header("content-type", "application/json")
             .body(Body::from(bytes.to_vec()))
             .unwrap();
         let (status, body) = self.runtime.block_on(async {
-            let response = app(self.state.clone()).oneshot(request).await.unwrap();
+            let response = self.router.clone().oneshot(request).await.unwrap();
             let status = response.status();
             let body = axum::body::to_bytes(response.into_body(), usize::MAX)
                 .await
@@ -158,7 +161,7 @@ impl RequestTarget {
         });
         assert!(
             status.as_u16() < 500,
-            "{status}: {}",
+            "{capability} {status}: {}",
             String::from_utf8_lossy(&body)
         );
         let answer: Value = serde_json::from_slice(&body).expect("every answer is JSON");
@@ -166,7 +169,7 @@ impl RequestTarget {
             answer.get("success") == Some(&Value::Bool(false))
                 || answer.get("plan_id").is_some()
                 || answer.get("valid").is_some(),
-            "outside the contract: {answer}"
+            "{capability}: outside the contract: {answer}"
         );
     }
 }

@@ -1,9 +1,10 @@
 //! How the console reaches a gateway: HTTPS, trusting the system's roots and any CA this process
 //! was told to trust, or plain HTTP to a loopback address only.
 
-use std::net::IpAddr;
 use std::path::Path;
 use std::sync::RwLock;
+
+use countersign_proto::loopback::is_loopback_host;
 
 use crate::error::ConsoleError;
 
@@ -47,7 +48,7 @@ pub fn check_url(url: &str) -> Result<(), ConsoleError> {
     let host = parsed.host_str().unwrap_or_default();
     match parsed.scheme() {
         "https" => Ok(()),
-        "http" if is_loopback(host) => Ok(()),
+        "http" if is_loopback_host(host) => Ok(()),
         "http" => Err(ConsoleError::InsecureTransport(format!(
             "{url} is plain HTTP to {host}, which is not this machine: use https://"
         ))),
@@ -55,14 +56,6 @@ pub fn check_url(url: &str) -> Result<(), ConsoleError> {
             "{url:?}: a gateway URL is https:// (or http:// to loopback), not {other}://"
         ))),
     }
-}
-
-fn is_loopback(host: &str) -> bool {
-    if host.eq_ignore_ascii_case("localhost") {
-        return true;
-    }
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 //! envelope. `docs/openapi.json` is this description committed; a test holds the two equal.
 
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use countersign_proto::approvals::{
     ApprovalList, DecisionResponse, EnrollRequest, EnrollResponse, PlanRecord,
 };
@@ -92,8 +91,16 @@ pub fn description() -> utoipa::openapi::OpenApi {
     Api::openapi()
 }
 
+/// Served from text built once: the description never changes while the gateway runs.
 pub async fn serve() -> Response {
-    Json(description()).into_response()
+    static SERVED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        serde_json::to_string(&description()).expect("the description serializes")
+    });
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        SERVED.as_str(),
+    )
+        .into_response()
 }
 
 // The operations. Each is the documentation of the handler named in its summary; none is routed.

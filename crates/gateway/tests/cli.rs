@@ -289,44 +289,16 @@ fn invites_are_bound_and_expire_and_revocations_take_effect() {
 /// An MCP stdio session checks its agent's token on every call: revoked mid-session, refused.
 #[test]
 fn a_stdio_mcp_session_ends_with_its_revoked_token() {
-    use std::io::Write as _;
     let dir = tempfile::tempdir().unwrap();
     let database = format!("sqlite://{}", dir.path().join("gw.db").display());
     let token = last_line(&["agents", "add", "--database", &database, "--name", "ops"]);
-    let mut session = Command::new(BIN)
-        .args(["mcp", "--database", &database, "--token", &token])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = session.stdin.take().unwrap();
-    let mut stdout = BufReader::new(session.stdout.take().unwrap());
-    let mut ask = |message: serde_json::Value, answered: bool| {
-        writeln!(stdin, "{message}").unwrap();
-        stdin.flush().unwrap();
-        answered.then(|| {
-            let mut line = String::new();
-            stdout.read_line(&mut line).unwrap();
-            serde_json::from_str::<serde_json::Value>(&line).unwrap()
-        })
-    };
-    ask(
-        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "cli-test", "version": "1"}}}),
-        true,
-    );
-    ask(
-        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        false,
-    );
+    let mut session = McpStdio::start(&["--database", &database, "--token", &token], &[]);
     let check = |id: u32| {
         serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
             "name": "wallet.agent_budget.guard.check",
             "arguments": {"estimated_cost_credits": 1}}})
     };
-    let before = ask(check(2), true).unwrap();
+    let before = session.ask(check(2));
     assert_ne!(before["result"]["isError"], true, "{before}");
 
     let (ok, _) = run(&[
@@ -337,9 +309,8 @@ fn a_stdio_mcp_session_ends_with_its_revoked_token() {
         "agt_ops",
     ]);
     assert!(ok);
-    let after = ask(check(3), true).unwrap();
-    drop(stdin);
-    session.wait().unwrap();
+    let after = session.ask(check(3));
+    session.finish();
     assert_eq!(after["result"]["isError"], true, "{after}");
     assert_eq!(
         after["result"]["structuredContent"]["error"]["code"], "unauthenticated",
@@ -399,7 +370,6 @@ fn agents_add_records_scopes_and_warns_when_there_are_none() {
 /// key from the environment, and its approval threshold is the one given.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_mcp_session_calls_the_configured_provider() {
-    use std::io::Write as _;
     let local = countersign_gateway::demo::providers::LocalProviders::start()
         .await
         .unwrap();
@@ -408,51 +378,27 @@ async fn a_stdio_mcp_session_calls_the_configured_provider() {
     let token = last_line(&["agents", "add", "--database", &database, "--name", "ops"]);
     let (url, key) = (local.url.clone(), local.key().to_owned());
     let answer = tokio::task::spawn_blocking(move || {
-        let mut session = Command::new(BIN)
-            .args(["mcp", "--database", &database, "--token", &token])
-            .args([
-                "--openai-url",
-                &url,
-                "--approve-provider-calls-above",
-                "5.00",
-            ])
-            .env("COUNTERSIGN_OPENAI_API_KEY", key)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = session.stdin.take().unwrap();
-        let mut stdout = BufReader::new(session.stdout.take().unwrap());
-        let mut send = |message: serde_json::Value, answered: bool| {
-            writeln!(stdin, "{message}").unwrap();
-            stdin.flush().unwrap();
-            answered.then(|| {
-                let mut line = String::new();
-                stdout.read_line(&mut line).unwrap();
-                serde_json::from_str::<serde_json::Value>(&line).unwrap()
-            })
-        };
-        send(
-            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "cli-test", "version": "1"}}}),
-            true,
-        );
-        send(
-            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-            false,
+        let flags = [
+            "--openai-url",
+            &url,
+            "--approve-provider-calls-above",
+            "5.00",
+        ];
+        let mut session = McpStdio::start(
+            &[
+                &["--database", &database, "--token", &token][..],
+                &flags[..],
+            ]
+            .concat(),
+            &[("COUNTERSIGN_OPENAI_API_KEY", &key)],
         );
         // At most 2.06 credits: over the default threshold of 1.00, under the 5.00 given.
-        let answer = send(
-            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-                "name": "text.generate", "arguments": {"model": "gpt-4o", "max_tokens": 2048,
-                "messages": [{"role": "user", "content": "Summarize this week."}]}}}),
-            true,
-        );
-        drop(stdin);
-        session.wait().unwrap();
-        answer.unwrap()
+        let answer = session.ask(serde_json::json!({"jsonrpc": "2.0", "id": 2,
+            "method": "tools/call", "params": {"name": "text.generate", "arguments": {
+                "model": "gpt-4o", "max_tokens": 2048,
+                "messages": [{"role": "user", "content": "Summarize this week."}]}}}));
+        session.finish();
+        answer
     })
     .await
     .unwrap();
@@ -464,4 +410,60 @@ async fn a_stdio_mcp_session_calls_the_configured_provider() {
         .unwrap()
         .starts_with("Demo answer from gpt-4o"));
     assert_eq!(local.requests(), 1);
+}
+
+/// `countersign-gateway mcp` with `args` and `env`, initialized, spoken to one line at a time.
+struct McpStdio {
+    session: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl McpStdio {
+    fn start(args: &[&str], env: &[(&str, &str)]) -> McpStdio {
+        let mut session = Command::new(BIN)
+            .arg("mcp")
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = session.stdin.take().unwrap();
+        let stdout = BufReader::new(session.stdout.take().unwrap());
+        let mut mcp = McpStdio {
+            session,
+            stdin,
+            stdout,
+        };
+        mcp.ask(
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "cli-test", "version": "1"}}}),
+        );
+        mcp.tell(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+
+    fn tell(&mut self, message: serde_json::Value) {
+        use std::io::Write as _;
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn ask(&mut self, message: serde_json::Value) -> serde_json::Value {
+        self.tell(message);
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    fn finish(self) {
+        let McpStdio {
+            mut session, stdin, ..
+        } = self;
+        drop(stdin);
+        session.wait().unwrap();
+    }
 }

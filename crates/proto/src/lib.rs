@@ -12,6 +12,7 @@ pub mod envelope;
 pub mod error;
 pub mod guard;
 pub mod keys;
+pub mod loopback;
 pub mod plan;
 pub mod risk;
 pub mod strict_json;

@@ -111,8 +111,13 @@ fn enum_of<T>(models: &[T], name: impl Fn(&T) -> &str) -> Value {
     json!(models.iter().map(name).collect::<Vec<_>>())
 }
 
-macro_rules! definition {
-    ($name:ident, $id:literal, $title:literal, $class:expr, $schema:expr, $plan:ident) => {
+/// One provider capability: its description, its `plan` (which reads no state) and its `call`
+/// to `$provider`.
+macro_rules! provider_capability {
+    ($name:ident, $id:literal, $title:literal, $class:expr, $schema:expr,
+     plan: $plan:ident, call: $call:ident, provider: $provider:expr) => {
+        struct $name(ApprovalRule);
+
         impl Definition for $name {
             fn id(&self) -> &'static str {
                 $id
@@ -137,12 +142,20 @@ macro_rules! definition {
                 Box::pin(async move { $plan(&parse(params)?) })
             }
         }
+
+        impl ExternalCapability for $name {
+            fn ready(&self, providers: &Providers) -> ApiResult<()> {
+                providers.ready($provider)
+            }
+
+            fn call<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, ApiResult<Called>> {
+                Box::pin($call(call))
+            }
+        }
     };
 }
 
 // ---- text.generate -------------------------------------------------------------------------
-
-struct TextGenerate(ApprovalRule);
 
 #[derive(Deserialize)]
 struct TextParams {
@@ -214,49 +227,41 @@ fn text_plan(p: &TextParams) -> ApiResult<Planned> {
     ))
 }
 
-definition!(
+provider_capability!(
     TextGenerate,
     "text.generate",
     "Generate text with a model",
     CostClass::Metered,
     text_schema(),
-    text_plan
+    plan: text_plan,
+    call: text_call,
+    provider: Provider::OpenAi
 );
 
-impl ExternalCapability for TextGenerate {
-    fn ready(&self, providers: &Providers) -> ApiResult<()> {
-        providers.ready(Provider::OpenAi)
+async fn text_call(call: ProviderCall<'_>) -> ApiResult<Called> {
+    let p: TextParams = parse(call.params)?;
+    let price = text_price(&p)?;
+    let mut request = json!({"model": p.model, "messages": p.messages,
+                             "max_tokens": p.max_tokens});
+    if let Some(t) = p.temperature {
+        request["temperature"] = json!(t);
     }
-
-    fn call<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, ApiResult<Called>> {
-        Box::pin(async move {
-            let p: TextParams = parse(call.params)?;
-            let price = text_price(&p)?;
-            let mut request = json!({"model": p.model, "messages": p.messages,
-                                     "max_tokens": p.max_tokens});
-            if let Some(t) = p.temperature {
-                request["temperature"] = json!(t);
-            }
-            let outcome = openai::chat(call.providers, &request).await;
-            Ok(Called::priced(
-                Provider::OpenAi.name(),
-                outcome,
-                call.budget,
-                |end| match end {
-                    Ok(out) => Some(up(
-                        price.cost(out.usage.input_tokens, out.usage.output_tokens)
-                    )),
-                    Err(Spent::Tokens { input, output }) => Some(up(price.cost(input, output))),
-                    Err(_) => None,
-                },
-            ))
-        })
-    }
+    let outcome = openai::chat(call.providers, &request).await;
+    Ok(Called::priced(
+        Provider::OpenAi.name(),
+        outcome,
+        call.budget,
+        |end| match end {
+            Ok(out) => Some(up(
+                price.cost(out.usage.input_tokens, out.usage.output_tokens)
+            )),
+            Err(Spent::Tokens { input, output }) => Some(up(price.cost(input, output))),
+            Err(_) => None,
+        },
+    ))
 }
 
 // ---- speech.synthesize ---------------------------------------------------------------------
-
-struct SpeechSynthesize(ApprovalRule);
 
 #[derive(Deserialize)]
 struct SpeechParams {
@@ -304,47 +309,38 @@ fn speech_plan(p: &SpeechParams) -> ApiResult<Planned> {
     ))
 }
 
-definition!(
+provider_capability!(
     SpeechSynthesize,
     "speech.synthesize",
     "Synthesize speech",
     CostClass::Metered,
     speech_schema(),
-    speech_plan
+    plan: speech_plan,
+    call: speech_call,
+    provider: Provider::OpenAi
 );
 
-impl ExternalCapability for SpeechSynthesize {
-    fn ready(&self, providers: &Providers) -> ApiResult<()> {
-        providers.ready(Provider::OpenAi)
-    }
-
-    fn call<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, ApiResult<Called>> {
-        Box::pin(async move {
-            let p: SpeechParams = parse(call.params)?;
-            let price = speech_price(&p)?;
-            let characters = p.input.chars().count() as u64;
-            let request = json!({"model": p.model, "input": p.input, "voice": p.voice,
-                                 "response_format": p.format});
-            let outcome = openai::speech(call.providers, &request).await;
-            Ok(Called::priced(
-                Provider::OpenAi.name(),
-                outcome,
-                call.budget,
-                |end| {
-                    let out = end.ok()?;
-                    out.usage.units.insert("characters".to_owned(), characters);
-                    out.metadata.insert("model".to_owned(), json!(p.model));
-                    Some(up(price.cost(characters)))
-                },
-            ))
-        })
-    }
+async fn speech_call(call: ProviderCall<'_>) -> ApiResult<Called> {
+    let p: SpeechParams = parse(call.params)?;
+    let price = speech_price(&p)?;
+    let characters = p.input.chars().count() as u64;
+    let request = json!({"model": p.model, "input": p.input, "voice": p.voice,
+                         "response_format": p.format});
+    let outcome = openai::speech(call.providers, &request).await;
+    Ok(Called::priced(
+        Provider::OpenAi.name(),
+        outcome,
+        call.budget,
+        |end| {
+            let out = end.ok()?;
+            out.usage.units.insert("characters".to_owned(), characters);
+            out.metadata.insert("model".to_owned(), json!(p.model));
+            Some(up(price.cost(characters)))
+        },
+    ))
 }
 
 // ---- image.generate and video.generate -----------------------------------------------------
-
-struct ImageGenerate(ApprovalRule);
-struct VideoGenerate(ApprovalRule);
 
 #[derive(Deserialize)]
 struct ImageParams {
@@ -437,21 +433,25 @@ fn video_plan(p: &VideoParams) -> ApiResult<Planned> {
     ))
 }
 
-definition!(
+provider_capability!(
     ImageGenerate,
     "image.generate",
     "Generate images",
     CostClass::ExternalPassthrough,
     image_schema(),
-    image_plan
+    plan: image_plan,
+    call: image_call,
+    provider: Provider::Replicate
 );
-definition!(
+provider_capability!(
     VideoGenerate,
     "video.generate",
     "Generate a video",
     CostClass::ExternalPassthrough,
     video_schema(),
-    video_plan
+    plan: video_plan,
+    call: video_call,
+    provider: Provider::Replicate
 );
 
 /// A prediction charged by its billed time, within the budget; one whose time is not known
@@ -486,35 +486,19 @@ async fn predict(
     ))
 }
 
-impl ExternalCapability for ImageGenerate {
-    fn ready(&self, providers: &Providers) -> ApiResult<()> {
-        providers.ready(Provider::Replicate)
-    }
-
-    fn call<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, ApiResult<Called>> {
-        Box::pin(async move {
-            let p: ImageParams = parse(call.params)?;
-            let price = image_price(&p)?;
-            let (width, height) = p.size.split_once('x').unwrap_or(("1024", "1024"));
-            let input = json!({"prompt": p.prompt, "num_outputs": p.count,
-                               "width": width.parse::<u32>().unwrap_or(1024),
-                               "height": height.parse::<u32>().unwrap_or(1024)});
-            predict(call, price, input, Modality::Images, p.count).await
-        })
-    }
+async fn image_call(call: ProviderCall<'_>) -> ApiResult<Called> {
+    let p: ImageParams = parse(call.params)?;
+    let price = image_price(&p)?;
+    let (width, height) = p.size.split_once('x').unwrap_or(("1024", "1024"));
+    let input = json!({"prompt": p.prompt, "num_outputs": p.count,
+                       "width": width.parse::<u32>().unwrap_or(1024),
+                       "height": height.parse::<u32>().unwrap_or(1024)});
+    predict(call, price, input, Modality::Images, p.count).await
 }
 
-impl ExternalCapability for VideoGenerate {
-    fn ready(&self, providers: &Providers) -> ApiResult<()> {
-        providers.ready(Provider::Replicate)
-    }
-
-    fn call<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, ApiResult<Called>> {
-        Box::pin(async move {
-            let p: VideoParams = parse(call.params)?;
-            let price = video_price(&p)?;
-            let input = json!({"prompt": p.prompt, "duration": p.seconds});
-            predict(call, price, input, Modality::Videos, p.seconds).await
-        })
-    }
+async fn video_call(call: ProviderCall<'_>) -> ApiResult<Called> {
+    let p: VideoParams = parse(call.params)?;
+    let price = video_price(&p)?;
+    let input = json!({"prompt": p.prompt, "duration": p.seconds});
+    predict(call, price, input, Modality::Videos, p.seconds).await
 }

@@ -118,11 +118,7 @@ fn check_base_url(base_url: &str) -> anyhow::Result<()> {
     let Some(host) = url.host_str() else {
         anyhow::bail!("the provider URL {base_url:?} names no host");
     };
-    let loopback = host == "localhost"
-        || host
-            .trim_matches(['[', ']'])
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
+    let loopback = countersign_proto::loopback::is_loopback_host(host);
     anyhow::ensure!(
         url.username().is_empty() && url.password().is_none() && url.query().is_none(),
         "the provider URL must not carry user info or a query: keys come from the environment \

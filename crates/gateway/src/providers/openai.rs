@@ -5,7 +5,6 @@ use base64::Engine;
 use countersign_proto::envelope::Usage;
 use countersign_proto::ErrorCode;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::http::{self, Repeat};
 use super::{provider_fields, Failure, Output, Provider, Providers, Spent};
@@ -178,7 +177,7 @@ pub fn normalize_speech(content_type: &str, audio: &[u8]) -> Result<Output, ApiE
         "name": format!("speech.{extension}"),
         "mime_type": mime,
         "size_bytes": audio.len(),
-        "sha256": format!("sha256:{}", hex::encode(Sha256::digest(audio))),
+        "sha256": countersign_proto::digest::sha256(audio),
         "url": format!("data:{mime};base64,{encoded}"),
     });
     let mut metadata = Map::new();
