@@ -159,7 +159,7 @@ async fn synthesized_speech_plays_inline_and_remote_images_stay_addresses() -> a
     let remote =
         "return document.querySelectorAll('img[src^=\"http\"], a[href^=\"http\"]').length;";
     assert_eq!(second.client.execute(remote, vec![]).await?, json!(0));
-    Ok(())
+    second.shoot("provider-images").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -197,6 +197,7 @@ describe('the console', () => {
     expect(within(result).getByTestId('execution-metadata').textContent).toContain('x_region_hint');
     expect(within(result).getByTestId('execution-journal').textContent).toContain('retention_days = 30');
     expect(within(result).getByTestId('execution-media').textContent).toContain('retention-report.csv');
+    expect(screen.queryByTestId('consequence'), 'nothing left to sign').toBeNull();
   });
 });
 

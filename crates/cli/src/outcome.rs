@@ -34,19 +34,31 @@ pub fn execution(style: &Style, view: &ExecutionView) -> String {
     }
     let estimated = view.estimated.as_deref().unwrap_or("—");
     let charged = view.charged.as_deref().unwrap_or("—");
+    // While the call is in flight the amount is the reserved maximum, not yet a charge.
+    let paid = if view.in_flight {
+        "reserved"
+    } else {
+        "charged"
+    };
     let _ = writeln!(
         out,
-        "  Credits: estimated {}, charged {}",
+        "  Credits: estimated {}, {paid} {}",
         clean(estimated),
         clean(charged)
     );
-    let mut usage = format!(
-        "{} input tokens · {} output tokens",
-        view.usage.input_tokens, view.usage.output_tokens
-    );
-    for (unit, n) in &view.usage.units {
-        let _ = write!(usage, " · {n} {}", clean(unit));
+    // Tokens where a provider counts them, as the window shows; then what else was counted.
+    let u = &view.usage;
+    let mut usage: Vec<String> = Vec::new();
+    if u.input_tokens + u.output_tokens > 0 || u.units.is_empty() {
+        usage.push(format!("{} input tokens", u.input_tokens));
+        usage.push(format!("{} output tokens", u.output_tokens));
     }
+    usage.extend(
+        u.units
+            .iter()
+            .map(|(unit, n)| format!("{n} {}", clean(unit))),
+    );
+    let usage = usage.join(" · ");
     let _ = writeln!(out, "  Usage: {usage}");
     for m in &view.media {
         let kind = serde_json::to_value(m.kind)
@@ -96,7 +108,10 @@ mod tests {
         let text = execution(&Style::plain(), &execution_view(&record).unwrap());
         assert!(text.contains("Execution: succeeded · replicate"), "{text}");
         assert!(text.contains("Credits: estimated 0.20–0.80 credits, charged 0.50 credits"));
-        assert!(text.contains("· 2 images · 5000 predict_ms"));
+        assert!(
+            text.contains("Usage: 2 images · 5000 predict_ms\n"),
+            "{text}"
+        );
         assert!(text.contains("image: out-0.png"));
         assert!(
             !text.contains('\u{1b}'),

@@ -186,15 +186,23 @@ pub(crate) fn journal(entries: &[Value]) -> Vec<JournalRow> {
     rows
 }
 
+const SHOWN_AS_COST: [&str; 2] = ["charged", "estimated"];
+
 /// The view of a plan record's `execution`, whatever of the envelope it carries: metadata keys
 /// the console does not know are kept; absent modalities are empty.
 pub fn execution_view(execution: &Value) -> Option<ExecutionView> {
     let record = execution.as_object()?;
     let env = envelope(record);
+    // What the cost lines show (`charged`, `estimated`) is not listed again as raw JSON.
     let mut metadata: Vec<(String, String)> = env
         .get("metadata")
         .and_then(Value::as_object)
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), text(v))).collect())
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| !SHOWN_AS_COST.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), text(v)))
+                .collect()
+        })
         .unwrap_or_default();
     // Bookkeeping the gateway keeps beside the envelope is metadata too, for the approver.
     for (key, value) in record {
@@ -362,7 +370,8 @@ mod tests {
             "result": {"success": true, "content": "Hello", "provider": "openai",
                        "usage": {"input_tokens": 40, "output_tokens": 300, "credits": "0.31",
                                  "units": {}},
-                       "metadata": {"model": "gpt-4o", "brand_new_key": {"x": 1}},
+                       "metadata": {"model": "gpt-4o", "brand_new_key": {"x": 1},
+                                    "charged": {"amount": "0.31"}},
                        "images": [], "videos": [],
                        "files": [{"name": "a.wav", "mime_type": "audio/wav",
                                   "url": "data:audio/wav;base64,UklGRg=="}]}
@@ -379,6 +388,10 @@ mod tests {
             .metadata
             .iter()
             .any(|(k, v)| k == "brand_new_key" && v == "{\"x\":1}"));
+        assert!(
+            !view.metadata.iter().any(|(k, _)| k == "charged"),
+            "shown as a cost line, not again as JSON"
+        );
         assert_eq!(
             view.media[0].inline.as_deref(),
             Some("data:audio/wav;base64,UklGRg==")

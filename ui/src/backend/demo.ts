@@ -272,6 +272,7 @@ export function demoPlans(): PlanView[] {
     plan({
       plan_id: 'plan_0005', title: 'Update project settings', status: 'executed', expires_at: minutesFromNow(-1),
       digest: DIGEST('7c0de5e5'), gist: 'prj_184 retention 30 → 7', approvals_received: 1, approved_by: ['Dana'],
+      risk: ['bulk'], consequence: 'changes prj_184 retention from 30 to 7 days; 22 items expire sooner',
       approvals: [{ approver_id: 'apr_dana', display_name: 'Dana', decision: 'approve', at: minutesFromNow(-3) }],
       changes: [{ resource: 'projects/prj_184', path: '/retention_days', before: '30', after: '7', diff: { kind: 'scalar', before: '30', after: '7' } }],
       effects: [effect({ id: 'eff_1', effect_type: 'setting_changed', description: 'Change retention_days from 30 to 7.', resource: 'projects/prj_184' })],

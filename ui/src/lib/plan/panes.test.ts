@@ -116,6 +116,9 @@ describe('the execution pane', () => {
     expect(cost).toContain('0.05–0.12 credits');
     expect(cost).toContain('0.09 credits');
     expect(cost).toContain('22 subjects');
+    const counted = { ...execution(), usage: { input_tokens: 0, output_tokens: 0, credits: '0.50', units: [['predict_ms', 5000]] as [string, number][] } };
+    render(Execution, { props: { execution: counted } });
+    expect(screen.getAllByTestId('execution-usage')[1].textContent).toBe('5000 predict ms');
   });
 
   it('shows a failed provider call as its error, not as content', () => {
