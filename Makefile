@@ -65,6 +65,19 @@ desktop: ui
 
 rust-test: desktop
 	tests/with-keyring.sh tests/with-display.sh cargo test --workspace
+	$(MAKE) --no-print-directory postgres-test
+
+# PostgreSQL, for the gateway's second store; Debian's package brings the `postgres` system user
+# that a cluster started as root runs as.
+APT_PACKAGES += postgresql
+.PHONY: postgres-test
+
+## The gateway's whole suite again, each test on a database of its own in a throw-away
+## PostgreSQL cluster; tests/instances.rs runs two instances on one of them. A property case
+## costs a database here: 64 cases per property (256 on SQLite).
+postgres-test: system-deps
+	COUNTERSIGN_PROPERTY_CASES=64 tests/with-keyring.sh tests/with-postgres.sh \
+		cargo test -p countersign-gateway
 
 # --- MCP: the official Python SDK as the test client of tests/mcp.rs ---
 MCP_VENV := target/mcp-venv
@@ -131,15 +144,17 @@ fuzz: deps
 		$(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 
 ## Benchmarks (not part of `make test`): one table of every measured bar, also written to
-## target/bench/report.md. `bench` measures everything (about 10 minutes on 2 cores after the
-## release build); `bench-quick` a subset in under 2.
+## target/bench/report.md, the gateway's rows on SQLite and on a throw-away PostgreSQL cluster.
+## `bench` measures everything (on 2 cores after the release build, about 10 minutes on SQLite
+## and as long again on PostgreSQL); `bench-quick` a subset.
 BENCH_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 bench: bench-build
-	tests/with-keyring.sh tests/with-display.sh $(BENCH_TARGET)/release/countersign-bench
+	tests/with-keyring.sh tests/with-display.sh tests/with-postgres.sh \
+		$(BENCH_TARGET)/release/countersign-bench
 
 bench-quick: bench-build-quick
-	tests/with-keyring.sh $(BENCH_TARGET)/release/countersign-bench --quick
+	tests/with-keyring.sh tests/with-postgres.sh $(BENCH_TARGET)/release/countersign-bench --quick
 
 bench-deps: deps
 	$(call apt_install_missing,wrk)

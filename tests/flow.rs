@@ -173,11 +173,11 @@ async fn a_rotated_key_signs_from_then_on_and_history_still_verifies() -> anyhow
         .map(|e| e.verify().map(|s| s.key_id))
         .collect::<Result<_, _>>()?;
     assert_eq!(keys, [old_key.clone(), new_key]);
-    let active: Vec<(String, bool)> =
+    let active: Vec<(String, i64)> =
         sqlx::query_as("SELECT id, active FROM approver_keys ORDER BY created_at, id")
             .fetch_all(gateway.state.store.pool())
             .await?;
-    assert!(active.contains(&(old_key, false)), "{active:?}");
+    assert!(active.contains(&(old_key, 0)), "{active:?}");
 
     Signer::forget(&gateway_id)?;
     Ok(())

@@ -120,9 +120,9 @@ async fn stored(database: &str, plans: &[(String, i64)]) -> Vec<(String, i64, i6
     for (project, (plan_id, _)) in PROJECTS.iter().zip(plans) {
         let row: (String, i64, i64) = sqlx::query_as(
             "SELECT status,
-                    (SELECT COUNT(*) FROM execution_audit WHERE plan_id = ?1),
-                    (SELECT retention_days FROM projects WHERE id = ?2)
-             FROM plans WHERE id = ?1",
+                    (SELECT COUNT(*) FROM execution_audit WHERE plan_id = $1),
+                    (SELECT retention_days FROM projects WHERE id = $2)
+             FROM plans WHERE id = $1",
         )
         .bind(plan_id)
         .bind(project)

@@ -71,12 +71,14 @@ impl TestGateway {
     /// every plan that read it turns stale.
     pub async fn move_project(&self, project: &str, retention_days: i64) -> anyhow::Result<()> {
         let mut w = self.state.store.write().await?;
-        sqlx::query("UPDATE projects SET retention_days = ? WHERE id = ?")
+        sqlx::query("UPDATE projects SET retention_days = $1 WHERE id = $2")
             .bind(retention_days)
             .bind(project)
             .execute(&mut *w.tx)
             .await?;
-        world::bump(&mut w.tx, &format!("projects/{project}")).await?;
+        world::bump(&mut w.tx, &format!("projects/{project}"))
+            .await
+            .map_err(|e| anyhow::anyhow!("{}", e.message))?;
         w.commit().await?;
         Ok(())
     }
@@ -89,7 +91,7 @@ impl TestGateway {
     ) -> anyhow::Result<Vec<(String, Option<String>, Value)>> {
         let rows: Vec<(String, Option<String>, String)> = sqlx::query_as(
             "SELECT decision, reason, envelope FROM decisions
-             WHERE plan_id = ? AND withdrawn_at IS NULL ORDER BY id",
+             WHERE plan_id = $1 AND withdrawn_at IS NULL ORDER BY id",
         )
         .bind(plan_id)
         .fetch_all(self.state.store.pool())
@@ -107,12 +109,12 @@ impl TestGateway {
     pub async fn add_staff(&self, n: u32) -> anyhow::Result<i64> {
         let mut w = self.state.store.write().await?;
         sqlx::query(
-            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
              INSERT INTO users (id, name, email, employment)
              SELECT printf('usr_t%06d', i), 'Temp ' || i, printf('t%06d@example.com', i), 'employee'
              FROM n",
         )
-        .bind(n)
+        .bind(i64::from(n))
         .execute(&mut *w.tx)
         .await?;
         sqlx::query(
@@ -143,7 +145,7 @@ impl TestGateway {
     /// A project's retention as the domain table holds it.
     pub async fn retention_days(&self, project: &str) -> anyhow::Result<i64> {
         Ok(
-            sqlx::query_scalar("SELECT retention_days FROM projects WHERE id = ?")
+            sqlx::query_scalar("SELECT retention_days FROM projects WHERE id = $1")
                 .bind(project)
                 .fetch_one(self.state.store.pool())
                 .await?,

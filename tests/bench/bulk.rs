@@ -34,7 +34,7 @@ pub async fn rows(settings: &Settings) -> Vec<Row> {
 }
 
 async fn measure(settings: &Settings) -> anyhow::Result<Vec<Row>> {
-    let gateway = Gateway::start(&settings.bin_dir).await?;
+    let gateway = Gateway::start(settings).await?;
     let pid = gateway.pid()?;
     let agent = gateway.agent("bulk").await?;
     let (capability, params) = bulk_plan();

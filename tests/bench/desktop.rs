@@ -107,7 +107,7 @@ pub async fn rows(settings: &Settings) -> Vec<Row> {
 }
 
 async fn measure(settings: &Settings, binary: &std::path::Path) -> anyhow::Result<Vec<Row>> {
-    let gateway = Gateway::start(&settings.bin_dir).await?;
+    let gateway = Gateway::start(settings).await?;
     let agent = gateway.agent("desk").await?;
     gateway.seed(&agent, PENDING, pending_plan).await?;
     let (capability, params) = bulk_plan();

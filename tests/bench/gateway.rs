@@ -1,8 +1,8 @@
 //! A release `countersign-gateway serve --demo` in its own process on a loopback port, over a
-//! fresh SQLite file: the accounts it needs made with its admin commands, and the agent calls that
+//! fresh SQLite file or PostgreSQL database: the accounts it needs made with its admin commands, and the agent calls that
 //! seed it with plans.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -17,6 +17,8 @@ use serde_json::{json, Value};
 use tempfile::TempDir;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
+
+use crate::settings::{Settings, Store};
 
 /// Requests in flight while seeding: enough to keep both cores busy, few enough not to queue.
 const SEED_CONCURRENCY: usize = 4;
@@ -44,15 +46,20 @@ pub struct BenchApprover {
 }
 
 impl Gateway {
-    pub async fn start(bin_dir: &Path) -> anyhow::Result<Gateway> {
-        let binary = bin_dir.join("countersign-gateway");
+    pub async fn start(settings: &Settings) -> anyhow::Result<Gateway> {
+        let binary = settings.bin_dir.join("countersign-gateway");
         ensure!(
             binary.exists(),
             "{} is missing: make bench builds it",
             binary.display()
         );
         let dir = tempfile::tempdir()?;
-        let database = format!("sqlite://{}", dir.path().join("gateway.db").display());
+        let database = match &settings.store {
+            Store::Sqlite => format!("sqlite://{}", dir.path().join("gateway.db").display()),
+            Store::Postgres { server } => {
+                countersign_gateway::store::scratch_postgres(server, None).await?
+            }
+        };
         let log = std::fs::File::create(dir.path().join("gateway.log"))?;
         let mut child = Command::new(&binary)
             .args([

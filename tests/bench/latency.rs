@@ -81,7 +81,7 @@ async fn measure(
     sse: [Row; 2],
     decisions: [Row; 2],
 ) -> anyhow::Result<Vec<Row>> {
-    let gateway = Gateway::start(&settings.bin_dir).await?;
+    let gateway = Gateway::start(settings).await?;
     let agent = gateway.agent("latency").await?;
     let code = gateway.invite("Bench approver").await?;
     let dir = tempfile::tempdir()?;

@@ -97,6 +97,51 @@ fn report(
     out
 }
 
+/// The gateway's rows again, each gateway on a new PostgreSQL database.
+async fn postgres_rows(
+    settings: &Settings,
+    timings: &mut Vec<(String, Duration)>,
+    floor: Option<f64>,
+) -> Vec<Row> {
+    let Some(server) = settings::postgres_server() else {
+        return vec![Row::new("gateway rows on PostgreSQL", table::Unit::Rate)
+            .skipped("no PostgreSQL server (make bench starts one)")];
+    };
+    let settings = &Settings {
+        store: settings::Store::Postgres { server },
+        ..settings.clone()
+    };
+    let mut rows = section(
+        "304 polls and listings [PostgreSQL]",
+        timings,
+        polls::rows(settings),
+    )
+    .await;
+    if !settings.quick {
+        rows.extend(
+            section(
+                "writes per second [PostgreSQL]",
+                timings,
+                throughput::rows(settings),
+            )
+            .await,
+        );
+        rows.extend(section("bulk plan [PostgreSQL]", timings, bulk::rows(settings)).await);
+    }
+    rows.extend(
+        section(
+            "latency [PostgreSQL]",
+            timings,
+            latency::rows(settings, floor),
+        )
+        .await,
+    );
+    for row in &mut rows {
+        row.bar.push_str(settings.store.suffix());
+    }
+    rows
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let settings = Settings::from_args()?;
@@ -135,6 +180,7 @@ async fn main() -> anyhow::Result<()> {
     if !settings.quick {
         rows.extend(section("desktop", &mut timings, desktop::rows(&settings)).await);
     }
+    rows.extend(postgres_rows(&settings, &mut timings, floor).await);
 
     for row in &rows {
         if let table::Outcome::Skipped(why) = &row.outcome {

@@ -36,7 +36,7 @@ pub async fn rows(settings: &Settings) -> Vec<Row> {
 }
 
 async fn measure(settings: &Settings) -> anyhow::Result<Vec<Row>> {
-    let gateway = Gateway::start(&settings.bin_dir).await?;
+    let gateway = Gateway::start(settings).await?;
     let agent = gateway.agent("poll-seeder").await?;
     let approver = gateway.approver("Bench poller").await?;
     let dir = tempfile::tempdir()?;

@@ -13,8 +13,33 @@ pub fn keyring_missing() -> Option<&'static str> {
         .then_some("no Secret Service (make bench starts one)")
 }
 
+/// The store of the gateways a part of the run starts: a SQLite file, or a new database on a
+/// PostgreSQL server.
+#[derive(Clone, Debug)]
+pub enum Store {
+    Sqlite,
+    Postgres { server: String },
+}
+
+impl Store {
+    /// What a row measured on this store adds to its bar.
+    pub fn suffix(&self) -> &'static str {
+        match self {
+            Store::Sqlite => "",
+            Store::Postgres { .. } => " [PostgreSQL]",
+        }
+    }
+}
+
+/// The PostgreSQL server `make bench` starts beside the run (tests/with-postgres.sh), if any.
+pub fn postgres_server() -> Option<String> {
+    std::env::var("COUNTERSIGN_TEST_POSTGRES").ok()
+}
+
+#[derive(Clone)]
 pub struct Settings {
     pub quick: bool,
+    pub store: Store,
     /// Where `countersign-bench` itself and the release binaries it starts live.
     pub bin_dir: PathBuf,
     pub workspace: PathBuf,
@@ -41,6 +66,7 @@ impl Settings {
         std::fs::create_dir_all(&out_dir)?;
         Ok(Settings {
             quick,
+            store: Store::Sqlite,
             bin_dir,
             workspace: Path::new(env!("CARGO_MANIFEST_DIR")).join(".."),
             out_dir,

@@ -35,7 +35,7 @@ struct Writer<'a> {
 }
 
 async fn measure(settings: &Settings) -> anyhow::Result<Vec<Row>> {
-    let gateway = Gateway::start(&settings.bin_dir).await?;
+    let gateway = Gateway::start(settings).await?;
     let writer = Writer {
         settings,
         agent: gateway.agent("writer").await?,

@@ -117,7 +117,7 @@ impl World {
 
     fn status(&self, plan_id: &str) -> String {
         self.runtime.block_on(async {
-            sqlx::query_scalar("SELECT status FROM plans WHERE id = ?")
+            sqlx::query_scalar("SELECT status FROM plans WHERE id = $1")
                 .bind(plan_id)
                 .fetch_one(self.state.store.pool())
                 .await

@@ -7,13 +7,13 @@ use countersign_proto::enrollment::{
 };
 use countersign_proto::ErrorCode;
 use ed25519_dalek::{SigningKey, VerifyingKey};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::scopes::{self, Scope};
-use crate::store::Store;
+use crate::store::{Flag, Store};
 use crate::{identity, names};
 
 #[derive(Debug, Clone)]
@@ -61,7 +61,7 @@ pub async fn add_scoped_agent(
     let mut w = store.write().await?;
     let inserted = sqlx::query(
         "INSERT INTO agents (id, name, on_behalf_of, token_hash, created_at)
-         VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
     )
     .bind(&id)
     .bind(name)
@@ -113,7 +113,7 @@ pub async fn invite_approver_for(
     sqlx::query(
         "INSERT INTO enrollment_codes
              (code_hash, display_name, created_at, user_id, expires_at, code_id)
-         VALUES (?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(ids::secret_hash(&code))
     .bind(display_name)
@@ -244,13 +244,13 @@ async fn register(
                   FROM enrollment_codes WHERE ";
     let row: Option<CodeRow> = match &code {
         CodeRef::Plain(code) => {
-            sqlx::query_as(&format!("{select} code_hash = ?"))
+            sqlx::query_as(&format!("{select} code_hash = $1"))
                 .bind(ids::secret_hash(code))
                 .fetch_optional(&mut *w.tx)
                 .await?
         }
         CodeRef::Proven { code_id, .. } => {
-            sqlx::query_as(&format!("{select} code_id = ?"))
+            sqlx::query_as(&format!("{select} code_id = $1"))
                 .bind(code_id)
                 .fetch_optional(&mut *w.tx)
                 .await?
@@ -293,7 +293,7 @@ async fn register(
         }
     }
     let now = ids::to_text(now);
-    sqlx::query("UPDATE enrollment_codes SET used_at = ? WHERE code_hash = ?")
+    sqlx::query("UPDATE enrollment_codes SET used_at = $1 WHERE code_hash = $2")
         .bind(&now)
         .bind(&code_hash)
         .execute(&mut *w.tx)
@@ -303,7 +303,7 @@ async fn register(
     let token = ids::new_secret("csp_");
     sqlx::query(
         "INSERT INTO approvers (id, display_name, token_hash, created_at, user_id)
-         VALUES (?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5)",
     )
     .bind(&approver_id)
     .bind(&invited)
@@ -314,7 +314,7 @@ async fn register(
     .await?;
     sqlx::query(
         "INSERT INTO approver_keys (id, approver_id, public_key, active, created_at)
-         VALUES (?, ?, ?, 1, ?)",
+         VALUES ($1, $2, $3, 1, $4)",
     )
     .bind(&key_id)
     .bind(&approver_id)
@@ -333,13 +333,13 @@ async fn register(
 
 /// Whoever holds `token`, agent or approver, unless revoked, in one lookup: every request pays
 /// for it.
-pub async fn by_token(pool: &SqlitePool, token: &str) -> Result<Option<Caller>, sqlx::Error> {
+pub async fn by_token(pool: &AnyPool, token: &str) -> Result<Option<Caller>, sqlx::Error> {
     let row: Option<(String, String, Option<String>, Option<String>)> = sqlx::query_as(
         "SELECT 'agent', id, on_behalf_of, NULL FROM agents
-          WHERE token_hash = ?1 AND revoked_at IS NULL
+          WHERE token_hash = $1 AND revoked_at IS NULL
          UNION ALL
          SELECT 'approver', id, user_id, display_name FROM approvers
-          WHERE token_hash = ?1 AND revoked_at IS NULL
+          WHERE token_hash = $1 AND revoked_at IS NULL
          LIMIT 1",
     )
     .bind(ids::secret_hash(token))
@@ -363,13 +363,13 @@ pub async fn by_token(pool: &SqlitePool, token: &str) -> Result<Option<Caller>, 
 
 /// The approver's active key `key_id`, if it is theirs and not revoked.
 pub async fn active_key(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     approver_id: &str,
     key_id: &str,
 ) -> Result<Option<VerifyingKey>, sqlx::Error> {
     let text: Option<String> = sqlx::query_scalar(
         "SELECT public_key FROM approver_keys
-         WHERE id = ? AND approver_id = ? AND active = 1 AND revoked_at IS NULL",
+         WHERE id = $1 AND approver_id = $2 AND active = 1 AND revoked_at IS NULL",
     )
     .bind(key_id)
     .bind(approver_id)
@@ -388,7 +388,7 @@ pub async fn rotate_agent_token(
     let id = format!("agt_{name}");
     let token = ids::new_secret("csa_");
     let mut w = store.write().await?;
-    let updated = sqlx::query("UPDATE agents SET token_hash = ? WHERE id = ?")
+    let updated = sqlx::query("UPDATE agents SET token_hash = $1 WHERE id = $2")
         .bind(ids::secret_hash(&token))
         .bind(&id)
         .execute(&mut *w.tx)
@@ -421,16 +421,16 @@ pub async fn rotate_key(
     }
     // Any key of this approver, retired ones too: a rotation resent after it took effect was
     // signed by the key it retired. Revoked keys vouch for nothing.
-    let signer: Option<(String, bool)> = sqlx::query_as(
+    let signer: Option<(String, Flag)> = sqlx::query_as(
         "SELECT public_key, active FROM approver_keys
-         WHERE id = ? AND approver_id = ? AND revoked_at IS NULL",
+         WHERE id = $1 AND approver_id = $2 AND revoked_at IS NULL",
     )
     .bind(&signature.keyid)
     .bind(&approver.id)
     .fetch_optional(store.pool())
     .await?;
     let (signer, signer_active) = signer
-        .and_then(|(key, active)| Some((decode_public_key(&key).ok()?, active)))
+        .and_then(|(key, Flag(active))| Some((decode_public_key(&key).ok()?, active)))
         .ok_or_else(|| {
             ApiError::new(
                 ErrorCode::BadSignature,
@@ -465,7 +465,7 @@ pub async fn rotate_key(
         .map_err(|e| ApiError::validation("/payload", format!("The new key is invalid: {e}.")))?;
     let mut w = store.write().await?;
     let done: Option<String> = sqlx::query_scalar(
-        "SELECT id FROM approver_keys WHERE approver_id = ? AND public_key = ? AND active = 1",
+        "SELECT id FROM approver_keys WHERE approver_id = $1 AND public_key = $2 AND active = 1",
     )
     .bind(&approver.id)
     .bind(&rotation.public_key)
@@ -488,13 +488,13 @@ pub async fn rotate_key(
         ));
     }
     let key_id = ids::random_id("key_", 6);
-    sqlx::query("UPDATE approver_keys SET active = 0 WHERE approver_id = ?")
+    sqlx::query("UPDATE approver_keys SET active = 0 WHERE approver_id = $1")
         .bind(&approver.id)
         .execute(&mut *w.tx)
         .await?;
     sqlx::query(
         "INSERT INTO approver_keys (id, approver_id, public_key, active, created_at)
-         VALUES (?, ?, ?, 1, ?)",
+         VALUES ($1, $2, $3, 1, $4)",
     )
     .bind(&key_id)
     .bind(&approver.id)

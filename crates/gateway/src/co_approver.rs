@@ -68,7 +68,7 @@ impl CoApprover {
     /// Enrolls it with the gateway at `url` over `store` (the embedded gateway's own), revoking
     /// the one a previous start enrolled.
     pub async fn enroll(&self, store: &Store, url: &str) -> anyhow::Result<Running> {
-        let previous: Option<String> = sqlx::query_scalar("SELECT value FROM meta WHERE key = ?")
+        let previous: Option<String> = sqlx::query_scalar("SELECT value FROM meta WHERE key = $1")
             .bind(META_KEY)
             .fetch_optional(store.pool())
             .await?;
@@ -91,11 +91,14 @@ impl CoApprover {
             .json()
             .await?;
         let mut w = store.write().await?;
-        sqlx::query("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)")
-            .bind(META_KEY)
-            .bind(&enrolled.approver_id)
-            .execute(&mut *w.tx)
-            .await?;
+        sqlx::query(
+            "INSERT INTO meta (key, value) VALUES ($1, $2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .bind(META_KEY)
+        .bind(&enrolled.approver_id)
+        .execute(&mut *w.tx)
+        .await?;
         w.commit().await?;
         Ok(Running {
             client,

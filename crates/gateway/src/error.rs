@@ -82,19 +82,11 @@ const SQLITE_FULL: i64 = 13;
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
         tracing::error!(error = %e, "store error");
-        // Extended codes carry the primary one in their low byte (SQLITE_READONLY_DBMOVED, …).
-        let primary = match &e {
-            sqlx::Error::Database(db) => db
-                .code()
-                .and_then(|c| c.parse::<i64>().ok())
-                .map(|c| c & 0xff),
-            _ => None,
-        };
-        if let Some(SQLITE_FULL | SQLITE_READONLY) = primary {
+        if takes_no_writes(&e) {
             return ApiError::new(
                 ErrorCode::StorageUnavailable,
-                "The gateway's store takes no writes now (full or read-only); nothing was \
-                 written. Try again later.",
+                "The gateway's store takes no writes now (full, read-only or unreachable); \
+                 nothing was written. Try again later.",
             );
         }
         ApiError::new(
@@ -102,6 +94,25 @@ impl From<sqlx::Error> for ApiError {
             "The gateway could not complete the request.",
         )
     }
+}
+
+/// Whether the store refused a write because it is full, read-only or gone, rather than because
+/// of the request.
+fn takes_no_writes(e: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = e else {
+        return false;
+    };
+    if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+        // read_only_sql_transaction, disk_full, cannot_connect_now, and connection exceptions.
+        let code = pg.code();
+        return matches!(code, "25006" | "53100" | "57P03") || code.starts_with("08");
+    }
+    // Extended codes carry the primary one in their low byte (SQLITE_READONLY_DBMOVED, …).
+    let primary = db
+        .code()
+        .and_then(|c| c.parse::<i64>().ok())
+        .map(|c| c & 0xff);
+    matches!(primary, Some(SQLITE_FULL | SQLITE_READONLY))
 }
 
 impl From<anyhow::Error> for ApiError {

@@ -1,7 +1,7 @@
 //! The queue's change log. Every change a console should see is a row; its revision is the SSE
 //! event id and the highest one is the queue revision.
 
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use crate::ids;
 
@@ -24,19 +24,19 @@ impl EventKind {
 }
 
 pub async fn record(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     plan_id: &str,
     kind: EventKind,
 ) -> Result<i64, sqlx::Error> {
     let revision: i64 = sqlx::query_scalar(
-        "INSERT INTO plan_events (plan_id, kind, at) VALUES (?, ?, ?) RETURNING revision",
+        "INSERT INTO plan_events (plan_id, kind, at) VALUES ($1, $2, $3) RETURNING revision",
     )
     .bind(plan_id)
     .bind(kind.as_str())
     .bind(ids::to_text(ids::now()))
     .fetch_one(&mut *conn)
     .await?;
-    sqlx::query("DELETE FROM plan_events WHERE revision <= ?")
+    sqlx::query("DELETE FROM plan_events WHERE revision <= $1")
         .bind(revision - RETAINED)
         .execute(&mut *conn)
         .await?;
@@ -44,14 +44,14 @@ pub async fn record(
 }
 
 /// The queue revision: 0 before anything happened.
-pub async fn revision(conn: &mut SqliteConnection) -> Result<i64, sqlx::Error> {
+pub async fn revision(conn: &mut AnyConnection) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar("SELECT COALESCE(MAX(revision), 0) FROM plan_events")
         .fetch_one(conn)
         .await
 }
 
 /// Whether a client that saw `revision` can resume from the log.
-pub async fn can_resume(conn: &mut SqliteConnection, seen: i64) -> Result<bool, sqlx::Error> {
+pub async fn can_resume(conn: &mut AnyConnection, seen: i64) -> Result<bool, sqlx::Error> {
     let (oldest, newest): (Option<i64>, Option<i64>) =
         sqlx::query_as("SELECT MIN(revision), MAX(revision) FROM plan_events")
             .fetch_one(conn)

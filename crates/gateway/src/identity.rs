@@ -12,7 +12,7 @@ const META_KEY: &str = "identity_key";
 /// The identity key, made and stored if this gateway has none yet.
 pub async fn load_or_create(store: &Store) -> anyhow::Result<SigningKey> {
     let mut w = store.write().await?;
-    let existing: Option<String> = sqlx::query_scalar("SELECT value FROM meta WHERE key = ?")
+    let existing: Option<String> = sqlx::query_scalar("SELECT value FROM meta WHERE key = $1")
         .bind(META_KEY)
         .fetch_optional(&mut *w.tx)
         .await?;
@@ -25,7 +25,7 @@ pub async fn load_or_create(store: &Store) -> anyhow::Result<SigningKey> {
         return Ok(SigningKey::from_bytes(&seed));
     }
     let key = SigningKey::generate(&mut rand::rngs::OsRng);
-    sqlx::query("INSERT INTO meta (key, value) VALUES (?, ?)")
+    sqlx::query("INSERT INTO meta (key, value) VALUES ($1, $2)")
         .bind(META_KEY)
         .bind(STANDARD.encode(key.to_bytes()))
         .execute(&mut *w.tx)

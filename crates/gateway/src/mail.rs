@@ -11,7 +11,7 @@ use lettre::message::header::ContentType;
 use lettre::message::Mailbox;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use serde_json::{json, Map, Value};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use crate::{ids, AppState, Store};
 
@@ -112,9 +112,9 @@ pub async fn dispatch(store: &Store, relay: &Relay, now: DateTime<Utc>) -> anyho
         let queued: Vec<Queued> = sqlx::query_as(
             "SELECT id, plan_id, user_id, recipient, subject, body, attempts, next_attempt_at
              FROM email_outbox
-             WHERE state = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= ?)
-               AND id > ?
-             ORDER BY id LIMIT ?",
+             WHERE state = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
+               AND id > $2
+             ORDER BY id LIMIT $3",
         )
         .bind(ids::to_text(now))
         .bind(after)
@@ -178,8 +178,8 @@ async fn claim(
     );
     let mut w = store.write().await?;
     let taken = sqlx::query(
-        "UPDATE email_outbox SET next_attempt_at = ?1
-         WHERE id = ?2 AND state = 'pending' AND next_attempt_at IS ?3",
+        "UPDATE email_outbox SET next_attempt_at = $1
+         WHERE id = $2 AND state = 'pending' AND next_attempt_at IS NOT DISTINCT FROM $3",
     )
     .bind(&lease)
     .bind(message.id)
@@ -190,7 +190,7 @@ async fn claim(
     if taken == 0 {
         return Ok(None);
     }
-    let address: Option<String> = sqlx::query_scalar("SELECT email FROM users WHERE id = ?")
+    let address: Option<String> = sqlx::query_scalar("SELECT email FROM users WHERE id = $1")
         .bind(&message.user_id)
         .fetch_optional(&mut *w.tx)
         .await?;
@@ -261,9 +261,9 @@ async fn record(
     };
     let mut w = store.write().await?;
     sqlx::query(
-        "UPDATE email_outbox SET state = ?, attempts = ?, last_error = ?, next_attempt_at = ?,
-                                 sent_at = ?
-         WHERE id = ? AND state = 'pending' AND next_attempt_at = ?",
+        "UPDATE email_outbox SET state = $1, attempts = $2, last_error = $3, next_attempt_at = $4,
+                                 sent_at = $5
+         WHERE id = $6 AND state = 'pending' AND next_attempt_at = $7",
     )
     .bind(state)
     .bind(attempts)
@@ -308,16 +308,16 @@ const ATTENTION_SHOWN: i64 = 100;
 
 /// How the messages of one plan stand, for its record: a count per state, and the messages held
 /// or failed, with why, since those need a person.
-pub async fn deliveries(conn: &mut SqliteConnection, plan_id: &str) -> Result<Value, sqlx::Error> {
+pub async fn deliveries(conn: &mut AnyConnection, plan_id: &str) -> Result<Value, sqlx::Error> {
     let counts: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT state, COUNT(*) FROM email_outbox WHERE plan_id = ? GROUP BY state ORDER BY state",
+        "SELECT state, COUNT(*) FROM email_outbox WHERE plan_id = $1 GROUP BY state ORDER BY state",
     )
     .bind(plan_id)
     .fetch_all(&mut *conn)
     .await?;
     let attention: Vec<(String, String, String, i64, Option<String>)> = sqlx::query_as(
         "SELECT user_id, recipient, state, attempts, last_error FROM email_outbox
-         WHERE plan_id = ? AND state IN ('held', 'failed') ORDER BY id LIMIT ?",
+         WHERE plan_id = $1 AND state IN ('held', 'failed') ORDER BY id LIMIT $2",
     )
     .bind(plan_id)
     .bind(ATTENTION_SHOWN)

@@ -15,7 +15,9 @@ use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
 use countersign_proto::INTERFACE_VERSION;
 use rust_decimal::Decimal;
 use serde_json::Value;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
+
+use crate::store::Dialect;
 use std::sync::Arc;
 
 use crate::accounts::Agent;
@@ -203,13 +205,14 @@ pub fn distinct_subjects(planned_subjects: &[(String, Arc<Vec<capabilities::Subj
     }
 }
 
-/// Subject rows per INSERT: five parameters each, under SQLite's limit of 32766.
+/// Subject rows per INSERT: five parameters each, under SQLite's limit of 32766 (PostgreSQL's is
+/// 65535).
 const SUBJECT_BATCH: usize = 5000;
 
 /// Stores a preview, the resources it read, its full subject sets and the items its validation
 /// names.
 pub async fn insert(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     preview: &Preview,
     planned_subjects: &[(String, Arc<Vec<capabilities::Subject>>)],
     named: &[ValidationSubjects],
@@ -225,7 +228,7 @@ pub async fn insert(
         "INSERT INTO plans (id, capability_id, agent_id, plan_digest, preview, status,
          required_approvals, created_at, expires_at, supersedes, subject_rows, subjects_distinct,
          validation_subjects)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
     )
     .bind(&preview.plan_id)
     .bind(&preview.capability_id)
@@ -233,7 +236,7 @@ pub async fn insert(
     .bind(&preview.plan_digest)
     .bind(serde_json::to_string(preview)?)
     .bind(status_text(status))
-    .bind(required_approvals)
+    .bind(i64::from(required_approvals))
     .bind(ids::to_text(preview.created_at))
     .bind(ids::to_text(preview.expires_at))
     .bind(supersedes)
@@ -247,25 +250,30 @@ pub async fn insert(
     .execute(&mut *conn)
     .await?;
     for read in &preview.read_revisions {
-        sqlx::query("INSERT OR IGNORE INTO plan_reads (resource, plan_id) VALUES (?, ?)")
-            .bind(&read.resource)
-            .bind(&preview.plan_id)
-            .execute(&mut *conn)
-            .await?;
+        sqlx::query(
+            "INSERT INTO plan_reads (resource, plan_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        )
+        .bind(&read.resource)
+        .bind(&preview.plan_id)
+        .execute(&mut *conn)
+        .await?;
     }
     for (effect_id, subjects) in planned_subjects {
         for batch in subjects.chunks(SUBJECT_BATCH) {
-            let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                "INSERT INTO plan_subjects (plan_id, effect_id, subject_id, label, detail) ",
+            let sql = format!(
+                "INSERT INTO plan_subjects (plan_id, effect_id, subject_id, label, detail) VALUES {}",
+                crate::store::value_rows(Dialect::of(conn), batch.len(), 5)
             );
-            insert.push_values(batch, |mut row, subject| {
-                row.push_bind(&preview.plan_id)
-                    .push_bind(effect_id)
-                    .push_bind(&subject.id)
-                    .push_bind(&subject.label)
-                    .push_bind(subject.detail.as_ref().map(Value::to_string));
-            });
-            insert.build().execute(&mut *conn).await?;
+            let mut insert = sqlx::query(&sql);
+            for subject in batch {
+                insert = insert
+                    .bind(&preview.plan_id)
+                    .bind(effect_id)
+                    .bind(&subject.id)
+                    .bind(&subject.label)
+                    .bind(subject.detail.as_ref().map(Value::to_string));
+            }
+            insert.execute(&mut *conn).await?;
         }
     }
     Ok(())
@@ -282,12 +290,12 @@ fn parse_status(text: &str) -> PlanStatus {
     serde_json::from_value(Value::String(text.to_owned())).unwrap_or(PlanStatus::Failed)
 }
 
-pub async fn load(conn: &mut SqliteConnection, plan_id: &str) -> ApiResult<Option<StoredPlan>> {
+pub async fn load(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<Option<StoredPlan>> {
     type Row = (
         String,
         String,
         String,
-        u32,
+        i64,
         Option<String>,
         Option<String>,
         Option<String>,
@@ -297,7 +305,7 @@ pub async fn load(conn: &mut SqliteConnection, plan_id: &str) -> ApiResult<Optio
     let row: Option<Row> = sqlx::query_as(
         "SELECT preview, agent_id, status, required_approvals, execution, supersedes, superseded_by,
                 subjects_distinct, validation_subjects
-         FROM plans WHERE id = ?",
+         FROM plans WHERE id = $1",
     )
     .bind(plan_id)
     .fetch_optional(&mut *conn)
@@ -320,7 +328,7 @@ pub async fn load(conn: &mut SqliteConnection, plan_id: &str) -> ApiResult<Optio
         preview: serde_json::from_str(&preview)?,
         agent_id,
         status: parse_status(&status),
-        required_approvals,
+        required_approvals: u32::try_from(required_approvals).unwrap_or(u32::MAX),
         execution: execution.map(|e| serde_json::from_str(&e)).transpose()?,
         supersedes,
         superseded_by,
@@ -333,11 +341,11 @@ pub async fn load(conn: &mut SqliteConnection, plan_id: &str) -> ApiResult<Optio
 }
 
 pub async fn set_status(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     plan_id: &str,
     status: PlanStatus,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE plans SET status = ? WHERE id = ?")
+    sqlx::query("UPDATE plans SET status = $1 WHERE id = $2")
         .bind(status_text(status))
         .bind(plan_id)
         .execute(&mut *conn)
@@ -347,7 +355,7 @@ pub async fn set_status(
 
 /// The read revisions that moved since the plan was made.
 pub async fn moved(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     read: &[ReadRevision],
 ) -> Result<Vec<MovedRevision>, sqlx::Error> {
     let mut moved = Vec::new();
@@ -367,14 +375,14 @@ pub async fn moved(
 }
 
 pub async fn approvals(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     plan_id: &str,
     required: u32,
 ) -> ApiResult<Approvals> {
     let rows: Vec<(String, String, String, String)> = sqlx::query_as(
         "SELECT d.approver_id, a.display_name, d.decision, d.decided_at
          FROM decisions d JOIN approvers a ON a.id = d.approver_id
-         WHERE d.plan_id = ? AND d.withdrawn_at IS NULL ORDER BY d.id",
+         WHERE d.plan_id = $1 AND d.withdrawn_at IS NULL ORDER BY d.id",
     )
     .bind(plan_id)
     .fetch_all(&mut *conn)
@@ -431,7 +439,7 @@ pub fn effective_status(
     }
 }
 
-pub async fn record(conn: &mut SqliteConnection, plan: StoredPlan) -> ApiResult<PlanRecord> {
+pub async fn record(conn: &mut AnyConnection, plan: StoredPlan) -> ApiResult<PlanRecord> {
     // Staleness concerns only a plan that may still be decided or run: an executed plan's own
     // writes moved what it read, and that is its result, not staleness.
     let open = matches!(

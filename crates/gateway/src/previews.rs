@@ -31,13 +31,13 @@ pub async fn write_audit(
     sqlx::query(
         "INSERT INTO preview_audit
          (id, capability_id, agent_id, plan_id, valid, request, at, idempotency_key)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(audit.audit_id)
     .bind(capability.id())
     .bind(agent_id)
     .bind(plan_id)
-    .bind(plan_id.is_some())
+    .bind(i64::from(plan_id.is_some()))
     .bind(audit.request.to_string())
     .bind(ids::to_text(ids::now()))
     .bind(audit.idempotency_key)

@@ -5,10 +5,12 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use sqlx::SqliteConnection;
+use countersign_proto::approvals::{PlanStatus, PlanSummary};
+use sqlx::AnyConnection;
 
 use crate::error::{ApiError, ApiResult};
 use crate::events::{self, EventKind};
+use crate::store::Dialect;
 use crate::{ids, plans, quotas, AppState, Store};
 
 /// Plans in one answer of `GET /v1/approvals` when the caller sets no `limit`, and the most it may
@@ -19,11 +21,7 @@ pub const MAX_PAGE: u32 = 10_000;
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 /// Rewrites what approvers see of `plan_id` as of now, and logs the change for the event streams.
-pub async fn publish(
-    conn: &mut SqliteConnection,
-    plan_id: &str,
-    kind: EventKind,
-) -> ApiResult<i64> {
+pub async fn publish(conn: &mut AnyConnection, plan_id: &str, kind: EventKind) -> ApiResult<i64> {
     store_summary(conn, plan_id).await?;
     forget_reads_when_finished(conn, plan_id).await?;
     Ok(events::record(conn, plan_id, kind).await?)
@@ -32,11 +30,11 @@ pub async fn publish(
 /// A finished plan can no longer go stale: its reads leave the index writes consult, which so
 /// stays as large as the live queue, not as the gateway's history.
 async fn forget_reads_when_finished(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     plan_id: &str,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "DELETE FROM plan_reads WHERE plan_id = ?1 AND EXISTS (SELECT 1 FROM plans WHERE id = ?1
+        "DELETE FROM plan_reads WHERE plan_id = $1 AND EXISTS (SELECT 1 FROM plans WHERE id = $1
            AND status IN ('executed', 'rejected', 'superseded', 'expired', 'failed'))",
     )
     .bind(plan_id)
@@ -45,13 +43,13 @@ async fn forget_reads_when_finished(
     Ok(())
 }
 
-async fn store_summary(conn: &mut SqliteConnection, plan_id: &str) -> ApiResult<()> {
+async fn store_summary(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<()> {
     let plan = plans::load(conn, plan_id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("plan {plan_id} vanished while it changed"))?;
     let subjects_total = plans::subjects_total(&plan);
     let summary = plans::summary(&plans::record(conn, plan).await?, subjects_total);
-    sqlx::query("UPDATE plans SET summary = ? WHERE id = ?")
+    sqlx::query("UPDATE plans SET summary = $1 WHERE id = $2")
         .bind(serde_json::to_string(&summary)?)
         .bind(plan_id)
         .execute(&mut *conn)
@@ -61,22 +59,27 @@ async fn store_summary(conn: &mut SqliteConnection, plan_id: &str) -> ApiResult<
 
 /// A write moved `resource`: every pending or approved plan that read it is stale now. Only the
 /// status in their summaries changes, so it is set in place rather than re-derived plan by plan.
-pub async fn mark_stale_readers(
-    conn: &mut SqliteConnection,
-    resource: &str,
-) -> Result<(), sqlx::Error> {
-    let mut stale: Vec<String> = sqlx::query_scalar(
-        "UPDATE plans SET summary = json_set(summary, '$.status', 'stale')
+pub async fn mark_stale_readers(conn: &mut AnyConnection, resource: &str) -> ApiResult<()> {
+    let readers: Vec<(String, String)> = sqlx::query_as(
+        "SELECT id, summary FROM plans
          WHERE summary IS NOT NULL AND status IN ('pending_approval', 'approved')
-           AND json_extract(summary, '$.status') != 'stale'
-           AND id IN (SELECT plan_id FROM plan_reads WHERE resource = ?)
-         RETURNING id",
+           AND id IN (SELECT plan_id FROM plan_reads WHERE resource = $1)
+         ORDER BY id",
     )
     .bind(resource)
     .fetch_all(&mut *conn)
     .await?;
-    stale.sort_unstable();
-    for plan_id in stale {
+    for (plan_id, summary) in readers {
+        let mut summary: PlanSummary = serde_json::from_str(&summary)?;
+        if summary.status == PlanStatus::Stale {
+            continue;
+        }
+        summary.status = PlanStatus::Stale;
+        sqlx::query("UPDATE plans SET summary = $1 WHERE id = $2")
+            .bind(serde_json::to_string(&summary)?)
+            .bind(&plan_id)
+            .execute(&mut *conn)
+            .await?;
         events::record(conn, &plan_id, EventKind::Updated).await?;
     }
     Ok(())
@@ -99,35 +102,27 @@ pub async fn page(store: &Store, limit: u32, cursor: Option<&str>) -> ApiResult<
     };
     let mut conn = store.pool().begin().await?;
     let revision = events::revision(&mut conn).await?;
-    // The queue's own index, named: without statistics SQLite prefers `plans_by_status`, reads
-    // every plan row and sorts them. The summaries are joined by SQLite into one value.
+    let sql = page_sql(store.dialect());
     let (count, items, last_expiry, last_id): (i64, String, Option<String>, Option<String>) =
-        sqlx::query_as(
-            "WITH page AS MATERIALIZED (
-                 SELECT summary, expires_at, id FROM plans INDEXED BY plans_queue
-                 WHERE status IN ('pending_approval', 'stale') AND (expires_at, id) > (?, ?)
-                 ORDER BY expires_at, id LIMIT ?)
-             SELECT count(*), coalesce(group_concat(summary, ',' ORDER BY expires_at, id), ''),
-                    (SELECT expires_at FROM page ORDER BY expires_at DESC, id DESC LIMIT 1),
-                    (SELECT id FROM page ORDER BY expires_at DESC, id DESC LIMIT 1)
-             FROM page",
-        )
-        .bind(&after_expiry)
-        .bind(&after_id)
-        .bind(i64::from(limit))
-        .fetch_one(&mut *conn)
-        .await?;
-    let next_cursor = match (last_expiry, last_id) {
-        (Some(expires_at), Some(id)) if count >= i64::from(limit) => {
-            let more: bool = sqlx::query_scalar(
-                "SELECT EXISTS (SELECT 1 FROM plans INDEXED BY plans_queue
-                 WHERE status IN ('pending_approval', 'stale') AND (expires_at, id) > (?, ?))",
-            )
-            .bind(&expires_at)
-            .bind(&id)
+        sqlx::query_as(&sql)
+            .bind(&after_expiry)
+            .bind(&after_id)
+            .bind(i64::from(limit))
             .fetch_one(&mut *conn)
             .await?;
-            more.then(|| encode_cursor(&expires_at, &id))
+    let next_cursor = match (last_expiry, last_id) {
+        (Some(expires_at), Some(id)) if count >= i64::from(limit) => {
+            let more: Option<i64> = sqlx::query_scalar(&format!(
+                "SELECT 1 FROM plans {}
+                 WHERE status IN ('pending_approval', 'stale') AND (expires_at, id) > ($1, $2)
+                 LIMIT 1",
+                queue_index(store.dialect())
+            ))
+            .bind(&expires_at)
+            .bind(&id)
+            .fetch_optional(&mut *conn)
+            .await?;
+            more.map(|_| encode_cursor(&expires_at, &id))
         }
         _ => None,
     };
@@ -147,6 +142,34 @@ pub async fn page(store: &Store, limit: u32, cursor: Option<&str>) -> ApiResult<
     Ok(Page { revision, body })
 }
 
+/// One page of summaries, joined into one value by the database.
+fn page_sql(dialect: Dialect) -> String {
+    let join = match dialect {
+        Dialect::Sqlite => "group_concat(summary, ',' ORDER BY expires_at, id)",
+        Dialect::Postgres => "string_agg(summary, ',' ORDER BY expires_at, id)",
+    };
+    format!(
+        "WITH page AS MATERIALIZED (
+             SELECT summary, expires_at, id FROM plans {}
+             WHERE status IN ('pending_approval', 'stale') AND (expires_at, id) > ($1, $2)
+             ORDER BY expires_at, id LIMIT $3)
+         SELECT count(*), coalesce({join}, ''),
+                (SELECT expires_at FROM page ORDER BY expires_at DESC, id DESC LIMIT 1),
+                (SELECT id FROM page ORDER BY expires_at DESC, id DESC LIMIT 1)
+         FROM page",
+        queue_index(dialect)
+    )
+}
+
+/// The queue's own index, named to SQLite: without statistics it prefers `plans_by_status`, reads
+/// every plan row and sorts them. PostgreSQL keeps statistics and takes no hints.
+fn queue_index(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Sqlite => "INDEXED BY plans_queue",
+        Dialect::Postgres => "",
+    }
+}
+
 fn encode_cursor(expires_at: &str, id: &str) -> String {
     format!("q_{}", hex::encode(format!("{expires_at}\n{id}")))
 }
@@ -163,7 +186,7 @@ pub async fn sweep(store: &Store) -> ApiResult<usize> {
     let now = ids::to_text(ids::now());
     let due: Vec<String> = sqlx::query_scalar(
         "SELECT id FROM plans WHERE status IN ('pending_approval', 'approved', 'stale')
-         AND expires_at < ? ORDER BY expires_at, id",
+         AND expires_at < $1 ORDER BY expires_at, id",
     )
     .bind(&now)
     .fetch_all(store.pool())
@@ -176,7 +199,7 @@ pub async fn sweep(store: &Store) -> ApiResult<usize> {
     for plan_id in due {
         let moved = sqlx::query(
             "UPDATE plans SET status = 'expired'
-             WHERE id = ? AND status IN ('pending_approval', 'approved', 'stale')",
+             WHERE id = $1 AND status IN ('pending_approval', 'approved', 'stale')",
         )
         .bind(&plan_id)
         .execute(&mut *w.tx)
@@ -212,6 +235,12 @@ pub fn spawn_sweeper(state: &Arc<AppState>) {
             }
             if let Err(e) = quotas::sweep_subjects(&state.store, quotas::SWEEP_BATCH).await {
                 tracing::warn!(error = ?e, "the subject sweep failed; trying again");
+            }
+            if state.store.dialect() == Dialect::Postgres {
+                // Another instance may have died with provider calls in flight.
+                if let Err(e) = crate::recover_interrupted(&state.store).await {
+                    tracing::warn!(error = ?e, "the in-flight sweep failed; trying again");
+                }
             }
             state.throttle.forget_idle();
         }

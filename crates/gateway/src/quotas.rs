@@ -7,7 +7,7 @@
 use countersign_proto::plan::Preview;
 use countersign_proto::ErrorCode;
 use serde_json::json;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use crate::error::{ApiError, ApiResult};
 use crate::limits::Limits;
@@ -27,7 +27,7 @@ fn exceeded(kind: &str, limit: u64, in_use: u64, message: String) -> ApiError {
 
 /// Refuses `preview` (with `new_rows` subject rows) if storing it would take its agent over a cap.
 pub async fn check(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     preview: &Preview,
     new_rows: u64,
     limits: &Limits,
@@ -35,8 +35,8 @@ pub async fn check(
     let agent_id = &preview.caller.agent_id;
     if preview.would_require_approval {
         let live: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM plans WHERE agent_id = ?
-             AND status IN ('pending_approval', 'stale') AND expires_at > ?",
+            "SELECT COUNT(*) FROM plans WHERE agent_id = $1
+             AND status IN ('pending_approval', 'stale') AND expires_at > $2",
         )
         .bind(agent_id)
         .bind(ids::to_text(ids::now()))
@@ -58,8 +58,8 @@ pub async fn check(
     }
     if new_rows > 0 {
         let held: i64 = sqlx::query_scalar(
-            "SELECT COALESCE(SUM(subject_rows), 0) FROM plans
-             WHERE agent_id = ? AND subject_rows > 0",
+            "SELECT CAST(COALESCE(SUM(subject_rows), 0) AS BIGINT) FROM plans
+             WHERE agent_id = $1 AND subject_rows > 0",
         )
         .bind(agent_id)
         .fetch_one(&mut *conn)
@@ -86,7 +86,7 @@ pub async fn sweep_subjects(store: &Store, budget: u64) -> ApiResult<u64> {
     // Asked on a read connection first, so an idle gateway never takes the writer for this.
     let now = ids::to_text(ids::now());
     let due: Option<String> = sqlx::query_scalar(&format!(
-        "SELECT id FROM plans WHERE subject_rows > 0 AND status IN {CLOSED} AND expires_at < ?
+        "SELECT id FROM plans WHERE subject_rows > 0 AND status IN {CLOSED} AND expires_at < $1
          LIMIT 1"
     ))
     .bind(&now)
@@ -100,7 +100,7 @@ pub async fn sweep_subjects(store: &Store, budget: u64) -> ApiResult<u64> {
     while freed < budget {
         let next: Option<(String, i64)> = sqlx::query_as(&format!(
             "SELECT id, subject_rows FROM plans
-             WHERE subject_rows > 0 AND status IN {CLOSED} AND expires_at < ? LIMIT 1"
+             WHERE subject_rows > 0 AND status IN {CLOSED} AND expires_at < $1 LIMIT 1"
         ))
         .bind(&now)
         .fetch_optional(&mut *w.tx)
@@ -111,7 +111,7 @@ pub async fn sweep_subjects(store: &Store, budget: u64) -> ApiResult<u64> {
         let asked = budget - freed;
         let deleted = sqlx::query(
             "DELETE FROM plan_subjects WHERE (plan_id, effect_id, subject_id) IN
-             (SELECT plan_id, effect_id, subject_id FROM plan_subjects WHERE plan_id = ? LIMIT ?)",
+             (SELECT plan_id, effect_id, subject_id FROM plan_subjects WHERE plan_id = $1 LIMIT $2)",
         )
         .bind(&plan_id)
         .bind(i64::try_from(asked).unwrap_or(i64::MAX))
@@ -126,8 +126,8 @@ pub async fn sweep_subjects(store: &Store, budget: u64) -> ApiResult<u64> {
         // Marked at the first pass: from then on its pages answer that the subjects are gone,
         // never a part of them.
         sqlx::query(
-            "UPDATE plans SET subject_rows = ?, subjects_swept_at = COALESCE(subjects_swept_at, ?)
-             WHERE id = ?",
+            "UPDATE plans SET subject_rows = $1, subjects_swept_at = COALESCE(subjects_swept_at, $2)
+             WHERE id = $3",
         )
         .bind(left as i64)
         .bind(&now)
@@ -142,10 +142,10 @@ pub async fn sweep_subjects(store: &Store, budget: u64) -> ApiResult<u64> {
 
 /// When the subjects of `plan_id` were swept, if they were.
 pub async fn swept_at(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     plan_id: &str,
 ) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query_scalar::<_, Option<String>>("SELECT subjects_swept_at FROM plans WHERE id = ?")
+    sqlx::query_scalar::<_, Option<String>>("SELECT subjects_swept_at FROM plans WHERE id = $1")
         .bind(plan_id)
         .fetch_optional(&mut *conn)
         .await

@@ -9,7 +9,7 @@ pub async fn revoke_approver(store: &Store, approver_id: &str) -> anyhow::Result
     let now = ids::to_text(ids::now());
     let mut w = store.write().await?;
     let revoked =
-        sqlx::query("UPDATE approvers SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
+        sqlx::query("UPDATE approvers SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
             .bind(&now)
             .bind(approver_id)
             .execute(&mut *w.tx)
@@ -19,8 +19,8 @@ pub async fn revoke_approver(store: &Store, approver_id: &str) -> anyhow::Result
         "no approver {approver_id} that is not already revoked"
     );
     sqlx::query(
-        "UPDATE approver_keys SET revoked_at = ?, active = 0
-         WHERE approver_id = ? AND revoked_at IS NULL",
+        "UPDATE approver_keys SET revoked_at = $1, active = 0
+         WHERE approver_id = $2 AND revoked_at IS NULL",
     )
     .bind(&now)
     .bind(approver_id)
@@ -36,8 +36,8 @@ pub async fn revoke_key(store: &Store, key_id: &str) -> anyhow::Result<String> {
     let now = ids::to_text(ids::now());
     let mut w = store.write().await?;
     let approver: Option<String> = sqlx::query_scalar(
-        "UPDATE approver_keys SET revoked_at = ?, active = 0
-         WHERE id = ? AND revoked_at IS NULL RETURNING approver_id",
+        "UPDATE approver_keys SET revoked_at = $1, active = 0
+         WHERE id = $2 AND revoked_at IS NULL RETURNING approver_id",
     )
     .bind(&now)
     .bind(key_id)
@@ -53,7 +53,7 @@ pub async fn revoke_key(store: &Store, key_id: &str) -> anyhow::Result<String> {
 pub async fn revoke_agent(store: &Store, agent_id: &str) -> anyhow::Result<()> {
     let mut w = store.write().await?;
     let revoked =
-        sqlx::query("UPDATE agents SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
+        sqlx::query("UPDATE agents SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
             .bind(ids::to_text(ids::now()))
             .bind(agent_id)
             .execute(&mut *w.tx)

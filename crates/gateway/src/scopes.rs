@@ -8,12 +8,12 @@ use std::str::FromStr;
 
 use countersign_proto::ErrorCode;
 use serde_json::Value;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use crate::accounts::Agent;
 use crate::capabilities::{Capability, Target};
 use crate::error::{ApiError, ApiResult};
-use crate::store::Tx;
+use crate::store::{Flag, Tx};
 
 /// The `resource` of a scope that covers every resource of its capability.
 const ANY: &str = "*";
@@ -78,8 +78,8 @@ impl fmt::Display for Scope {
 pub async fn grant(tx: &mut Tx, agent_id: &str, scopes: &[Scope]) -> Result<(), sqlx::Error> {
     for scope in scopes {
         sqlx::query(
-            "INSERT OR IGNORE INTO agent_scopes (agent_id, capability_id, resource)
-             VALUES (?, ?, ?)",
+            "INSERT INTO agent_scopes (agent_id, capability_id, resource)
+             VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
         )
         .bind(agent_id)
         .bind(scope.capability.id())
@@ -91,9 +91,9 @@ pub async fn grant(tx: &mut Tx, agent_id: &str, scopes: &[Scope]) -> Result<(), 
 }
 
 /// The scopes of `agent_id`; none means full access.
-pub async fn of(conn: &mut SqliteConnection, agent_id: &str) -> Result<Vec<Scope>, sqlx::Error> {
+pub async fn of(conn: &mut AnyConnection, agent_id: &str) -> Result<Vec<Scope>, sqlx::Error> {
     let rows: Vec<(String, String)> = sqlx::query_as(
-        "SELECT capability_id, resource FROM agent_scopes WHERE agent_id = ?
+        "SELECT capability_id, resource FROM agent_scopes WHERE agent_id = $1
          ORDER BY capability_id, resource",
     )
     .bind(agent_id)
@@ -123,7 +123,7 @@ fn refused(capability: Capability) -> ApiError {
 /// May `agent` preview or invoke `capability` with `params`? Reads no domain state but the roles
 /// of the person the agent acts for.
 pub async fn authorize(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     agent: &Agent,
     capability: Capability,
     params: &Value,
@@ -155,17 +155,17 @@ pub async fn authorize(
 /// employees act on every project, group and quota of the organisation; contractors only on
 /// projects where they hold a role, and never on groups or quotas.
 async fn person_may(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     person: &str,
     target: Option<Target>,
     resource: Option<&str>,
 ) -> Result<bool, sqlx::Error> {
-    let user: Option<(String, bool)> =
-        sqlx::query_as("SELECT employment, suspended FROM users WHERE id = ?")
+    let user: Option<(String, Flag)> =
+        sqlx::query_as("SELECT employment, suspended FROM users WHERE id = $1")
             .bind(person)
             .fetch_optional(&mut *conn)
             .await?;
-    let Some((employment, suspended)) = user else {
+    let Some((employment, Flag(suspended))) = user else {
         return Ok(false);
     };
     if suspended {
@@ -178,7 +178,7 @@ async fn person_may(
         (None, _) => Ok(true),
         (Some(Target::Project), Some(project)) => {
             let role: Option<String> = sqlx::query_scalar(
-                "SELECT role FROM project_members WHERE project_id = ? AND user_id = ?",
+                "SELECT role FROM project_members WHERE project_id = $1 AND user_id = $2",
             )
             .bind(project)
             .bind(person)

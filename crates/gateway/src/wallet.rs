@@ -4,7 +4,7 @@ use countersign_proto::guard::GuardResult;
 use countersign_proto::{Credits, ErrorCode};
 use rust_decimal::Decimal;
 use serde_json::json;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use crate::error::{ApiError, ApiResult};
 
@@ -39,9 +39,9 @@ fn parse(text: &str) -> anyhow::Result<Credits> {
 }
 
 /// The agent's wallet; one that was never written holds the default limit and nothing spent.
-pub async fn load(conn: &mut SqliteConnection, agent_id: &str) -> ApiResult<Wallet> {
+pub async fn load(conn: &mut AnyConnection, agent_id: &str) -> ApiResult<Wallet> {
     let row: Option<(String, String)> =
-        sqlx::query_as("SELECT limit_credits, spent_credits FROM wallets WHERE agent_id = ?")
+        sqlx::query_as("SELECT limit_credits, spent_credits FROM wallets WHERE agent_id = $1")
             .bind(agent_id)
             .fetch_optional(conn)
             .await?;
@@ -58,7 +58,7 @@ pub async fn load(conn: &mut SqliteConnection, agent_id: &str) -> ApiResult<Wall
 }
 
 /// Refuses with `budget_exceeded` unless `amount` fits the agent's remaining budget.
-pub async fn ensure(conn: &mut SqliteConnection, agent_id: &str, amount: Credits) -> ApiResult<()> {
+pub async fn ensure(conn: &mut AnyConnection, agent_id: &str, amount: Credits) -> ApiResult<()> {
     let wallet = load(conn, agent_id).await?;
     let verdict = wallet.check(amount.value());
     if verdict.allowed {
@@ -75,14 +75,14 @@ pub async fn ensure(conn: &mut SqliteConnection, agent_id: &str, amount: Credits
 }
 
 /// Adds `amount` to what the agent has spent.
-pub async fn charge(conn: &mut SqliteConnection, agent_id: &str, amount: Credits) -> ApiResult<()> {
+pub async fn charge(conn: &mut AnyConnection, agent_id: &str, amount: Credits) -> ApiResult<()> {
     if amount.value().is_zero() {
         return Ok(());
     }
     let wallet = load(conn, agent_id).await?;
     let spent = Credits::new(wallet.spent.value() + amount.value());
     sqlx::query(
-        "INSERT INTO wallets (agent_id, limit_credits, spent_credits) VALUES (?, ?, ?)
+        "INSERT INTO wallets (agent_id, limit_credits, spent_credits) VALUES ($1, $2, $3)
          ON CONFLICT (agent_id) DO UPDATE SET spent_credits = excluded.spent_credits",
     )
     .bind(agent_id)

@@ -125,7 +125,8 @@ async fn the_subject_row_cap_refuses_a_plan_that_would_overflow_it() {
 #[tokio::test]
 async fn swept_subject_rows_are_gone_while_the_plan_record_remains() {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let url =
+        common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display())).await;
     let gw = Gateway::at(&url).await;
     let dana = gw.enroll("Dana").await;
     let plan = gw.preview(REMOVE, contractors()).await;
@@ -149,7 +150,7 @@ async fn swept_subject_rows_are_gone_while_the_plan_record_remains() {
     drop(gw);
     let store = countersign_gateway::Store::open(&url).await.unwrap();
     let mut w = store.write().await.unwrap();
-    sqlx::query("UPDATE plans SET expires_at = '2026-01-01T00:00:00Z' WHERE id = ?")
+    sqlx::query("UPDATE plans SET expires_at = '2026-01-01T00:00:00Z' WHERE id = $1")
         .bind(&plan_id)
         .execute(&mut *w.tx)
         .await

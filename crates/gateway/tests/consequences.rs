@@ -24,7 +24,7 @@ async fn listed(gw: &Gateway, token: &str) -> Vec<Value> {
 }
 
 async fn events_of(gw: &Gateway, plan_id: &str) -> i64 {
-    sqlx::query_scalar("SELECT COUNT(*) FROM plan_events WHERE plan_id = ?")
+    sqlx::query_scalar("SELECT COUNT(*) FROM plan_events WHERE plan_id = $1")
         .bind(plan_id)
         .fetch_one(gw.state.store.pool())
         .await
@@ -147,10 +147,10 @@ async fn the_retention_preview_names_each_item_with_its_expiry_before_and_after(
     assert_eq!(items.len(), 18);
     let pool = gw.state.store.pool();
     for item in items {
-        let (title, expires_at, recalculated): (String, String, String) = sqlx::query_as(
-            "SELECT title, expires_at, strftime('%Y-%m-%dT%H:%M:%SZ', created_at, '+14 days')
-             FROM project_items WHERE id = ?",
-        )
+        let (title, expires_at, recalculated): (String, String, String) = sqlx::query_as(&format!(
+            "SELECT title, expires_at, {} FROM project_items WHERE id = $1",
+            gw.state.store.dialect().days_after("created_at", "14")
+        ))
         .bind(item["id"].as_str().unwrap())
         .fetch_one(pool)
         .await
@@ -190,7 +190,7 @@ async fn the_retention_preview_names_each_item_with_its_expiry_before_and_after(
     let ran = gw.invoke(json!({"plan_id": plan_id})).await;
     assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
     for item in items {
-        let now: String = sqlx::query_scalar("SELECT expires_at FROM project_items WHERE id = ?")
+        let now: String = sqlx::query_scalar("SELECT expires_at FROM project_items WHERE id = $1")
             .bind(item["id"].as_str().unwrap())
             .fetch_one(pool)
             .await

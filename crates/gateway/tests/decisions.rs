@@ -241,7 +241,7 @@ async fn approval_replay_nonce_and_eligibility() {
         409,
     );
 
-    let stored: String = sqlx::query_scalar("SELECT envelope FROM decisions WHERE plan_id = ?")
+    let stored: String = sqlx::query_scalar("SELECT envelope FROM decisions WHERE plan_id = $1")
         .bind(plan_id)
         .fetch_one(gw.state.store.pool())
         .await
@@ -318,10 +318,11 @@ async fn execution_is_refused_until_approved_and_happens_once() {
     .unwrap();
     assert_eq!((days, revision), (14, 74));
     assert!(note.starts_with("Keep artifacts for two weeks."));
-    let recalculated: i64 = sqlx::query_scalar(
+    let recalculated: i64 = sqlx::query_scalar(&format!(
         "SELECT COUNT(*) FROM project_items WHERE project_id = 'prj_184' AND legal_hold = 0
-         AND expires_at = strftime('%Y-%m-%dT%H:%M:%SZ', created_at, '+14 days')",
-    )
+         AND expires_at = {}",
+        gw.state.store.dialect().days_after("created_at", "14")
+    ))
     .fetch_one(pool)
     .await
     .unwrap();
@@ -554,7 +555,8 @@ async fn an_expired_plan_takes_no_decision_and_never_executes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_decisions_and_invokes_execute_once_and_only_with_quorum() {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let url =
+        common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display())).await;
     let gw = std::sync::Arc::new(Gateway::at(&url).await);
     let approvers = [
         gw.enroll("Dana").await,
@@ -634,7 +636,7 @@ async fn concurrent_decisions_and_invokes_execute_once_and_only_with_quorum() {
         .unwrap();
     assert_eq!(mails, 37, "notifications written once");
     let approvals: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM decisions WHERE plan_id = ? AND decision = 'approve'",
+        "SELECT COUNT(*) FROM decisions WHERE plan_id = $1 AND decision = 'approve'",
     )
     .bind(&plan_id)
     .fetch_one(pool)

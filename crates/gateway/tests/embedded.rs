@@ -218,7 +218,7 @@ async fn the_demo_co_approver_seconds_an_approval_and_never_approves_alone() {
     let fresh = again.co_approver_id().unwrap().to_owned();
     assert_ne!(fresh, ada);
     let revoked: Option<String> =
-        sqlx::query_scalar("SELECT revoked_at FROM approvers WHERE id = ?")
+        sqlx::query_scalar("SELECT revoked_at FROM approvers WHERE id = $1")
             .bind(&ada)
             .fetch_one(again.state.store.pool())
             .await

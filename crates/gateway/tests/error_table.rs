@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use axum::body::Body;
 use axum::http::Request;
 use common::{approve_by, assert_error, Gateway, Reply};
+use countersign_gateway::store::Dialect;
 use countersign_gateway::Limits;
 use countersign_proto::ErrorCode;
 use ed25519_dalek::SigningKey;
@@ -193,7 +194,7 @@ async fn every_code_of_the_table_travels_in_the_envelope() {
         PlanExpired,
     );
 
-    sqlx::query("UPDATE plans SET preview = '{' WHERE id = ?")
+    sqlx::query("UPDATE plans SET preview = '{' WHERE id = $1")
         .bind(expiring_id)
         .execute(gw.state.store.pool())
         .await
@@ -295,12 +296,7 @@ async fn every_code_of_the_table_travels_in_the_envelope() {
     seen.check(&down.execute(&plan).await, ProviderUnavailable);
 
     // Last: the store stops taking writes (as a full disk or a read-only file would).
-    let mut w = gw.state.store.write().await.unwrap();
-    sqlx::query("PRAGMA query_only = 1")
-        .execute(&mut *w.tx)
-        .await
-        .unwrap();
-    w.commit().await.unwrap();
+    let gw = read_only(gw).await;
     let settings = json!({"params": {"project": "prj_420", "retention_days": 30}});
     seen.check(
         &gw.call("POST", &dry_run, Some(&gw.agent), Some(settings))
@@ -309,4 +305,46 @@ async fn every_code_of_the_table_travels_in_the_envelope() {
     );
     let all: BTreeSet<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
     assert_eq!(seen.0, all);
+}
+
+/// `gw`'s store, taking no more writes: SQLite's one writer connection set to read only; on
+/// PostgreSQL, the database made read-only, which reaches new sessions only, and every session
+/// the gateway holds ended, so that its pools open new ones.
+async fn read_only(gw: Gateway) -> Gateway {
+    let store = &gw.state.store;
+    match store.dialect() {
+        Dialect::Sqlite => {
+            let mut w = store.write().await.unwrap();
+            sqlx::query("PRAGMA query_only = 1")
+                .execute(&mut *w.tx)
+                .await
+                .unwrap();
+            w.commit().await.unwrap();
+        }
+        Dialect::Postgres => {
+            use sqlx::Connection as _;
+            let name: String = sqlx::query_scalar("SELECT current_database()::text")
+                .fetch_one(store.pool())
+                .await
+                .unwrap();
+            let server = std::env::var("COUNTERSIGN_TEST_POSTGRES").unwrap();
+            let url = countersign_gateway::store::database_url(&server, &name).unwrap();
+            let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+            sqlx::query(&format!(
+                "ALTER DATABASE \"{name}\" SET default_transaction_read_only = on"
+            ))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+            sqlx::query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            )
+            .execute(&mut admin)
+            .await
+            .unwrap();
+            admin.close().await.unwrap();
+        }
+    }
+    gw
 }

@@ -5,14 +5,13 @@ mod common;
 
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
-use common::{approve_by, assert_error, Gateway};
-use countersign_gateway::{accounts, app};
+use axum::http::StatusCode;
+use common::sse::{beating, Events};
+use common::{approve_by, assert_error, database, Gateway};
+use countersign_gateway::accounts;
+use countersign_gateway::store::Dialect;
 use countersign_proto::digest::SubjectsHasher;
-use http_body_util::BodyExt as _;
 use serde_json::{json, Value};
-use tower::ServiceExt as _;
 
 const RETENTION: &str = "projects.settings.update";
 
@@ -300,77 +299,6 @@ async fn the_audit_keeps_preview_decisions_and_execution_apart() {
     assert_error(&missing, "validation_error", 422);
 }
 
-/// Reads server-sent events off a response body.
-struct Events {
-    body: Body,
-    buffer: String,
-}
-
-#[derive(Debug)]
-struct Sse {
-    id: Option<String>,
-    event: Option<String>,
-    data: String,
-}
-
-impl Events {
-    async fn open(gw: &Gateway, token: &str, last_event_id: Option<&str>) -> Events {
-        let mut request =
-            Request::get("/v1/events").header("authorization", format!("Bearer {token}"));
-        if let Some(id) = last_event_id {
-            request = request.header("last-event-id", id);
-        }
-        let response = app(gw.state.clone())
-            .oneshot(request.body(Body::empty()).unwrap())
-            .await
-            .unwrap();
-        assert_eq!(response.status(), StatusCode::OK);
-        assert_eq!(response.headers()["content-type"], "text/event-stream");
-        Events {
-            body: response.into_body(),
-            buffer: String::new(),
-        }
-    }
-
-    /// The next event (comments included as `event: None, data: ""` only if `comments`).
-    async fn next(&mut self, comments: bool) -> Sse {
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                let mut sse = Sse {
-                    id: None,
-                    event: None,
-                    data: String::new(),
-                };
-                let mut comment = false;
-                for line in block.lines() {
-                    if let Some(v) = line.strip_prefix("id:") {
-                        sse.id = Some(v.trim().to_owned());
-                    } else if let Some(v) = line.strip_prefix("event:") {
-                        sse.event = Some(v.trim().to_owned());
-                    } else if let Some(v) = line.strip_prefix("data:") {
-                        sse.data.push_str(v.trim());
-                    } else if line.starts_with(':') {
-                        comment = true;
-                    }
-                }
-                if comment && sse.event.is_none() && !comments {
-                    continue;
-                }
-                return sse;
-            }
-            let frame = tokio::time::timeout(Duration::from_secs(10), self.body.frame())
-                .await
-                .expect("an event within 10 s")
-                .expect("the stream stays open")
-                .unwrap();
-            if let Ok(data) = frame.into_data() {
-                self.buffer.push_str(&String::from_utf8_lossy(&data));
-            }
-        }
-    }
-}
-
 #[tokio::test]
 async fn the_event_stream_delivers_plans_and_resumes() {
     let gw = Gateway::new().await;
@@ -443,24 +371,10 @@ async fn the_event_stream_delivers_plans_and_resumes() {
 
 #[tokio::test]
 async fn an_idle_stream_sends_heartbeats() {
-    let store = countersign_gateway::Store::open("sqlite::memory:")
+    let store = countersign_gateway::Store::open(&database("sqlite::memory:").await)
         .await
         .unwrap();
-    let gateway_id = store.gateway_id().await.unwrap();
-    let identity = countersign_gateway::identity::load_or_create(&store)
-        .await
-        .unwrap();
-    let state = std::sync::Arc::new(countersign_gateway::AppState {
-        store,
-        gateway_id,
-        identity,
-        name: "Test".into(),
-        poll_interval: 5,
-        heartbeat: Duration::from_millis(50),
-        limits: countersign_gateway::Limits::default(),
-        throttle: countersign_gateway::Throttle::default(),
-        providers: countersign_gateway::providers::Providers::none(),
-    });
+    let state = beating(store, Duration::from_millis(50)).await;
     let gw = Gateway::from_state(state).await;
     let dana = gw.enroll("Dana").await;
     let mut stream = Events::open(&gw, &dana.token, None).await;
@@ -476,11 +390,18 @@ async fn a_million_subjects_page_out_in_order_and_match_their_digest() {
         .execute(pool)
         .await
         .unwrap();
-    sqlx::query(
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
-         INSERT INTO users (id, name, email, employment)
-         SELECT printf('usr_m%07d', i), 'Member ' || i, i || '@x', 'contractor' FROM n",
-    )
+    sqlx::query(match gw.state.store.dialect() {
+        Dialect::Sqlite => {
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
+             INSERT INTO users (id, name, email, employment)
+             SELECT printf('usr_m%07d', i), 'Member ' || i, i || '@x', 'contractor' FROM n"
+        }
+        Dialect::Postgres => {
+            "INSERT INTO users (id, name, email, employment)
+             SELECT 'usr_m' || lpad(i::text, 7, '0'), 'Member ' || i, i || '@x', 'contractor'
+             FROM generate_series(1, 1000000) AS i"
+        }
+    })
     .execute(pool)
     .await
     .unwrap();

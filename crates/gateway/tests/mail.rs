@@ -26,7 +26,7 @@ fn grant() -> Value {
 async fn addresses(gw: &Gateway, users: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for user in users {
-        let email: String = sqlx::query_scalar("SELECT email FROM users WHERE id = ?")
+        let email: String = sqlx::query_scalar("SELECT email FROM users WHERE id = $1")
             .bind(user)
             .fetch_one(gw.state.store.pool())
             .await
@@ -39,7 +39,7 @@ async fn addresses(gw: &Gateway, users: &[String]) -> Vec<String> {
 
 async fn set_email(gw: &Gateway, user: &str, email: &str) {
     let mut w = gw.state.store.write().await.unwrap();
-    sqlx::query("UPDATE users SET email = ? WHERE id = ?")
+    sqlx::query("UPDATE users SET email = $1 WHERE id = $2")
         .bind(email)
         .bind(user)
         .execute(&mut *w.tx)

@@ -90,7 +90,7 @@ async fn paired(gw: &Gateway, capability: &str, params: Value) -> (Value, Value)
         .unwrap();
     journal_rows::assert_nothing_else(&plan, journal, &world_before, &world_after, charged);
     let notified: Vec<String> =
-        sqlx::query_scalar("SELECT user_id FROM email_outbox WHERE plan_id = ? ORDER BY user_id")
+        sqlx::query_scalar("SELECT user_id FROM email_outbox WHERE plan_id = $1 ORDER BY user_id")
             .bind(plan_id)
             .fetch_all(gw.state.store.pool())
             .await

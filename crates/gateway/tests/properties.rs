@@ -231,10 +231,10 @@ async fn retention(items: Vec<bool>, current: i64, wanted: i64) {
         .await,
         before
     );
-    let wrong: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM project_items WHERE legal_hold = 0
-         AND expires_at != strftime('%Y-%m-%dT%H:%M:%SZ', created_at, '+' || ? || ' days')",
-    )
+    let wrong: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM project_items WHERE legal_hold = 0 AND expires_at != {}",
+        gw.state.store.dialect().days_after("created_at", "$1")
+    ))
     .bind(wanted)
     .fetch_one(gw.state.store.pool())
     .await

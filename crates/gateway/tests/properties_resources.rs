@@ -135,11 +135,12 @@ async fn upload(used: i64, blocked: bool, limit: i64, size: i64) {
         return;
     }
     run(&gw, "documents.document.upload", &plan).await;
-    let held: i64 =
-        sqlx::query_scalar("SELECT SUM(size_bytes) FROM documents WHERE project_id = 'prj_00'")
-            .fetch_one(gw.state.store.pool())
-            .await
-            .unwrap();
+    let held: i64 = sqlx::query_scalar(
+        "SELECT CAST(SUM(size_bytes) AS BIGINT) FROM documents WHERE project_id = 'prj_00'",
+    )
+    .fetch_one(gw.state.store.pool())
+    .await
+    .unwrap();
     assert_eq!(held, used + size);
 }
 

@@ -6,6 +6,7 @@ mod common;
 use base64::Engine;
 use common::{assert_error, Gateway};
 use countersign_gateway::demo::providers::LocalProviders;
+use countersign_gateway::store::Dialect;
 use countersign_gateway::wallet;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
@@ -117,6 +118,17 @@ async fn a_text_plan_shows_its_range_waits_for_approval_and_charges_the_usage() 
     assert_eq!(local.requests(), 1, "a plan calls its provider once");
 }
 
+async fn set_runner(store: &countersign_gateway::Store, plan: &Value, runner: &str) {
+    let mut w = store.write().await.unwrap();
+    sqlx::query("UPDATE plans SET runner = $1 WHERE id = $2")
+        .bind(runner)
+        .bind(plan["plan_id"].as_str())
+        .execute(&mut *w.tx)
+        .await
+        .unwrap();
+    w.commit().await.unwrap();
+}
+
 async fn write(gw: &Gateway, sql: &str, bind: &str) {
     let mut w = gw.state.store.write().await.unwrap();
     sqlx::query(sql)
@@ -145,7 +157,7 @@ async fn an_over_budget_call_is_refused_before_it_reaches_the_provider() {
     let agent = plan["caller"]["agent_id"].as_str().unwrap();
     write(
         &gw,
-        "INSERT INTO wallets (agent_id, limit_credits, spent_credits) VALUES (?, '50.00', '45.00')",
+        "INSERT INTO wallets (agent_id, limit_credits, spent_credits) VALUES ($1, '50.00', '45.00')",
         agent,
     )
     .await;
@@ -305,32 +317,49 @@ async fn a_prediction_that_outruns_its_budget_is_canceled_and_charged_the_maximu
 #[tokio::test]
 async fn a_call_in_flight_when_the_gateway_stopped_is_recorded_as_failed() {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}?mode=rwc", dir.path().join("gw.db").display());
+    let url = common::demo_database(&format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("gw.db").display()
+    ))
+    .await;
     let gw = Gateway::at(&url).await;
     let params = json!({"model": "tts-1", "input": "Hello", "voice": "alloy"});
     let plan = gw.preview("speech.synthesize", params).await;
+    // Its runner, on PostgreSQL, is an instance no connection names any more.
     write(
         &gw,
-        "UPDATE plans SET status = 'executed',
-         execution = json_object('in_flight', json('true'), 'audit_id', 'aud_x') WHERE id = ?",
+        "UPDATE plans SET status = 'executed', runner = 'inst_gone',
+         execution = '{\"in_flight\": true, \"audit_id\": \"aud_x\"}' WHERE id = $1",
         plan["plan_id"].as_str().unwrap(),
     )
     .await;
     drop(gw);
-    // Another process on the database (`mcp` over stdio) leaves a call in flight alone: only
-    // the serving process recovers, at its start.
-    let store = countersign_gateway::Store::open(&url).await.unwrap();
-    let other = countersign_gateway::AppState::new(store, "Other")
-        .await
-        .unwrap();
-    let still: String = sqlx::query_scalar("SELECT status FROM plans WHERE id = ?")
-        .bind(plan["plan_id"].as_str())
-        .fetch_one(other.store.pool())
-        .await
-        .unwrap();
-    assert_eq!(still, "executed");
-    drop(other);
-    let store = countersign_gateway::Store::open(&url).await.unwrap();
+    let mut store = countersign_gateway::Store::open(&url).await.unwrap();
+    match store.dialect() {
+        Dialect::Sqlite => {
+            // Another process on the database (`mcp` over stdio) leaves a call in flight alone:
+            // only the serving process recovers, at its start.
+            let other = countersign_gateway::AppState::new(store, "Other")
+                .await
+                .unwrap();
+            let still: String = sqlx::query_scalar("SELECT status FROM plans WHERE id = $1")
+                .bind(plan["plan_id"].as_str())
+                .fetch_one(other.store.pool())
+                .await
+                .unwrap();
+            assert_eq!(still, "executed");
+            drop(other);
+            store = countersign_gateway::Store::open(&url).await.unwrap();
+        }
+        Dialect::Postgres => {
+            // Every instance sweeps, and leaves alone a call whose runner is alive.
+            let runner = store.instance().to_owned();
+            set_runner(&store, &plan, &runner).await;
+            let recovered = countersign_gateway::recover_interrupted(&store).await;
+            assert_eq!(recovered.unwrap(), 0);
+            set_runner(&store, &plan, "inst_gone").await;
+        }
+    }
     assert_eq!(
         countersign_gateway::recover_interrupted(&store)
             .await
@@ -341,7 +370,7 @@ async fn a_call_in_flight_when_the_gateway_stopped_is_recorded_as_failed() {
         .await
         .unwrap();
     let (state, execution): (String, String) =
-        sqlx::query_as("SELECT status, execution FROM plans WHERE id = ?")
+        sqlx::query_as("SELECT status, execution FROM plans WHERE id = $1")
             .bind(plan["plan_id"].as_str())
             .fetch_one(restarted.store.pool())
             .await

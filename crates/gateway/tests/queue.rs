@@ -52,7 +52,7 @@ async fn a_conditional_poll_never_reads_a_plan() {
 
     // A plan row the gateway could no longer read back: neither the poll nor the listing touches
     // it, since both are served from the revision and the stored summaries.
-    sqlx::query("UPDATE plans SET preview = '{' WHERE id = ?")
+    sqlx::query("UPDATE plans SET preview = '{' WHERE id = $1")
         .bind(plan["plan_id"].as_str())
         .execute(gw.state.store.pool())
         .await
@@ -220,7 +220,7 @@ async fn finished_plans_leave_the_read_index() {
     assert_eq!(rejected.status, StatusCode::OK, "{}", rejected.body);
 
     let reads = |plan: &Value| {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM plan_reads WHERE plan_id = ?")
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM plan_reads WHERE plan_id = $1")
             .bind(plan["plan_id"].as_str().unwrap().to_owned())
             .fetch_one(gw.state.store.pool())
     };
@@ -253,8 +253,13 @@ async fn read_connections_cannot_write() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writes_succeed_while_polls_keep_every_reader_busy() {
     let dir = tempfile::tempdir().unwrap();
-    let gw =
-        Arc::new(Gateway::at(&format!("sqlite://{}", dir.path().join("gw.db").display())).await);
+    let gw = Arc::new(
+        Gateway::at(
+            &common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display()))
+                .await,
+        )
+        .await,
+    );
     let dana = gw.enroll("Dana").await;
     for days in 1..=20 {
         gw.dry_run(json!({"project": "prj_184", "retention_days": days}))

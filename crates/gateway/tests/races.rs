@@ -15,7 +15,8 @@ const REMOVE: &str = "groups.members.remove";
 
 async fn on_file() -> (tempfile::TempDir, Arc<Gateway>) {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let url =
+        common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display())).await;
     let gw = Arc::new(Gateway::at(&url).await);
     (dir, gw)
 }
@@ -40,14 +41,6 @@ where
         replies.push(reply.unwrap());
     }
     replies
-}
-
-async fn count(gw: &Gateway, sql: &str, plan_id: &str) -> i64 {
-    sqlx::query_scalar(sql)
-        .bind(plan_id)
-        .fetch_one(gw.state.store.pool())
-        .await
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -76,27 +69,7 @@ async fn sixteen_invokes_of_one_approved_plan_execute_it_once() {
         }
     })
     .await;
-    let executed = replies
-        .iter()
-        .filter(|r| r.status == StatusCode::OK)
-        .count();
-    assert_eq!(executed, 1, "one execution");
-    for reply in replies.iter().filter(|r| r.status != StatusCode::OK) {
-        assert_eq!(reply.status, StatusCode::CONFLICT, "{}", reply.body);
-        assert_eq!(reply.body["error"]["code"], "plan_already_executed");
-    }
-    let runs = count(
-        &gw,
-        "SELECT COUNT(*) FROM execution_audit WHERE plan_id = ?",
-        &plan_id,
-    )
-    .await;
-    assert_eq!(runs, 1);
-    let days: i64 = sqlx::query_scalar("SELECT retention_days FROM projects WHERE id = 'prj_184'")
-        .fetch_one(gw.state.store.pool())
-        .await
-        .unwrap();
-    assert_eq!(days, 14);
+    gw.assert_ran_once(&replies, &plan_id).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -163,11 +136,11 @@ async fn two_approvers_racing_to_a_quorum_of_two_both_count() {
     );
     let record = gw.record(&approvers[0].token, &plan_id).await;
     assert_eq!(record.body["status"], "approved");
-    let decisions = count(
-        &gw,
-        "SELECT COUNT(*) FROM decisions WHERE plan_id = ?",
-        &plan_id,
-    )
-    .await;
+    let decisions = gw
+        .count(
+            "SELECT COUNT(*) FROM decisions WHERE plan_id = $1",
+            &plan_id,
+        )
+        .await;
     assert_eq!(decisions, 2);
 }

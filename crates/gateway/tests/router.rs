@@ -165,7 +165,7 @@ async fn domain_snapshot(gw: &Gateway) -> Vec<String> {
     .fetch_all(pool)
     .await
     .unwrap();
-    let items: Vec<(String, String, bool)> =
+    let items: Vec<(String, String, i64)> =
         sqlx::query_as("SELECT id, expires_at, legal_hold FROM project_items ORDER BY id")
             .fetch_all(pool)
             .await

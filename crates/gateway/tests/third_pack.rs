@@ -17,7 +17,7 @@ use countersign_proto::plan::{Change, Effect, EffectKind, ReadRevision};
 use countersign_proto::Credits;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 struct RenameProject;
 
@@ -63,14 +63,14 @@ impl Definition for RenameProject {
     }
     fn plan<'a>(
         &'a self,
-        conn: &'a mut SqliteConnection,
+        conn: &'a mut AnyConnection,
         params: &'a Value,
     ) -> BoxFuture<'a, ApiResult<Planned>> {
         Box::pin(async move {
             let p: Rename = parse(params)?;
             let resource = format!("projects/{}", p.project);
             let row: Option<(String, i64)> =
-                sqlx::query_as("SELECT name, revision FROM projects WHERE id = ?")
+                sqlx::query_as("SELECT name, revision FROM projects WHERE id = $1")
                     .bind(&p.project)
                     .fetch_optional(&mut *conn)
                     .await?;
@@ -111,18 +111,18 @@ impl Definition for RenameProject {
 impl WorldCapability for RenameProject {
     fn apply<'a>(
         &'a self,
-        conn: &'a mut SqliteConnection,
+        conn: &'a mut AnyConnection,
         params: &'a Value,
         planned: &'a Planned,
         _: Execution<'a>,
     ) -> BoxFuture<'a, ApiResult<Applied>> {
         Box::pin(async move {
             let p: Rename = parse(params)?;
-            let before: String = sqlx::query_scalar("SELECT name FROM projects WHERE id = ?")
+            let before: String = sqlx::query_scalar("SELECT name FROM projects WHERE id = $1")
                 .bind(&p.project)
                 .fetch_one(&mut *conn)
                 .await?;
-            sqlx::query("UPDATE projects SET name = ? WHERE id = ?")
+            sqlx::query("UPDATE projects SET name = $1 WHERE id = $2")
                 .bind(&p.name)
                 .bind(&p.project)
                 .execute(&mut *conn)

@@ -6,12 +6,13 @@ use countersign_proto::plan::{Change, Effect, EffectKind, ReadRevision};
 use countersign_proto::Credits;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::world::{self, blocker, effect, effect_id};
 use super::{Applied, EffectProfile, JournalEntry, Planned, PlannedEffect};
 use crate::error::ApiResult;
 use crate::ids;
+use crate::store::Flag;
 
 pub const ID: &str = "documents.document.upload";
 pub const TITLE: &str = "Upload a document";
@@ -55,15 +56,15 @@ pub struct Params {
     size_bytes: i64,
 }
 
-pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned> {
+pub async fn plan(conn: &mut AnyConnection, p: &Params) -> ApiResult<Planned> {
     let price = Credits::cents(PRICE_CENTS);
     let mut planned = world::nothing(price);
-    let project: Option<(Option<String>, bool)> =
-        sqlx::query_as("SELECT quota_id, uploads_blocked FROM projects WHERE id = ?")
+    let project: Option<(Option<String>, Flag)> =
+        sqlx::query_as("SELECT quota_id, uploads_blocked FROM projects WHERE id = $1")
             .bind(&p.project)
             .fetch_optional(&mut *conn)
             .await?;
-    let Some((quota, blocked)) = project else {
+    let Some((quota, Flag(blocked))) = project else {
         planned
             .validation
             .push(world::project_not_found(&p.project));
@@ -108,7 +109,7 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
     };
     let resource = format!("storage/{quota}");
     let (limit, revision): (i64, i64) =
-        sqlx::query_as("SELECT quota_bytes, revision FROM storage_quotas WHERE id = ?")
+        sqlx::query_as("SELECT quota_bytes, revision FROM storage_quotas WHERE id = $1")
             .bind(&quota)
             .fetch_one(&mut *conn)
             .await?;
@@ -117,7 +118,7 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
         revision: revision.to_string(),
     });
     let used: i64 = sqlx::query_scalar(
-        "SELECT COALESCE(SUM(size_bytes), 0) FROM documents WHERE project_id = ?",
+        "SELECT CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) FROM documents WHERE project_id = $1",
     )
     .bind(&p.project)
     .fetch_one(&mut *conn)
@@ -153,13 +154,9 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
     Ok(planned)
 }
 
-pub async fn apply(
-    conn: &mut SqliteConnection,
-    p: &Params,
-    planned: &Planned,
-) -> ApiResult<Applied> {
+pub async fn apply(conn: &mut AnyConnection, p: &Params, planned: &Planned) -> ApiResult<Applied> {
     let used_before: i64 = sqlx::query_scalar(
-        "SELECT COALESCE(SUM(size_bytes), 0) FROM documents WHERE project_id = ?",
+        "SELECT CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) FROM documents WHERE project_id = $1",
     )
     .bind(&p.project)
     .fetch_one(&mut *conn)
@@ -167,7 +164,7 @@ pub async fn apply(
     // The id is allocated here, at execution: a preview consumes no identifier.
     let (id, filename, size): (String, String, i64) = sqlx::query_as(
         "INSERT INTO documents (id, project_id, filename, mime_type, size_bytes, created_at)
-         VALUES (?, ?, ?, ?, ?, ?) RETURNING id, filename, size_bytes",
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, filename, size_bytes",
     )
     .bind(ids::random_id("doc_", 8))
     .bind(&p.project)
@@ -196,7 +193,7 @@ pub async fn apply(
     if let Some(storage) = planned.effects.get(1) {
         world::bump(conn, &storage.effect.resource).await?;
         let used_after: i64 = sqlx::query_scalar(
-            "SELECT COALESCE(SUM(size_bytes), 0) FROM documents WHERE project_id = ?",
+            "SELECT CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) FROM documents WHERE project_id = $1",
         )
         .bind(&p.project)
         .fetch_one(&mut *conn)

@@ -10,12 +10,13 @@ use countersign_proto::plan::{Assumption, Effect, EffectKind, ReadRevision, Seve
 use countersign_proto::Credits;
 use serde::Deserialize;
 use serde_json::json;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::world::{self, blocker, count, effect, effect_cost, effect_id, note};
 use super::{Applied, EffectProfile, Execution, JournalEntry, Planned, PlannedEffect, Subject};
 use crate::error::ApiResult;
 use crate::ids;
+use crate::store::Dialect;
 
 pub const ID: &str = "groups.members.remove";
 pub const TITLE: &str = "Remove members from a group";
@@ -77,25 +78,25 @@ struct Filter {
 /// back to `group` itself gives its own members nothing.
 const NESTED_MEMBERS: &str = "
     WITH RECURSIVE nested(id) AS (
-        SELECT child_id FROM group_nesting WHERE parent_id = ?1
+        SELECT child_id FROM group_nesting WHERE parent_id = $1
         UNION SELECT n.child_id FROM group_nesting n JOIN nested ON n.parent_id = nested.id
     )
     SELECT DISTINCT m.user_id FROM group_members m JOIN nested ON m.group_id = nested.id
-    WHERE nested.id != ?1";
+    WHERE nested.id != $1";
 
 /// The groups nested under `group` at any depth, with their revisions: whose members keep access
 /// is read from them, so a change to one of them makes the plan stale.
 async fn nested_groups(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     group: &str,
 ) -> Result<Vec<(String, i64)>, sqlx::Error> {
     sqlx::query_as(
         "WITH RECURSIVE nested(id) AS (
-             SELECT child_id FROM group_nesting WHERE parent_id = ?1
+             SELECT child_id FROM group_nesting WHERE parent_id = $1
              UNION SELECT n.child_id FROM group_nesting n JOIN nested ON n.parent_id = nested.id
          )
          SELECT g.id, g.revision FROM groups g JOIN nested ON g.id = nested.id
-         WHERE g.id != ?1 ORDER BY g.id",
+         WHERE g.id != $1 ORDER BY g.id",
     )
     .bind(group)
     .fetch_all(conn)
@@ -103,7 +104,7 @@ async fn nested_groups(
 }
 
 async fn nested_members(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     group: &str,
 ) -> Result<HashSet<String>, sqlx::Error> {
     let ids: Vec<String> = sqlx::query_scalar(NESTED_MEMBERS)
@@ -114,12 +115,12 @@ async fn nested_members(
 }
 
 /// The groups `group` is nested in, at any depth: their effective membership moves with it.
-async fn ancestors(conn: &mut SqliteConnection, group: &str) -> Result<Vec<String>, sqlx::Error> {
+async fn ancestors(conn: &mut AnyConnection, group: &str) -> Result<Vec<String>, sqlx::Error> {
     sqlx::query_scalar(
         "WITH RECURSIVE up(id) AS (
-             SELECT parent_id FROM group_nesting WHERE child_id = ?1
+             SELECT parent_id FROM group_nesting WHERE child_id = $1
              UNION SELECT n.parent_id FROM group_nesting n JOIN up ON n.child_id = up.id
-         ) SELECT id FROM up WHERE id != ?1 ORDER BY id",
+         ) SELECT id FROM up WHERE id != $1 ORDER BY id",
     )
     .bind(group)
     .fetch_all(conn)
@@ -130,7 +131,8 @@ fn subjects_where(ids: &HashSet<String>, of: &[Subject]) -> Arc<Vec<Subject>> {
     Arc::new(of.iter().filter(|s| ids.contains(&s.id)).cloned().collect())
 }
 
-pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned> {
+pub async fn plan(conn: &mut AnyConnection, p: &Params) -> ApiResult<Planned> {
+    let dialect = Dialect::of(conn);
     let mut planned = world::nothing(Credits::cents(0));
     let group = format!("groups/{}", p.group);
     let Some(revision) = world::revision(conn, &group).await? else {
@@ -147,7 +149,7 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
         revision,
     });
     let entitlements: Vec<(String, String, i64)> = sqlx::query_as(
-        "SELECT id, name, revision FROM entitlements WHERE group_id = ? ORDER BY id",
+        "SELECT id, name, revision FROM entitlements WHERE group_id = $1 ORDER BY id",
     )
     .bind(&p.group)
     .fetch_all(&mut *conn)
@@ -166,13 +168,14 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
     }
 
     let users = p.filter.users.as_ref().map(|u| json!(u).to_string());
-    let rows: Vec<(String, String, String)> = sqlx::query_as(
+    let rows: Vec<(String, String, String)> = sqlx::query_as(&format!(
         "SELECT u.id, u.name, u.email FROM group_members m JOIN users u ON u.id = m.user_id
-         WHERE m.group_id = ?1
-           AND (?2 IS NULL OR u.employment = ?2)
-           AND (?3 IS NULL OR u.id IN (SELECT value FROM json_each(?3)))
+         WHERE m.group_id = $1
+           AND ($2 IS NULL OR u.employment = $2)
+           AND ($3 IS NULL OR u.id IN ({}))
          ORDER BY u.id",
-    )
+        dialect.json_strings(3)
+    ))
     .bind(&p.group)
     .bind(&p.filter.employment)
     .bind(&users)
@@ -244,7 +247,7 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
     }
     for (id, name, _) in &entitlements {
         let holders: HashSet<String> =
-            sqlx::query_scalar("SELECT user_id FROM entitlement_holders WHERE entitlement_id = ?")
+            sqlx::query_scalar("SELECT user_id FROM entitlement_holders WHERE entitlement_id = $1")
                 .bind(id)
                 .fetch_all(&mut *conn)
                 .await?
@@ -297,11 +300,12 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
 }
 
 pub async fn apply(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     p: &Params,
     planned: &Planned,
     execution: Execution<'_>,
 ) -> ApiResult<Applied> {
+    let dialect = Dialect::of(conn);
     let mut journal = Vec::new();
     let Some(direct) = planned.effects.first() else {
         return Ok(Applied {
@@ -310,10 +314,11 @@ pub async fn apply(
         });
     };
     let selected = json!(direct.subject_ids()).to_string();
-    let removed: Vec<String> = sqlx::query_scalar(
-        "DELETE FROM group_members WHERE group_id = ? AND user_id IN (SELECT value FROM json_each(?))
+    let removed: Vec<String> = sqlx::query_scalar(&format!(
+        "DELETE FROM group_members WHERE group_id = $1 AND user_id IN ({})
          RETURNING user_id",
-    )
+        dialect.json_strings(2)
+    ))
     .bind(&p.group)
     .bind(&selected)
     .fetch_all(&mut *conn)
@@ -339,11 +344,12 @@ pub async fn apply(
                 .collect();
             JournalEntry::of(e, kept, vec![])
         } else if let Some(entitlement) = e.resource.strip_prefix("entitlements/") {
-            let revoked = sqlx::query_scalar(
+            let revoked = sqlx::query_scalar(&format!(
                 "DELETE FROM entitlement_holders
-                 WHERE entitlement_id = ? AND user_id IN (SELECT value FROM json_each(?))
+                 WHERE entitlement_id = $1 AND user_id IN ({})
                  RETURNING user_id",
-            )
+                dialect.json_strings(2)
+            ))
             .bind(entitlement)
             .bind(&ids)
             .fetch_all(&mut *conn)
@@ -351,13 +357,14 @@ pub async fn apply(
             world::bump(conn, &e.resource).await?;
             JournalEntry::of(e, revoked, vec![])
         } else {
-            let queued = sqlx::query_as(
+            let queued = sqlx::query_as(&format!(
                 "INSERT INTO email_outbox (user_id, recipient, subject, body, plan_id, created_at)
                  SELECT id, email, 'Your access changed',
-                        'You are no longer a direct member of ' || ?, ?, ?
-                 FROM users WHERE id IN (SELECT value FROM json_each(?))
+                        'You are no longer a direct member of ' || $1, $2, $3
+                 FROM users WHERE id IN ({})
                  RETURNING user_id, recipient",
-            )
+                dialect.json_strings(4)
+            ))
             .bind(&p.group)
             .bind(execution.plan_id)
             .bind(ids::to_text(ids::now()))

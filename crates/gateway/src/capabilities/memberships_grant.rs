@@ -8,12 +8,13 @@ use countersign_proto::plan::{Assumption, Change, Effect, EffectKind, ReadRevisi
 use countersign_proto::Credits;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::world::{self, blocker, effect, effect_cost, effect_id, note};
 use super::{Applied, EffectProfile, Execution, JournalEntry, Planned, PlannedEffect, Subject};
 use crate::error::ApiResult;
 use crate::ids;
+use crate::store::Flag;
 
 pub const ID: &str = "memberships.grant";
 pub const TITLE: &str = "Grant a project role";
@@ -61,7 +62,7 @@ fn role_path(subject: &str) -> String {
     format!("/members/{subject}/role")
 }
 
-pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned> {
+pub async fn plan(conn: &mut AnyConnection, p: &Params) -> ApiResult<Planned> {
     let mut planned = world::nothing(Credits::cents(0));
     let project = format!("projects/{}", p.project);
     let Some(revision) = world::revision(conn, &project).await? else {
@@ -74,12 +75,12 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
         resource: project.clone(),
         revision,
     });
-    let user: Option<(String, String, bool)> =
-        sqlx::query_as("SELECT name, email, suspended FROM users WHERE id = ?")
+    let user: Option<(String, String, Flag)> =
+        sqlx::query_as("SELECT name, email, suspended FROM users WHERE id = $1")
             .bind(&p.subject)
             .fetch_optional(&mut *conn)
             .await?;
-    let Some((name, email, suspended)) = user else {
+    let Some((name, email, Flag(suspended))) = user else {
         planned.validation.push(blocker(
             "subject_not_found",
             "/subject",
@@ -96,12 +97,13 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
             "Reactivate the account first, or choose another person.",
         ));
     }
-    let existing: Option<String> =
-        sqlx::query_scalar("SELECT role FROM project_members WHERE project_id = ? AND user_id = ?")
-            .bind(&p.project)
-            .bind(&p.subject)
-            .fetch_optional(&mut *conn)
-            .await?;
+    let existing: Option<String> = sqlx::query_scalar(
+        "SELECT role FROM project_members WHERE project_id = $1 AND user_id = $2",
+    )
+    .bind(&p.project)
+    .bind(&p.subject)
+    .fetch_optional(&mut *conn)
+    .await?;
     match existing {
         Some(role) if role == p.role => {
             planned.validation.push(note(
@@ -205,7 +207,7 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
 }
 
 pub async fn apply(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     p: &Params,
     planned: &Planned,
     execution: Execution<'_>,
@@ -217,14 +219,15 @@ pub async fn apply(
         });
     };
     // Journal values are read from the database around each write, never inferred from it.
-    let role_before: Option<String> =
-        sqlx::query_scalar("SELECT role FROM project_members WHERE project_id = ? AND user_id = ?")
-            .bind(&p.project)
-            .bind(&p.subject)
-            .fetch_optional(&mut *conn)
-            .await?;
+    let role_before: Option<String> = sqlx::query_scalar(
+        "SELECT role FROM project_members WHERE project_id = $1 AND user_id = $2",
+    )
+    .bind(&p.project)
+    .bind(&p.subject)
+    .fetch_optional(&mut *conn)
+    .await?;
     let (user, role): (String, String) = sqlx::query_as(
-        "INSERT INTO project_members (project_id, user_id, role) VALUES (?, ?, ?)
+        "INSERT INTO project_members (project_id, user_id, role) VALUES ($1, $2, $3)
          RETURNING user_id, role",
     )
     .bind(&p.project)
@@ -254,8 +257,8 @@ pub async fn apply(
     };
     let invited: Vec<(String, String)> = sqlx::query_as(
         "INSERT INTO email_outbox (user_id, recipient, subject, body, plan_id, created_at)
-         SELECT id, email, 'You were invited to ' || ?1, 'Role: ' || ?2, ?3, ?4
-         FROM users WHERE id = ?5 RETURNING user_id, recipient",
+         SELECT id, email, 'You were invited to ' || $1, 'Role: ' || $2, $3, $4
+         FROM users WHERE id = $5 RETURNING user_id, recipient",
     )
     .bind(&p.project)
     .bind(&p.role)

@@ -9,10 +9,11 @@ use std::sync::Arc;
 
 use countersign_proto::Credits;
 use serde_json::json;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::{world, Applied, EffectProfile, JournalEntry, Planned, PlannedEffect, Subject};
 use crate::error::ApiResult;
+use crate::store::{Dialect, Flag};
 
 pub const ID: &str = "projects.settings.update";
 pub const TITLE: &str = "Update project settings";
@@ -63,10 +64,10 @@ fn retention_note(note: &str, days: i64) -> String {
     format!("Keep artifacts for {phrase}.\n{rest}")
 }
 
-pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned> {
+pub async fn plan(conn: &mut AnyConnection, p: &Params) -> ApiResult<Planned> {
     let mut planned = world::nothing(Credits::cents(0));
     let project: Option<(i64, i64, String)> = sqlx::query_as(
-        "SELECT revision, retention_days, retention_note FROM projects WHERE id = ?",
+        "SELECT revision, retention_days, retention_note FROM projects WHERE id = $1",
     )
     .bind(&p.project)
     .fetch_optional(&mut *conn)
@@ -107,16 +108,16 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
     }
     // Each item with its expiry now and as the new retention recalculates it, by the same rule
     // `apply` writes (seed 004: consequences, not counts).
-    let items: Vec<(String, String, String, String, bool)> = sqlx::query_as(
-        "SELECT id, title, expires_at,
-                strftime('%Y-%m-%dT%H:%M:%SZ', created_at, '+' || ? || ' days'), legal_hold
-         FROM project_items WHERE project_id = ? ORDER BY id",
-    )
+    let items: Vec<(String, String, String, String, Flag)> = sqlx::query_as(&format!(
+        "SELECT id, title, expires_at, {}, legal_hold
+         FROM project_items WHERE project_id = $2 ORDER BY id",
+        Dialect::of(conn).days_after("created_at", "$1")
+    ))
     .bind(p.retention_days)
     .bind(&p.project)
     .fetch_all(&mut *conn)
     .await?;
-    let (held, free): (Vec<_>, Vec<_>) = items.into_iter().partition(|item| item.4);
+    let (held, free): (Vec<_>, Vec<_>) = items.into_iter().partition(|item| item.4 .0);
 
     planned.effects.push(PlannedEffect::new(Effect {
         changes,
@@ -181,11 +182,7 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
     Ok(planned)
 }
 
-pub async fn apply(
-    conn: &mut SqliteConnection,
-    p: &Params,
-    planned: &Planned,
-) -> ApiResult<Applied> {
+pub async fn apply(conn: &mut AnyConnection, p: &Params, planned: &Planned) -> ApiResult<Applied> {
     let Some(setting) = planned.effects.first() else {
         return Ok(Applied {
             content: format!("Nothing to change in {}.", p.project),
@@ -194,7 +191,7 @@ pub async fn apply(
     };
     let resource = format!("projects/{}", p.project);
     let (days_before, note_before): (i64, String) =
-        sqlx::query_as("SELECT retention_days, retention_note FROM projects WHERE id = ?")
+        sqlx::query_as("SELECT retention_days, retention_note FROM projects WHERE id = $1")
             .bind(&p.project)
             .fetch_one(&mut *conn)
             .await?;
@@ -205,8 +202,8 @@ pub async fn apply(
         .find(|c| c.path == "/retention_note")
         .and_then(|c| c.after.as_str().map(str::to_owned));
     let (days_after, note_after): (i64, String) = sqlx::query_as(
-        "UPDATE projects SET retention_days = ?, retention_note = COALESCE(?, retention_note)
-         WHERE id = ? RETURNING retention_days, retention_note",
+        "UPDATE projects SET retention_days = $1, retention_note = COALESCE($2, retention_note)
+         WHERE id = $3 RETURNING retention_days, retention_note",
     )
     .bind(p.retention_days)
     .bind(note)
@@ -228,13 +225,14 @@ pub async fn apply(
     }
     let mut journal = vec![JournalEntry::of(&setting.effect, vec![], changes)];
     if let Some(recalc) = planned.effects.get(1) {
-        let recalculated: Vec<String> = sqlx::query_scalar(
-            "UPDATE project_items
-             SET expires_at = strftime('%Y-%m-%dT%H:%M:%SZ', created_at, '+' || ? || ' days')
-             WHERE project_id = ? AND legal_hold = 0
-               AND id IN (SELECT value FROM json_each(?))
+        let dialect = Dialect::of(conn);
+        let recalculated: Vec<String> = sqlx::query_scalar(&format!(
+            "UPDATE project_items SET expires_at = {}
+             WHERE project_id = $2 AND legal_hold = 0 AND id IN ({})
              RETURNING id",
-        )
+            dialect.days_after("created_at", "$1"),
+            dialect.json_strings(3)
+        ))
         .bind(p.retention_days)
         .bind(&p.project)
         .bind(json!(recalc.subject_ids()).to_string())

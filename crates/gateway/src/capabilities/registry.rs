@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use countersign_proto::describe::Describe;
 use countersign_proto::plan::ViolationDetail;
 use serde_json::Value;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::{Applied, ApprovalRule, EffectProfile, Execution, Planned, Target};
 use crate::error::ApiResult;
@@ -38,7 +38,7 @@ pub trait Definition: Send + Sync + 'static {
     /// Evaluates `params` (already schema-valid) against the state `conn` sees.
     fn plan<'a>(
         &'a self,
-        conn: &'a mut SqliteConnection,
+        conn: &'a mut AnyConnection,
         params: &'a Value,
     ) -> BoxFuture<'a, ApiResult<Planned>>;
 }
@@ -48,7 +48,7 @@ pub trait Definition: Send + Sync + 'static {
 pub trait WorldCapability: Definition {
     fn apply<'a>(
         &'a self,
-        conn: &'a mut SqliteConnection,
+        conn: &'a mut AnyConnection,
         params: &'a Value,
         planned: &'a Planned,
         execution: Execution<'a>,
@@ -225,7 +225,7 @@ impl Capability {
     }
 
     /// Evaluates `params` (already schema-valid) against the state `conn` sees. Writes nothing.
-    pub async fn plan(self, conn: &mut SqliteConnection, params: &Value) -> ApiResult<Planned> {
+    pub async fn plan(self, conn: &mut AnyConnection, params: &Value) -> ApiResult<Planned> {
         self.definition().plan(conn, params).await
     }
 }

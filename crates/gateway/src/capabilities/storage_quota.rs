@@ -10,11 +10,12 @@ use countersign_proto::plan::{Change, Effect, EffectKind, ReadRevision, Severity
 use countersign_proto::Credits;
 use serde::Deserialize;
 use serde_json::json;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::world::{self, blocker, count, effect, effect_id, note};
 use super::{Applied, EffectProfile, JournalEntry, Planned, PlannedEffect, Subject};
 use crate::error::ApiResult;
+use crate::store::{Dialect, Flag};
 
 pub const ID: &str = "storage.quota.update";
 pub const TITLE: &str = "Change a storage quota";
@@ -53,27 +54,31 @@ pub struct Params {
 
 /// Bytes each project of a quota holds now, and whether it takes uploads.
 pub async fn usage(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     quota: &str,
 ) -> Result<Vec<(String, String, i64, bool)>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT p.id, p.name, COALESCE(SUM(d.size_bytes), 0), p.uploads_blocked
+    let rows: Vec<(String, String, i64, Flag)> = sqlx::query_as(
+        "SELECT p.id, p.name, CAST(COALESCE(SUM(d.size_bytes), 0) AS BIGINT), p.uploads_blocked
          FROM projects p LEFT JOIN documents d ON d.project_id = p.id
-         WHERE p.quota_id = ? GROUP BY p.id ORDER BY p.id",
+         WHERE p.quota_id = $1 GROUP BY p.id ORDER BY p.id",
     )
     .bind(quota)
     .fetch_all(conn)
-    .await
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, name, bytes, Flag(blocked))| (id, name, bytes, blocked))
+        .collect())
 }
 
 const BLOCKED: &str = "uploads_blocked";
 const UNBLOCKED: &str = "uploads_unblocked";
 
-pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned> {
+pub async fn plan(conn: &mut AnyConnection, p: &Params) -> ApiResult<Planned> {
     let mut planned = world::nothing(Credits::cents(0));
     let resource = format!("storage/{}", p.quota);
     let row: Option<(i64, i64)> =
-        sqlx::query_as("SELECT quota_bytes, revision FROM storage_quotas WHERE id = ?")
+        sqlx::query_as("SELECT quota_bytes, revision FROM storage_quotas WHERE id = $1")
             .bind(&p.quota)
             .fetch_optional(&mut *conn)
             .await?;
@@ -173,23 +178,20 @@ pub async fn plan(conn: &mut SqliteConnection, p: &Params) -> ApiResult<Planned>
     Ok(planned)
 }
 
-pub async fn apply(
-    conn: &mut SqliteConnection,
-    p: &Params,
-    planned: &Planned,
-) -> ApiResult<Applied> {
+pub async fn apply(conn: &mut AnyConnection, p: &Params, planned: &Planned) -> ApiResult<Applied> {
+    let dialect = Dialect::of(conn);
     let Some(direct) = planned.effects.first() else {
         return Ok(Applied {
             content: format!("{} is unchanged.", p.quota),
             ..Applied::default()
         });
     };
-    let before: i64 = sqlx::query_scalar("SELECT quota_bytes FROM storage_quotas WHERE id = ?")
+    let before: i64 = sqlx::query_scalar("SELECT quota_bytes FROM storage_quotas WHERE id = $1")
         .bind(&p.quota)
         .fetch_one(&mut *conn)
         .await?;
     let after: i64 = sqlx::query_scalar(
-        "UPDATE storage_quotas SET quota_bytes = ?, revision = revision + 1 WHERE id = ?
+        "UPDATE storage_quotas SET quota_bytes = $1, revision = revision + 1 WHERE id = $2
          RETURNING quota_bytes",
     )
     .bind(p.quota_bytes)
@@ -208,23 +210,25 @@ pub async fn apply(
     for derived in &planned.effects[1..] {
         let block = derived.effect.effect_type == BLOCKED;
         let ids = json!(derived.subject_ids()).to_string();
-        let was: BTreeMap<String, bool> = sqlx::query_as(
+        let was: BTreeMap<String, Flag> = sqlx::query_as(&format!(
             "SELECT id, uploads_blocked FROM projects
-             WHERE quota_id = ? AND id IN (SELECT value FROM json_each(?))",
-        )
+             WHERE quota_id = $1 AND id IN ({})",
+            dialect.json_strings(2)
+        ))
         .bind(&p.quota)
         .bind(&ids)
         .fetch_all(&mut *conn)
         .await?
         .into_iter()
         .collect();
-        let rows: Vec<(String, bool)> = sqlx::query_as(
-            "UPDATE projects SET uploads_blocked = ?1
-             WHERE quota_id = ?2 AND uploads_blocked = NOT ?1
-               AND id IN (SELECT value FROM json_each(?3))
+        let rows: Vec<(String, Flag)> = sqlx::query_as(&format!(
+            "UPDATE projects SET uploads_blocked = $1
+             WHERE quota_id = $2 AND uploads_blocked != $1
+               AND id IN ({})
              RETURNING id, uploads_blocked",
-        )
-        .bind(block)
+            dialect.json_strings(3)
+        ))
+        .bind(i64::from(block))
         .bind(&p.quota)
         .bind(&ids)
         .fetch_all(&mut *conn)
@@ -232,7 +236,7 @@ pub async fn apply(
         // One change per distinct (before, after) the rows report; one when all agree, as planned.
         let mut outcomes: Vec<(Option<bool>, bool)> = rows
             .iter()
-            .map(|(id, now)| (was.get(id).copied(), *now))
+            .map(|(id, Flag(now))| (was.get(id).map(|was| was.0), *now))
             .collect();
         outcomes.sort();
         outcomes.dedup();

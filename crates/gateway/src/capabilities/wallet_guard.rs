@@ -5,7 +5,7 @@ use countersign_proto::describe::{CostClass, Describe, DryRunMode, Preflight};
 use countersign_proto::guard::{GuardParams, GUARD_CAPABILITY};
 use countersign_proto::{Credits, ErrorCode};
 use serde_json::json;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::{world, Applied, EffectProfile, Execution, Planned};
 use crate::error::{ApiError, ApiResult};
@@ -44,7 +44,7 @@ pub fn plan(_: &GuardParams) -> Planned {
 }
 
 pub async fn apply(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     p: &GuardParams,
     execution: Execution<'_>,
 ) -> ApiResult<Applied> {

@@ -9,7 +9,7 @@ use countersign_proto::plan::{
 use countersign_proto::{Credits, INTERFACE_VERSION};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::{JournalEntry, Planned};
 
@@ -111,14 +111,14 @@ pub fn table_of(resource: &str) -> Option<(&'static str, &str)> {
 
 /// The current revision of `resource`, or `None` when it does not exist (or has none).
 pub async fn revision(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     resource: &str,
 ) -> Result<Option<String>, sqlx::Error> {
     let Some((table, id)) = table_of(resource) else {
         return Ok(None);
     };
     let revision: Option<i64> =
-        sqlx::query_scalar(&format!("SELECT revision FROM {table} WHERE id = ?"))
+        sqlx::query_scalar(&format!("SELECT revision FROM {table} WHERE id = $1"))
             .bind(id)
             .fetch_optional(conn)
             .await?;
@@ -127,10 +127,10 @@ pub async fn revision(
 
 /// Moves `resource` to its next revision: every write to it goes through here, so every plan
 /// that read it shows as stale in the queue from this commit on.
-pub async fn bump(conn: &mut SqliteConnection, resource: &str) -> Result<(), sqlx::Error> {
+pub async fn bump(conn: &mut AnyConnection, resource: &str) -> crate::error::ApiResult<()> {
     if let Some((table, id)) = table_of(resource) {
         sqlx::query(&format!(
-            "UPDATE {table} SET revision = revision + 1 WHERE id = ?"
+            "UPDATE {table} SET revision = revision + 1 WHERE id = $1"
         ))
         .bind(id)
         .execute(&mut *conn)

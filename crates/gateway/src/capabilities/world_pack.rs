@@ -3,7 +3,7 @@
 
 use countersign_proto::describe::Describe;
 use serde_json::Value;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::{
     documents_upload, groups_members_remove, memberships_grant, parse, projects_settings,
@@ -41,7 +41,7 @@ macro_rules! world_capability {
             }
             fn plan<'a>(
                 &'a self,
-                $pc: &'a mut SqliteConnection,
+                $pc: &'a mut AnyConnection,
                 params: &'a Value,
             ) -> BoxFuture<'a, ApiResult<Planned>> {
                 Box::pin(async move {
@@ -54,7 +54,7 @@ macro_rules! world_capability {
         impl WorldCapability for $name {
             fn apply<'a>(
                 &'a self,
-                $ac: &'a mut SqliteConnection,
+                $ac: &'a mut AnyConnection,
                 params: &'a Value,
                 $planned: &'a Planned,
                 $execution: Execution<'a>,

@@ -80,7 +80,7 @@ async fn seed_projects(store: &Store) -> anyhow::Result<()> {
     let mut w = store.write().await?;
     let now = ids::now();
     for project in PROJECTS {
-        let exists: Option<String> = sqlx::query_scalar("SELECT id FROM projects WHERE id = ?")
+        let exists: Option<String> = sqlx::query_scalar("SELECT id FROM projects WHERE id = $1")
             .bind(project.id)
             .fetch_optional(&mut *w.tx)
             .await?;
@@ -98,7 +98,7 @@ async fn seed_projects(store: &Store) -> anyhow::Result<()> {
         );
         sqlx::query(
             "INSERT INTO projects (id, name, revision, retention_days, retention_note)
-             VALUES (?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(project.id)
         .bind(project.name)
@@ -117,14 +117,14 @@ async fn seed_projects(store: &Store) -> anyhow::Result<()> {
             let expires = created + Duration::days(project.retention_days);
             sqlx::query(
                 "INSERT INTO project_items (id, project_id, title, created_at, expires_at, legal_hold)
-                 VALUES (?, ?, ?, ?, ?, ?)",
+                 VALUES ($1, $2, $3, $4, $5, $6)",
             )
             .bind(format!("{prefix}{n:02}"))
             .bind(project.id)
             .bind(format!("{} #{n}", ITEM_TITLES[n % ITEM_TITLES.len()]))
             .bind(ids::to_text(created))
             .bind(ids::to_text(expires))
-            .bind(n > project.items - project.held)
+            .bind(i64::from(n > project.items - project.held))
             .execute(&mut *w.tx)
             .await?;
         }

@@ -3,7 +3,7 @@
 //! `plan-bulk.json`; `grp_all_staff` is there for real bulk.
 
 use crate::ids;
-use crate::store::Store;
+use crate::store::{Dialect, Store};
 
 /// Members of `grp_all_staff`.
 const ALL_STAFF: u32 = 100_000;
@@ -61,39 +61,51 @@ pub async fn seed(store: &Store) -> anyhow::Result<()> {
     }
     for (id, name, employment) in &users {
         sqlx::query(
-            "INSERT INTO users (id, name, email, employment, suspended) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO users (id, name, email, employment, suspended) VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(id)
         .bind(name)
         .bind(format!("{}@example.com", id.replace('_', ".")))
         .bind(employment)
-        .bind(id == "usr_50")
+        .bind(i64::from(id == "usr_50"))
         .execute(&mut **tx)
         .await?;
     }
-    // A hundred thousand colleagues, generated in SQLite itself; every tenth is a contractor.
-    sqlx::query(
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
-         INSERT INTO users (id, name, email, employment)
-         SELECT printf('usr_s%06d', i),
-                (SELECT value FROM json_each(?2) WHERE key = i % 16) || ' ' ||
-                (SELECT value FROM json_each(?3) WHERE key = (i / 16) % 16),
-                printf('s%06d@example.com', i),
-                CASE WHEN i % 10 = 0 THEN 'contractor' ELSE 'employee' END
-         FROM n",
-    )
-    .bind(ALL_STAFF)
-    .bind(serde_json::to_string(&FIRST)?)
-    .bind(serde_json::to_string(&LAST)?)
-    .execute(&mut **tx)
-    .await?;
+    // A hundred thousand colleagues, generated in the database itself; every tenth is a
+    // contractor.
+    let colleagues = match store.dialect() {
+        Dialect::Sqlite => {
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
+             INSERT INTO users (id, name, email, employment)
+             SELECT printf('usr_s%06d', i),
+                    (SELECT value FROM json_each($2) WHERE key = i % 16) || ' ' ||
+                    (SELECT value FROM json_each($3) WHERE key = (i / 16) % 16),
+                    printf('s%06d@example.com', i),
+                    CASE WHEN i % 10 = 0 THEN 'contractor' ELSE 'employee' END
+             FROM n"
+        }
+        Dialect::Postgres => {
+            "INSERT INTO users (id, name, email, employment)
+             SELECT 'usr_s' || lpad(i::text, 6, '0'),
+                    ($2::jsonb ->> (i % 16)::int) || ' ' || ($3::jsonb ->> ((i / 16) % 16)::int),
+                    's' || lpad(i::text, 6, '0') || '@example.com',
+                    CASE WHEN i % 10 = 0 THEN 'contractor' ELSE 'employee' END
+             FROM generate_series(1, $1) AS i"
+        }
+    };
+    sqlx::query(colleagues)
+        .bind(i64::from(ALL_STAFF))
+        .bind(serde_json::to_string(&FIRST)?)
+        .bind(serde_json::to_string(&LAST)?)
+        .execute(&mut **tx)
+        .await?;
 
     for (id, group_name, revision) in [
         ("grp_support", "Production support", 41),
         ("grp_support_escalation", "Support escalation", 7),
         ("grp_all_staff", "All staff", 3),
     ] {
-        sqlx::query("INSERT INTO groups (id, name, revision) VALUES (?, ?, ?)")
+        sqlx::query("INSERT INTO groups (id, name, revision) VALUES ($1, $2, $3)")
             .bind(id)
             .bind(group_name)
             .bind(revision)
@@ -115,7 +127,7 @@ pub async fn seed(store: &Store) -> anyhow::Result<()> {
     );
     members.push(("grp_support_escalation", "usr_40".to_owned()));
     for (group, user) in members {
-        sqlx::query("INSERT INTO group_members (group_id, user_id) VALUES (?, ?)")
+        sqlx::query("INSERT INTO group_members (group_id, user_id) VALUES ($1, $2)")
             .bind(group)
             .bind(user)
             .execute(&mut **tx)
@@ -136,7 +148,7 @@ pub async fn seed(store: &Store) -> anyhow::Result<()> {
     .await?;
     for user in ON_CALL.iter().chain(&["usr_41"]) {
         sqlx::query(
-            "INSERT INTO entitlement_holders (entitlement_id, user_id) VALUES ('on_call', ?)",
+            "INSERT INTO entitlement_holders (entitlement_id, user_id) VALUES ('on_call', $1)",
         )
         .bind(user)
         .execute(&mut **tx)
@@ -155,7 +167,7 @@ pub async fn seed(store: &Store) -> anyhow::Result<()> {
         ("prj_200", "usr_lead", "viewer"),
         ("prj_311", "usr_42", "editor"),
     ] {
-        sqlx::query("INSERT INTO project_members (project_id, user_id, role) VALUES (?, ?, ?)")
+        sqlx::query("INSERT INTO project_members (project_id, user_id, role) VALUES ($1, $2, $3)")
             .bind(project)
             .bind(user)
             .bind(role)
@@ -174,7 +186,7 @@ pub async fn seed(store: &Store) -> anyhow::Result<()> {
     .await?;
     let now = ids::to_text(ids::now());
     for (project, quota, bytes) in STORAGE {
-        sqlx::query("UPDATE projects SET quota_id = ? WHERE id = ?")
+        sqlx::query("UPDATE projects SET quota_id = $1 WHERE id = $2")
             .bind(quota)
             .bind(project)
             .execute(&mut **tx)
@@ -182,7 +194,7 @@ pub async fn seed(store: &Store) -> anyhow::Result<()> {
         for (n, share) in [(1, 5), (2, 3), (3, 2)] {
             sqlx::query(
                 "INSERT INTO documents (id, project_id, filename, mime_type, size_bytes, created_at)
-                 VALUES (?, ?, ?, 'application/pdf', ?, ?)",
+                 VALUES ($1, $2, $3, 'application/pdf', $4, $5)",
             )
             .bind(format!("doc_{}_{n}", &project[4..]))
             .bind(project)

@@ -11,7 +11,7 @@ use countersign_proto::Credits;
 use rust_decimal::prelude::ToPrimitive;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::prices::{self, down, up, ChatPrice, PredictPrice, SpeechPrice};
 use super::replicate::{self, Modality};
@@ -136,7 +136,7 @@ macro_rules! provider_capability {
             }
             fn plan<'a>(
                 &'a self,
-                _: &'a mut SqliteConnection,
+                _: &'a mut AnyConnection,
                 params: &'a Value,
             ) -> BoxFuture<'a, ApiResult<Planned>> {
                 Box::pin(async move { $plan(&parse(params)?) })

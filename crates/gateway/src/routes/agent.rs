@@ -162,7 +162,7 @@ async fn repeated(
 ) -> ApiResult<Option<Value>> {
     let first: Option<(String, String, Option<String>, String)> = sqlx::query_as(
         "SELECT id, request, plan_id, capability_id FROM preview_audit
-         WHERE agent_id = ? AND idempotency_key = ?",
+         WHERE agent_id = $1 AND idempotency_key = $2",
     )
     .bind(&agent.id)
     .bind(key)

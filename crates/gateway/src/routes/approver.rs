@@ -64,7 +64,7 @@ pub async fn wallet(
     Path(agent_id): Path<String>,
 ) -> ApiResult<Json<serde_json::Value>> {
     let mut conn = state.store.pool().acquire().await?;
-    let known: Option<String> = sqlx::query_scalar("SELECT id FROM agents WHERE id = ?")
+    let known: Option<String> = sqlx::query_scalar("SELECT id FROM agents WHERE id = $1")
         .bind(&agent_id)
         .fetch_optional(&mut *conn)
         .await?;

@@ -15,6 +15,7 @@ use serde_json::json;
 use crate::accounts::{self, Approver};
 use crate::error::{ApiError, ApiResult};
 use crate::events::EventKind;
+use crate::store::Flag;
 use crate::{ids, plans, queue, AppState};
 
 /// How far an approver's clock may run ahead.
@@ -54,12 +55,13 @@ pub async fn decide(
     }
     // The very envelope this approver's decision was accepted as, sent again (its answer got
     // lost): the same answer, even if the key that signed it has since been rotated out.
-    let stored: Vec<String> =
-        sqlx::query_scalar("SELECT envelope FROM decisions WHERE plan_id = ? AND approver_id = ?")
-            .bind(&plan_id)
-            .bind(&approver.id)
-            .fetch_all(pool)
-            .await?;
+    let stored: Vec<String> = sqlx::query_scalar(
+        "SELECT envelope FROM decisions WHERE plan_id = $1 AND approver_id = $2",
+    )
+    .bind(&plan_id)
+    .bind(&approver.id)
+    .fetch_all(pool)
+    .await?;
     let resent = stored
         .iter()
         .filter_map(|s| serde_json::from_str::<Envelope>(s).ok())
@@ -122,9 +124,9 @@ pub async fn decide(
     let plan = plans::load(&mut w.tx, &plan_id)
         .await?
         .ok_or_else(|| ApiError::not_found("plan"))?;
-    let decided: Vec<(String, String, bool)> = sqlx::query_as(
-        "SELECT envelope, decision, withdrawn_at IS NULL FROM decisions
-         WHERE plan_id = ? AND approver_id = ?",
+    let decided: Vec<(String, String, Flag)> = sqlx::query_as(
+        "SELECT envelope, decision, CASE WHEN withdrawn_at IS NULL THEN 1 ELSE 0 END FROM decisions
+         WHERE plan_id = $1 AND approver_id = $2",
     )
     .bind(&plan_id)
     .bind(&approver.id)
@@ -146,7 +148,7 @@ pub async fn decide(
     }
     let standing = decided
         .iter()
-        .find(|(_, _, standing)| *standing)
+        .find(|(_, _, Flag(standing))| *standing)
         .map(|(_, decision, _)| decision.as_str());
     // An approver who approved may still reject before the plan runs: the approval is withdrawn.
     let withdrawal = standing == Some("approve") && statement.decision == Decision::Reject;
@@ -164,7 +166,7 @@ pub async fn decide(
             "The plan acts on this approver's own behalf; someone else must decide it.",
         ));
     }
-    let nonce_used: Option<i64> = sqlx::query_scalar("SELECT id FROM decisions WHERE nonce = ?")
+    let nonce_used: Option<i64> = sqlx::query_scalar("SELECT id FROM decisions WHERE nonce = $1")
         .bind(&statement.nonce)
         .fetch_optional(&mut *w.tx)
         .await?;
@@ -238,8 +240,8 @@ pub async fn decide(
 
     if withdrawal {
         sqlx::query(
-            "UPDATE decisions SET withdrawn_at = ?
-             WHERE plan_id = ? AND approver_id = ? AND withdrawn_at IS NULL",
+            "UPDATE decisions SET withdrawn_at = $1
+             WHERE plan_id = $2 AND approver_id = $3 AND withdrawn_at IS NULL",
         )
         .bind(ids::to_text(now))
         .bind(&plan_id)
@@ -249,7 +251,7 @@ pub async fn decide(
     }
     sqlx::query(
         "INSERT INTO decisions (plan_id, approver_id, key_id, decision, reason, nonce, envelope, decided_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(&plan_id)
     .bind(&approver.id)
@@ -291,7 +293,7 @@ pub async fn decide(
     }))
 }
 
-async fn answer(conn: &mut sqlx::SqliteConnection, plan_id: &str) -> ApiResult<DecisionResponse> {
+async fn answer(conn: &mut sqlx::AnyConnection, plan_id: &str) -> ApiResult<DecisionResponse> {
     let plan = plans::load(conn, plan_id)
         .await?
         .ok_or_else(|| ApiError::not_found("plan"))?;

@@ -98,7 +98,7 @@ async fn next_events(state: &AppState, seen: i64) -> ApiResult<(i64, Vec<Event>)
     // every plan stands, not each step on the way.
     let rows: Vec<(i64, String, String)> = sqlx::query_as(
         "SELECT e.revision, e.kind, p.summary FROM plan_events e JOIN plans p ON p.id = e.plan_id
-         WHERE e.revision > ? AND p.summary IS NOT NULL ORDER BY e.revision LIMIT ?",
+         WHERE e.revision > $1 AND p.summary IS NOT NULL ORDER BY e.revision LIMIT $2",
     )
     .bind(seen)
     .bind(BATCH)

@@ -30,7 +30,7 @@ use crate::capabilities::{Capability, ExternalCapability, JournalEntry};
 use crate::error::{ApiError, ApiResult};
 use crate::events::EventKind;
 use crate::providers::{Called, ProviderCall};
-use crate::store::{Store, WriteTx};
+use crate::store::{Dialect, Store, WriteTx};
 use crate::{ids, plans, queue, wallet, AppState};
 
 /// One invoke of an approved plan of an external capability.
@@ -75,7 +75,7 @@ pub async fn run(mut w: WriteTx<'_>, call: Call<'_>) -> ApiResult<SuccessEnvelop
         // Taken now, answered in step 3: the same key meanwhile finds the call in flight.
         sqlx::query(
             "INSERT INTO invocations (agent_id, idempotency_key, request_digest, response)
-             VALUES (?, ?, ?, '')",
+             VALUES ($1, $2, $3, '')",
         )
         .bind(&agent.id)
         .bind(key)
@@ -249,7 +249,7 @@ impl InFlight {
             .collect();
         sqlx::query(
             "INSERT INTO execution_audit (id, plan_id, capability_id, agent_id, journal, at)
-             VALUES (?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(&self.audit_id)
         .bind(&plan.plan_id)
@@ -263,11 +263,11 @@ impl InFlight {
             // A success is answered again to the same key; after a failure the key is free.
             let query = match answer {
                 Ok(envelope) => sqlx::query(
-                    "UPDATE invocations SET response = ? WHERE agent_id = ? AND idempotency_key = ?",
+                    "UPDATE invocations SET response = $1 WHERE agent_id = $2 AND idempotency_key = $3",
                 )
                 .bind(serde_json::to_string(envelope)?),
                 Err(_) => sqlx::query(
-                    "DELETE FROM invocations WHERE agent_id = ? AND idempotency_key = ?",
+                    "DELETE FROM invocations WHERE agent_id = $1 AND idempotency_key = $2",
                 ),
             };
             query
@@ -296,9 +296,13 @@ async fn record(
     status: PlanStatus,
     execution: Option<&Value>,
 ) -> ApiResult<()> {
-    sqlx::query("UPDATE plans SET status = ?, execution = ? WHERE id = ?")
+    let runner = execution
+        .filter(|e| e["in_flight"] == true)
+        .map(|_| w.instance().to_owned());
+    sqlx::query("UPDATE plans SET status = $1, execution = $2, runner = $3 WHERE id = $4")
         .bind(plans::status_text(status))
         .bind(execution.map(Value::to_string))
+        .bind(runner)
         .bind(plan_id)
         .execute(&mut *w.tx)
         .await?;
@@ -306,9 +310,11 @@ async fn record(
     Ok(())
 }
 
-/// Plans whose provider call was in flight when the gateway stopped: recorded as failed, with
-/// the reserved charge kept, and their idempotency keys freed. Answers how many. Only the
-/// process that serves invokes calls it, at start, before it takes any.
+/// Plans whose provider call lost the gateway instance running it: recorded as failed, with the
+/// reserved charge kept, and their idempotency keys freed. Answers how many. On SQLite, one
+/// process serves the store, and calls this at its start, before it takes any invoke: every call
+/// still in flight lost its runner. On PostgreSQL, every instance calls it at start and then in
+/// its sweeps, and a call is orphaned once no connection bears its runner's name.
 pub async fn recover_interrupted(store: &Store) -> anyhow::Result<u64> {
     let recovered = fail_in_flight(store)
         .await
@@ -323,14 +329,25 @@ pub async fn recover_interrupted(store: &Store) -> anyhow::Result<u64> {
 }
 
 async fn fail_in_flight(store: &Store) -> ApiResult<u64> {
+    let orphaned = match store.dialect() {
+        Dialect::Sqlite => format!(
+            "{} = 'true'",
+            store.dialect().json_flag("execution", "in_flight")
+        ),
+        Dialect::Postgres => "runner IS NOT NULL AND NOT EXISTS
+             (SELECT 1 FROM pg_stat_activity WHERE application_name = plans.runner)"
+            .to_owned(),
+    };
+    let select =
+        format!("SELECT id, execution FROM plans WHERE status = 'executed' AND {orphaned}");
+    // Looked for without the write lock first: on PostgreSQL every sweep asks.
+    let seen: Vec<(String, String)> = sqlx::query_as(&select).fetch_all(store.pool()).await?;
+    if seen.is_empty() {
+        return Ok(0);
+    }
     let mut w = store.write().await?;
-    let ids: Vec<String> = sqlx::query_scalar(
-        "SELECT id FROM plans WHERE status = 'executed'
-         AND json_extract(execution, '$.in_flight') = 1",
-    )
-    .fetch_all(&mut *w.tx)
-    .await?;
-    for id in &ids {
+    let in_flight: Vec<(String, String)> = sqlx::query_as(&select).fetch_all(&mut *w.tx).await?;
+    for (id, execution) in &in_flight {
         let mut envelope = ErrorEnvelope::new(
             ErrorCode::ProviderUnavailable,
             "The gateway stopped while the provider call was in flight; the reserved maximum \
@@ -339,21 +356,22 @@ async fn fail_in_flight(store: &Store) -> ApiResult<u64> {
             "trc_recovery",
         );
         envelope.error.retryable = false;
+        let mut execution: serde_json::Value = serde_json::from_str(execution)?;
+        execution["in_flight"] = json!(false);
+        execution["result"] = serde_json::to_value(&envelope)?;
         sqlx::query(
-            "UPDATE plans SET status = 'failed',
-             execution = json_set(execution, '$.in_flight', json('false'), '$.result', json(?))
-             WHERE id = ?",
+            "UPDATE plans SET status = 'failed', execution = $1, runner = NULL WHERE id = $2",
         )
-        .bind(serde_json::to_string(&envelope)?)
+        .bind(execution.to_string())
         .bind(id)
         .execute(&mut *w.tx)
         .await?;
-        sqlx::query("DELETE FROM invocations WHERE request_digest = ? AND response = ''")
+        sqlx::query("DELETE FROM invocations WHERE request_digest = $1 AND response = ''")
             .bind(format!("plan:{id}"))
             .execute(&mut *w.tx)
             .await?;
         queue::publish(&mut w.tx, id, EventKind::Updated).await?;
     }
     w.commit().await?;
-    Ok(ids.len() as u64)
+    Ok(in_flight.len() as u64)
 }

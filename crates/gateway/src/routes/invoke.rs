@@ -75,7 +75,7 @@ pub async fn run(
     let mut w = state.store.write().await?;
     if let Some(key) = &request.idempotency_key {
         let stored: Option<(String, String)> = sqlx::query_as(
-            "SELECT request_digest, response FROM invocations WHERE agent_id = ? AND idempotency_key = ?",
+            "SELECT request_digest, response FROM invocations WHERE agent_id = $1 AND idempotency_key = $2",
         )
         .bind(&agent.id)
         .bind(key)
@@ -184,7 +184,7 @@ pub async fn run(
         let execution = json!({"executed_at": now, "audit_id": audit_id,
                                "effects_applied": effects_applied, "charged": charged,
                                "result": response});
-        sqlx::query("UPDATE plans SET status = 'executed', execution = ? WHERE id = ?")
+        sqlx::query("UPDATE plans SET status = 'executed', execution = $1 WHERE id = $2")
             .bind(execution.to_string())
             .bind(&plan.plan_id)
             .execute(&mut *w.tx)
@@ -193,7 +193,7 @@ pub async fn run(
     }
     sqlx::query(
         "INSERT INTO execution_audit (id, plan_id, capability_id, agent_id, journal, at)
-         VALUES (?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(&audit_id)
     .bind(stored.then_some(&plan.plan_id))
@@ -206,7 +206,7 @@ pub async fn run(
     if let Some(key) = &request.idempotency_key {
         sqlx::query(
             "INSERT INTO invocations (agent_id, idempotency_key, request_digest, response)
-             VALUES (?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4)",
         )
         .bind(&agent.id)
         .bind(key)

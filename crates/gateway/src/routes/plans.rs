@@ -94,8 +94,8 @@ pub async fn subjects(
     let total = effect.subjects.as_ref().map_or(0, |s| s.total);
     let mut rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
         "SELECT subject_id, label, detail FROM plan_subjects
-         WHERE plan_id = ? AND effect_id = ? AND subject_id > ?
-         ORDER BY subject_id LIMIT ?",
+         WHERE plan_id = $1 AND effect_id = $2 AND subject_id > $3
+         ORDER BY subject_id LIMIT $4",
     )
     .bind(&plan_id)
     .bind(&effect_id)
@@ -188,7 +188,7 @@ pub async fn refresh(
         },
     )
     .await?;
-    sqlx::query("UPDATE plans SET status = 'superseded', superseded_by = ? WHERE id = ?")
+    sqlx::query("UPDATE plans SET status = 'superseded', superseded_by = $1 WHERE id = $2")
         .bind(&fresh.plan_id)
         .bind(&plan_id)
         .execute(&mut *w.tx)
@@ -234,7 +234,7 @@ pub async fn audit(
     ensure_may_read(&caller, &plan)?;
     let previews: Vec<(String, String, String, String, String)> = sqlx::query_as(
         "SELECT id, capability_id, agent_id, request, at FROM preview_audit
-         WHERE plan_id = ? ORDER BY at, id",
+         WHERE plan_id = $1 ORDER BY at, id",
     )
     .bind(&plan_id)
     .fetch_all(&mut *conn)
@@ -244,13 +244,13 @@ pub async fn audit(
         "SELECT d.approver_id, d.key_id, d.decision, d.reason, d.envelope, d.decided_at,
                 k.public_key, k.revoked_at, d.withdrawn_at
            FROM decisions d LEFT JOIN approver_keys k ON k.id = d.key_id
-          WHERE d.plan_id = ? ORDER BY d.id",
+          WHERE d.plan_id = $1 ORDER BY d.id",
     )
     .bind(&plan_id)
     .fetch_all(&mut *conn)
     .await?;
     let executions: Vec<(String, String, String)> = sqlx::query_as(
-        "SELECT id, journal, at FROM execution_audit WHERE plan_id = ? ORDER BY at, id",
+        "SELECT id, journal, at FROM execution_audit WHERE plan_id = $1 ORDER BY at, id",
     )
     .bind(&plan_id)
     .fetch_all(&mut *conn)

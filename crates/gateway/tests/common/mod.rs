@@ -1,16 +1,18 @@
-//! A gateway over in-memory SQLite with the demo world, driven through `app()` with `oneshot`.
+//! A gateway over in-memory SQLite (or a PostgreSQL database of its own) with the demo world, driven through `app()` with `oneshot`.
 // Each test binary compiles this module and uses only part of it.
 #![allow(dead_code)]
 
 pub mod journal_rows;
 pub mod props;
 pub mod smtp;
+pub mod sse;
 pub mod world_diff;
 
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use countersign_gateway::store::{scratch_postgres, Dialect};
 use countersign_gateway::{accounts, app, demo, AppState, Store};
 use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
 use countersign_proto::dsse::{encode_public_key, Envelope};
@@ -37,14 +39,68 @@ pub struct Approver {
     pub key: SigningKey,
 }
 
+/// The database a test runs on: `sqlite` as the test names it, or, when
+/// `COUNTERSIGN_TEST_POSTGRES` names a PostgreSQL server (as in `make test`'s second pass), a new
+/// database of its own there, its tables made.
+pub async fn database(sqlite: &str) -> String {
+    match std::env::var("COUNTERSIGN_TEST_POSTGRES") {
+        Ok(server) => copy_of(&server, "cs_empty_template", false).await,
+        Err(_) => sqlite.to_owned(),
+    }
+}
+
+/// Like [`database`], with the demo world already in it.
+pub async fn demo_database(sqlite: &str) -> String {
+    match std::env::var("COUNTERSIGN_TEST_POSTGRES") {
+        Ok(server) => copy_of(&server, "cs_demo_template", true).await,
+        Err(_) => sqlite.to_owned(),
+    }
+}
+
+/// A new database copied from `template`, which the first test to ask makes once per cluster
+/// (migrated, and `seeded` with the demo world): migrating for every property case, or seeding
+/// 100,000 people for every test, would take most of the pass. The gateway's own records, its id
+/// and key, are made per copy, on first use.
+async fn copy_of(server: &str, template: &str, seeded: bool) -> String {
+    use sqlx::Connection as _;
+    let mut admin = sqlx::PgConnection::connect(server).await.unwrap();
+    // Held by the one test process that makes a template, while the others wait for it.
+    sqlx::query("SELECT pg_advisory_lock(7)")
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let made: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = $1")
+        .bind(template)
+        .fetch_optional(&mut admin)
+        .await
+        .unwrap();
+    if made.is_none() {
+        sqlx::query(&format!("CREATE DATABASE {template}"))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+        let url = countersign_gateway::store::database_url(server, template).unwrap();
+        let store = Store::open(&url).await.unwrap();
+        if seeded {
+            demo::seed(&store).await.unwrap();
+        }
+        store.close().await;
+    }
+    admin.close().await.unwrap();
+    scratch_postgres(server, Some(template)).await.unwrap()
+}
+
 impl Gateway {
     pub async fn new() -> Gateway {
-        let store = Store::open("sqlite::memory:").await.unwrap();
+        let store = Store::open(&demo_database("sqlite::memory:").await)
+            .await
+            .unwrap();
         demo::seed(&store).await.unwrap();
         Gateway::on(store).await
     }
 
-    /// The demo gateway over the store at `url` (a file, for tests that need several connections).
+    /// The demo gateway over the store at `url` (from [`database`]: a file, for tests that need
+    /// several connections or open the store again).
     pub async fn at(url: &str) -> Gateway {
         let store = Store::open(url).await.unwrap();
         demo::seed(&store).await.unwrap();
@@ -53,14 +109,18 @@ impl Gateway {
 
     /// The demo gateway held to `limits` instead of the defaults.
     pub async fn limited(limits: countersign_gateway::Limits) -> Gateway {
-        let store = Store::open("sqlite::memory:").await.unwrap();
+        let store = Store::open(&demo_database("sqlite::memory:").await)
+            .await
+            .unwrap();
         demo::seed(&store).await.unwrap();
         Gateway::from_state(AppState::with_limits(store, "Test", limits).await.unwrap()).await
     }
 
     /// The demo gateway whose provider capabilities call `providers`.
     pub async fn with_providers(providers: countersign_gateway::providers::Providers) -> Gateway {
-        let store = Store::open("sqlite::memory:").await.unwrap();
+        let store = Store::open(&demo_database("sqlite::memory:").await)
+            .await
+            .unwrap();
         demo::seed(&store).await.unwrap();
         let state = AppState::with_providers(store, "Test", Default::default(), providers)
             .await
@@ -71,7 +131,9 @@ impl Gateway {
     /// A gateway over an empty world, for tests that build their own; its agent acts for nobody,
     /// since the world has no people to act for until the test makes them.
     pub async fn bare() -> Gateway {
-        let store = Store::open("sqlite::memory:").await.unwrap();
+        let store = Store::open(&database("sqlite::memory:").await)
+            .await
+            .unwrap();
         let state = AppState::new(store, "Test").await.unwrap();
         let (_, agent) = accounts::add_agent(&state.store, "ops", None)
             .await
@@ -94,7 +156,7 @@ impl Gateway {
     /// digest true to its content; the plan as approvers now see it.
     pub async fn expire(&self, plan_id: &str) -> Value {
         let pool = self.state.store.pool();
-        let text: String = sqlx::query_scalar("SELECT preview FROM plans WHERE id = ?")
+        let text: String = sqlx::query_scalar("SELECT preview FROM plans WHERE id = $1")
             .bind(plan_id)
             .fetch_one(pool)
             .await
@@ -106,15 +168,45 @@ impl Gateway {
         preview["created_at"] = json!(at(now - chrono::Duration::minutes(20)));
         preview["expires_at"] = json!(at(now - chrono::Duration::minutes(5)));
         preview["plan_digest"] = json!(countersign_proto::digest::plan_digest(&preview).unwrap());
-        sqlx::query("UPDATE plans SET preview = ?, plan_digest = ?, expires_at = ? WHERE id = ?")
-            .bind(preview.to_string())
-            .bind(preview["plan_digest"].as_str())
-            .bind(preview["expires_at"].as_str())
-            .bind(plan_id)
-            .execute(pool)
-            .await
-            .unwrap();
+        sqlx::query(
+            "UPDATE plans SET preview = $1, plan_digest = $2, expires_at = $3 WHERE id = $4",
+        )
+        .bind(preview.to_string())
+        .bind(preview["plan_digest"].as_str())
+        .bind(preview["expires_at"].as_str())
+        .bind(plan_id)
+        .execute(pool)
+        .await
+        .unwrap();
         preview
+    }
+
+    /// `sql`'s one number for `plan_id` (bound as `$1`), read from the store.
+    pub async fn count(&self, sql: &str, plan_id: &str) -> i64 {
+        sqlx::query_scalar(sql)
+            .bind(plan_id)
+            .fetch_one(self.state.store.pool())
+            .await
+            .unwrap()
+    }
+
+    /// That of `replies` to invokes of the retention plan `plan_id` (14 days for prj_184) racing
+    /// each other, exactly one ran it, the others were told it had run, and the store agrees.
+    pub async fn assert_ran_once(&self, replies: &[Reply], plan_id: &str) {
+        let executed = replies.iter().filter(|r| r.status == StatusCode::OK);
+        assert_eq!(executed.count(), 1, "one execution");
+        for reply in replies.iter().filter(|r| r.status != StatusCode::OK) {
+            assert_eq!(reply.status, StatusCode::CONFLICT, "{}", reply.body);
+            assert_eq!(reply.body["error"]["code"], "plan_already_executed");
+        }
+        let runs = "SELECT COUNT(*) FROM execution_audit WHERE plan_id = $1";
+        assert_eq!(self.count(runs, plan_id).await, 1);
+        let days: i64 =
+            sqlx::query_scalar("SELECT retention_days FROM projects WHERE id = 'prj_184'")
+                .fetch_one(self.state.store.pool())
+                .await
+                .unwrap();
+        assert_eq!(days, 14);
     }
 
     pub async fn send(&self, request: Request<Body>) -> Reply {
@@ -219,31 +311,27 @@ impl Gateway {
             "_sqlx_migrations",
         ];
         let pool = self.state.store.pool();
-        let tables: Vec<String> =
-            sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-                .fetch_all(pool)
-                .await
-                .unwrap();
+        let dialect = self.state.store.dialect();
         let mut out = std::collections::BTreeMap::new();
-        for table in tables
-            .into_iter()
-            .filter(|t| !BOOKKEEPING.contains(&t.as_str()))
-        {
-            let columns: Vec<String> =
-                sqlx::query_scalar("SELECT name FROM pragma_table_info(?) ORDER BY cid")
-                    .bind(&table)
-                    .fetch_all(pool)
-                    .await
-                    .unwrap();
-            let sql = format!(
-                "SELECT COALESCE(group_concat(j, char(10)), '') FROM
-                 (SELECT json_array({}) AS j FROM \"{table}\" ORDER BY j)",
-                columns
-                    .iter()
-                    .map(|c| format!("\"{c}\""))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+        for (table, columns) in world_diff::tables(pool, dialect).await {
+            if BOOKKEEPING.contains(&table.as_str()) {
+                continue;
+            }
+            let columns = columns
+                .iter()
+                .map(|(c, _)| format!("\"{c}\""))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = match dialect {
+                Dialect::Sqlite => format!(
+                    "SELECT COALESCE(group_concat(j, char(10)), '') FROM
+                     (SELECT json_array({columns}) AS j FROM \"{table}\" ORDER BY j)"
+                ),
+                Dialect::Postgres => format!(
+                    "SELECT COALESCE(string_agg(j, chr(10) ORDER BY j), '') FROM
+                     (SELECT json_build_array({columns})::text AS j FROM \"{table}\") t"
+                ),
+            };
             let rows: String = sqlx::query_scalar(&sql).fetch_one(pool).await.unwrap();
             out.insert(table, rows);
         }

@@ -4,8 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use countersign_gateway::store::Dialect;
 use serde_json::{Map, Value};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 /// The gateway's (and SQLite's) own records about plans, people, keys and counters: not the
 /// world a plan acts on.
@@ -32,30 +33,66 @@ pub const BOOKKEEPING: [&str; 17] = [
 /// Table → primary key (as JSON text) → row.
 pub type Rows = BTreeMap<String, BTreeMap<String, Map<String, Value>>>;
 
+/// Every table of the store, with its columns in order and whether each is in the primary key.
+pub async fn tables(pool: &AnyPool, dialect: Dialect) -> Vec<(String, Vec<(String, bool)>)> {
+    let tables: Vec<String> = sqlx::query_scalar(match dialect {
+        Dialect::Sqlite => "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+        Dialect::Postgres => {
+            "SELECT table_name::text FROM information_schema.tables
+             WHERE table_schema = current_schema() ORDER BY table_name"
+        }
+    })
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    let mut out = Vec::new();
+    for table in tables {
+        let columns: Vec<(String, i64)> = sqlx::query_as(match dialect {
+            Dialect::Sqlite => "SELECT name, pk FROM pragma_table_info($1) ORDER BY cid",
+            Dialect::Postgres => {
+                "SELECT c.column_name::text, CASE WHEN k.column_name IS NULL THEN 0 ELSE 1 END
+                 FROM information_schema.columns c
+                 LEFT JOIN information_schema.table_constraints t
+                   ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+                  AND t.constraint_type = 'PRIMARY KEY'
+                 LEFT JOIN information_schema.key_column_usage k
+                   ON k.constraint_name = t.constraint_name AND k.table_schema = c.table_schema
+                  AND k.column_name = c.column_name
+                 WHERE c.table_schema = current_schema() AND c.table_name = $1
+                 ORDER BY c.ordinal_position"
+            }
+        })
+        .bind(&table)
+        .fetch_all(pool)
+        .await
+        .unwrap();
+        out.push((
+            table,
+            columns.into_iter().map(|(c, pk)| (c, pk > 0)).collect(),
+        ));
+    }
+    out
+}
+
 /// Every row of every table that is not [`BOOKKEEPING`].
-pub async fn rows(pool: &SqlitePool) -> Rows {
-    let tables: Vec<String> =
-        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-            .fetch_all(pool)
-            .await
-            .unwrap();
+pub async fn rows(pool: &AnyPool) -> Rows {
+    let dialect = Dialect::of(&pool.acquire().await.unwrap());
     let mut out = Rows::new();
-    for table in tables
-        .into_iter()
-        .filter(|t| !BOOKKEEPING.contains(&t.as_str()))
-    {
-        let columns: Vec<(String, i64)> =
-            sqlx::query_as("SELECT name, pk FROM pragma_table_info(?) ORDER BY cid")
-                .bind(&table)
-                .fetch_all(pool)
-                .await
-                .unwrap();
-        let object = columns
-            .iter()
-            .map(|(c, _)| format!("'{c}', \"{c}\""))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sql = format!("SELECT json_object({object}) FROM \"{table}\"");
+    for (table, columns) in tables(pool, dialect).await {
+        if BOOKKEEPING.contains(&table.as_str()) {
+            continue;
+        }
+        let sql = match dialect {
+            Dialect::Sqlite => {
+                let object = columns
+                    .iter()
+                    .map(|(c, _)| format!("'{c}', \"{c}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                format!("SELECT json_object({object}) FROM \"{table}\"")
+            }
+            Dialect::Postgres => format!("SELECT row_to_json(t)::text FROM \"{table}\" t"),
+        };
         let mut keyed = BTreeMap::new();
         for row in sqlx::query_scalar::<_, String>(&sql)
             .fetch_all(pool)
@@ -65,7 +102,7 @@ pub async fn rows(pool: &SqlitePool) -> Rows {
             let row: Map<String, Value> = serde_json::from_str(&row).unwrap();
             let key: Vec<&Value> = columns
                 .iter()
-                .filter(|(_, pk)| *pk > 0)
+                .filter(|(_, pk)| *pk)
                 .map(|(c, _)| &row[c])
                 .collect();
             keyed.insert(serde_json::to_string(&key).unwrap(), row);

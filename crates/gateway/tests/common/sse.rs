@@ -1,0 +1,101 @@
+//! Server-sent events read off a gateway's `/v1/events` response.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use std::sync::Arc;
+
+use countersign_gateway::{app, AppState, Store};
+use http_body_util::BodyExt as _;
+use tower::ServiceExt as _;
+
+use super::Gateway;
+
+/// Reads server-sent events off a response body.
+pub struct Events {
+    body: Body,
+    buffer: String,
+}
+
+#[derive(Debug)]
+pub struct Sse {
+    pub id: Option<String>,
+    pub event: Option<String>,
+    pub data: String,
+}
+
+impl Events {
+    pub async fn open(gw: &Gateway, token: &str, last_event_id: Option<&str>) -> Events {
+        let mut request =
+            Request::get("/v1/events").header("authorization", format!("Bearer {token}"));
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id);
+        }
+        let response = app(gw.state.clone())
+            .oneshot(request.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        Events {
+            body: response.into_body(),
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event (comments included as `event: None, data: ""` only if `comments`).
+    pub async fn next(&mut self, comments: bool) -> Sse {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut sse = Sse {
+                    id: None,
+                    event: None,
+                    data: String::new(),
+                };
+                let mut comment = false;
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        sse.id = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        sse.event = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        sse.data.push_str(v.trim());
+                    } else if line.starts_with(':') {
+                        comment = true;
+                    }
+                }
+                if comment && sse.event.is_none() && !comments {
+                    continue;
+                }
+                return sse;
+            }
+            let frame = tokio::time::timeout(Duration::from_secs(10), self.body.frame())
+                .await
+                .expect("an event within 10 s")
+                .expect("the stream stays open")
+                .unwrap();
+            if let Ok(data) = frame.into_data() {
+                self.buffer.push_str(&String::from_utf8_lossy(&data));
+            }
+        }
+    }
+}
+
+/// A gateway's state over `store` whose event streams send a heartbeat every `heartbeat`.
+pub async fn beating(store: Store, heartbeat: Duration) -> Arc<AppState> {
+    Arc::new(AppState {
+        gateway_id: store.gateway_id().await.unwrap(),
+        identity: countersign_gateway::identity::load_or_create(&store)
+            .await
+            .unwrap(),
+        store,
+        name: "Test".into(),
+        poll_interval: 5,
+        heartbeat,
+        limits: countersign_gateway::Limits::default(),
+        throttle: countersign_gateway::Throttle::default(),
+        providers: countersign_gateway::providers::Providers::none(),
+    })
+}

@@ -1,0 +1,314 @@
+//! Two gateway instances on one PostgreSQL database: each with its own pools and listener, as
+//! two processes behind a load balancer would be, and then as two real processes, one killed.
+//! These run in `make test`'s PostgreSQL pass (`COUNTERSIGN_TEST_POSTGRES`); without a server
+//! they have nothing to test and say so.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use common::sse::{beating, Events};
+use common::{approve_by, Gateway, Reply};
+use countersign_gateway::{AppState, Limits, Store};
+use serde_json::{json, Value};
+use tokio::sync::Barrier;
+
+const RETENTION: &str = "projects.settings.update";
+const REMOVE: &str = "groups.members.remove";
+
+/// A new database on the test server, or `None` (and a note) when there is none.
+async fn shared_database() -> Option<String> {
+    if std::env::var("COUNTERSIGN_TEST_POSTGRES").is_err() {
+        eprintln!("no COUNTERSIGN_TEST_POSTGRES: two instances need a PostgreSQL server");
+        return None;
+    }
+    Some(common::demo_database("unused").await)
+}
+
+/// Another instance on the database `first` uses, acting as the same agent; no rate limit, so
+/// that a storm of requests is decided by the store, not refused at the door.
+async fn second(url: &str, first: &Gateway) -> Gateway {
+    let store = Store::open(url).await.unwrap();
+    Gateway {
+        state: AppState::with_limits(store, "B", unlimited())
+            .await
+            .unwrap(),
+        agent: first.agent.clone(),
+    }
+}
+
+fn unlimited() -> Limits {
+    Limits {
+        rate: None,
+        ..Limits::default()
+    }
+}
+
+async fn first(url: &str) -> Gateway {
+    let store = Store::open(url).await.unwrap();
+    countersign_gateway::demo::seed(&store).await.unwrap();
+    Gateway::from_state(
+        AppState::with_limits(store, "A", unlimited())
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_hundred_invokes_spread_over_two_instances_execute_the_plan_once() {
+    let Some(url) = shared_database().await else {
+        return;
+    };
+    let a = Arc::new(first(&url).await);
+    let b = Arc::new(second(&url, &a).await);
+    let dana = a.enroll("Dana").await;
+    let plan = a
+        .preview(
+            RETENTION,
+            json!({"project": "prj_184", "retention_days": 14}),
+        )
+        .await;
+    approve_by(&b, &plan, &[&dana]).await;
+    let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
+
+    let barrier = Arc::new(Barrier::new(200));
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..200 {
+        let gw = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let (barrier, plan_id) = (barrier.clone(), plan_id.clone());
+        tasks.spawn(async move {
+            // Half with an idempotency key each, half without: neither path may run twice.
+            let body = match i % 4 < 2 {
+                true => json!({"plan_id": plan_id}),
+                false => json!({"plan_id": plan_id, "idempotency_key": format!("k{i}")}),
+            };
+            barrier.wait().await;
+            gw.invoke_as(&gw.agent, RETENTION, body).await
+        });
+    }
+    let mut replies: Vec<Reply> = Vec::new();
+    while let Some(reply) = tasks.join_next().await {
+        replies.push(reply.unwrap());
+    }
+    // Read through B: both instances answer from one store.
+    b.assert_ran_once(&replies, &plan_id).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn decisions_sent_to_two_instances_count_toward_one_quorum() {
+    let Some(url) = shared_database().await else {
+        return;
+    };
+    let a = Arc::new(first(&url).await);
+    let b = Arc::new(second(&url, &a).await);
+    let plan = a
+        .preview(
+            REMOVE,
+            json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
+        )
+        .await;
+    assert_eq!(plan["would_require_approval"], true);
+    let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
+    let approvers = Arc::new([a.enroll("Dana").await, b.enroll("Eli").await]);
+
+    let barrier = Arc::new(Barrier::new(2));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, gw) in [a.clone(), b.clone()].into_iter().enumerate() {
+        let (barrier, plan, approvers) = (barrier.clone(), plan.clone(), approvers.clone());
+        tasks.spawn(async move {
+            let approver = &approvers[i];
+            let envelope = approver.sign(&approver.statement(&gw, &plan));
+            barrier.wait().await;
+            approver
+                .send(&gw, plan["plan_id"].as_str().unwrap(), &envelope)
+                .await
+        });
+    }
+    let mut received = Vec::new();
+    while let Some(reply) = tasks.join_next().await {
+        let reply = reply.unwrap();
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        received.push(
+            reply.body["approvals"]["received"]
+                .as_array()
+                .unwrap()
+                .len(),
+        );
+    }
+    received.sort();
+    assert_eq!(
+        received,
+        [1, 2],
+        "each answer counts the other's approval or not, never both"
+    );
+    for gw in [&a, &b] {
+        let record = gw.record(&approvers[0].token, &plan_id).await;
+        assert_eq!(record.body["status"], "approved", "{}", record.body);
+    }
+    let decisions = "SELECT COUNT(*) FROM decisions WHERE plan_id = $1";
+    assert_eq!(b.count(decisions, &plan_id).await, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_stream_on_one_instance_sees_a_plan_created_on_the_other() {
+    let Some(url) = shared_database().await else {
+        return;
+    };
+    let a = first(&url).await;
+    let store = Store::open(&url).await.unwrap();
+    let heartbeat = Duration::from_secs(3);
+    let b = Gateway {
+        state: beating(store, heartbeat).await,
+        agent: a.agent.clone(),
+    };
+    assert_eq!(
+        a.state.gateway_id, b.state.gateway_id,
+        "one gateway, two instances"
+    );
+    let dana = b.enroll("Dana").await;
+    let mut stream = Events::open(&b, &dana.token, None).await;
+    let plan = a
+        .preview(
+            RETENTION,
+            json!({"project": "prj_184", "retention_days": 21}),
+        )
+        .await;
+    let mut heartbeats = 0;
+    let created = loop {
+        let event = stream.next(true).await;
+        match event.event {
+            Some(_) => break event,
+            None => heartbeats += 1,
+        }
+    };
+    assert!(
+        heartbeats <= 1,
+        "the plan reached B within one heartbeat ({heartbeats} passed)"
+    );
+    assert_eq!(created.event.as_deref(), Some("plan.created"));
+    let summary: Value = serde_json::from_str(&created.data).unwrap();
+    assert_eq!(summary["plan_id"], plan["plan_id"]);
+    // Revisions are one sequence for both instances: B's stream names the event as A logged it.
+    let logged: i64 =
+        sqlx::query_scalar("SELECT MAX(revision) FROM plan_events WHERE plan_id = $1")
+            .bind(plan["plan_id"].as_str())
+            .fetch_one(a.state.store.pool())
+            .await
+            .unwrap();
+    assert_eq!(created.id, Some(logged.to_string()));
+}
+
+const BIN: &str = env!("CARGO_BIN_EXE_countersign-gateway");
+
+/// `countersign-gateway serve` on `url` and a free loopback port; the process and its address.
+fn serve(url: &str) -> (std::process::Child, String) {
+    let mut child = Command::new(BIN)
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--database",
+            url,
+            "--rate-limit",
+            "off",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let address = line.trim().rsplit(' ').next().unwrap().to_owned();
+    assert!(address.starts_with("http://127.0.0.1:"), "{line}");
+    (child, address)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn killing_one_of_two_serving_processes_loses_nothing() {
+    let Some(url) = shared_database().await else {
+        return;
+    };
+    let setup = first(&url).await;
+    let dana = setup.enroll("Dana").await;
+    let plan = setup
+        .preview(
+            RETENTION,
+            json!({"project": "prj_184", "retention_days": 9}),
+        )
+        .await;
+    approve_by(&setup, &plan, &[&dana]).await;
+    let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
+    let (mut a, a_url) = serve(&url);
+    let (mut b, b_url) = serve(&url);
+
+    let client = reqwest::Client::new();
+    let invoke = |base: &str, i: usize| {
+        client
+            .post(format!("{base}/v1/capabilities/{RETENTION}/invoke"))
+            .bearer_auth(&setup.agent)
+            .json(&json!({"plan_id": plan_id, "idempotency_key": format!("k{i}")}))
+            .send()
+    };
+    let mut pending = Vec::new();
+    for i in 0..200 {
+        let base = if i % 2 == 0 { &a_url } else { &b_url };
+        pending.push(invoke(base, i));
+    }
+    let answered = tokio::sync::Notify::new();
+    let storm =
+        futures_util::future::join_all(pending.into_iter().enumerate().map(|(i, request)| {
+            let (invoke, b_url, answered) = (&invoke, &b_url, &answered);
+            async move {
+                let reply = match request.await {
+                    Ok(reply) => reply,
+                    // What A never answered, the agent sends again, to B, with the same key.
+                    Err(_) => invoke(b_url, i).await.unwrap(),
+                };
+                answered.notify_one();
+                reply
+            }
+        }));
+    let killer = async {
+        // Once the storm is under way, A dies as a crash would: no shutdown, no goodbye.
+        answered.notified().await;
+        a.kill().unwrap();
+    };
+    let (replies, ()) = tokio::join!(storm, killer);
+    a.wait().unwrap();
+
+    let mut executed = 0;
+    for reply in replies {
+        let status = reply.status();
+        let body: Value = reply.json().await.unwrap();
+        match status {
+            reqwest::StatusCode::OK => executed += 1,
+            reqwest::StatusCode::CONFLICT => {
+                assert_eq!(body["error"]["code"], "plan_already_executed", "{body}")
+            }
+            other => panic!("{other}: {body}"),
+        }
+    }
+    assert_eq!(
+        executed, 1,
+        "the plan ran once, and only its key answers with the result"
+    );
+    let runs = "SELECT COUNT(*) FROM execution_audit WHERE plan_id = $1";
+    assert_eq!(setup.count(runs, &plan_id).await, 1, "exactly once");
+    let status = client
+        .get(format!("{b_url}/v1/plans/{plan_id}"))
+        .bearer_auth(&dana.token)
+        .send()
+        .await
+        .unwrap();
+    let record: Value = status.json().await.unwrap();
+    assert_eq!(record["status"], "executed", "{record}");
+    b.kill().unwrap();
+    b.wait().unwrap();
+}
