@@ -25,8 +25,12 @@ stop() {
 trap stop EXIT
 "${as_owner[@]}" "$bin/initdb" -D "$dir/data" -A trust -U countersign --locale=C.UTF-8 >/dev/null
 # Durability buys nothing in a cluster that is deleted at the end.
-"${as_owner[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -o "-p $port -k $dir \
-  -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off \
-  -c synchronous_commit=off -c full_page_writes=off" start >/dev/null
+if ! "${as_owner[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -o "-p $port -k $dir \
+    -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off \
+    -c synchronous_commit=off -c full_page_writes=off" start >/dev/null; then
+  echo "with-postgres: the cluster did not start:" >&2
+  cat "$dir/log" >&2
+  exit 1
+fi
 export COUNTERSIGN_TEST_POSTGRES="postgres://countersign@127.0.0.1:$port/postgres"
 "$@"

@@ -201,12 +201,19 @@ async fn an_event_stream_on_one_instance_sees_a_plan_created_on_the_other() {
             .await
             .unwrap();
     assert_eq!(created.id, Some(logged.to_string()));
+    // One queue: both instances tag its listing alike.
+    let listing = "/v1/approvals?status=pending";
+    let on_a = a.call("GET", listing, Some(&dana.token), None).await;
+    let on_b = b.call("GET", listing, Some(&dana.token), None).await;
+    assert_eq!(on_a.body, on_b.body);
+    assert_eq!(on_a.headers["etag"], on_b.headers["etag"]);
 }
 
 const BIN: &str = env!("CARGO_BIN_EXE_countersign-gateway");
 
-/// `countersign-gateway serve` on `url` and a free loopback port; the process and its address.
-fn serve(url: &str) -> (std::process::Child, String) {
+/// `countersign-gateway serve` on `url` and a free loopback port, with `more` arguments; the
+/// process and its address.
+fn serve(url: &str, more: &[&str]) -> (std::process::Child, String) {
     let mut child = Command::new(BIN)
         .args([
             "serve",
@@ -217,6 +224,7 @@ fn serve(url: &str) -> (std::process::Child, String) {
             "--rate-limit",
             "off",
         ])
+        .args(more)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -245,8 +253,8 @@ async fn killing_one_of_two_serving_processes_loses_nothing() {
         .await;
     approve_by(&setup, &plan, &[&dana]).await;
     let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
-    let (mut a, a_url) = serve(&url);
-    let (mut b, b_url) = serve(&url);
+    let (mut a, a_url) = serve(&url, &[]);
+    let (mut b, b_url) = serve(&url, &[]);
 
     let client = reqwest::Client::new();
     let invoke = |base: &str, i: usize| {
@@ -311,4 +319,84 @@ async fn killing_one_of_two_serving_processes_loses_nothing() {
     assert_eq!(record["status"], "executed", "{record}");
     b.kill().unwrap();
     b.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_call_in_flight_on_a_killed_instance_is_failed_by_the_other() {
+    let Some(url) = shared_database().await else {
+        return;
+    };
+    let setup = first(&url).await;
+    // With --demo each process calls its own local provider; a `[[slow]]` prediction never ends.
+    let (mut a, a_url) = serve(&url, &["--demo"]);
+    let (mut b, _) = serve(&url, &["--demo"]);
+    let client = reqwest::Client::new();
+    let params = json!({"model": "black-forest-labs/flux-schnell", "prompt": "[[slow]] owl"});
+    let plan: Value = client
+        .post(format!("{a_url}/v1/capabilities/image.generate/dry_run"))
+        .bearer_auth(&setup.agent)
+        .json(&json!({ "params": params }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
+    let call = tokio::spawn(
+        client
+            .post(format!("{a_url}/v1/capabilities/image.generate/invoke"))
+            .bearer_auth(&setup.agent)
+            .json(&json!({ "plan_id": plan_id }))
+            .send(),
+    );
+    let row = "SELECT status, runner FROM plans WHERE id = $1";
+    let runner = within(async {
+        loop {
+            let (status, runner): (String, Option<String>) = sqlx::query_as(row)
+                .bind(&plan_id)
+                .fetch_one(setup.state.store.pool())
+                .await
+                .unwrap();
+            match runner {
+                Some(runner) => return runner,
+                None => assert_eq!(status, "approved", "the call is not yet in flight"),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(runner.starts_with("inst_"), "{runner}");
+    a.kill().unwrap();
+    a.wait().unwrap();
+    assert!(call.await.unwrap().is_err(), "A never answered");
+    // B's sweep finds the call's runner gone and records the call as failed, charge kept.
+    let execution = within(async {
+        loop {
+            let (status, execution): (String, String) =
+                sqlx::query_as("SELECT status, execution FROM plans WHERE id = $1")
+                    .bind(&plan_id)
+                    .fetch_one(setup.state.store.pool())
+                    .await
+                    .unwrap();
+            if status == "failed" {
+                return serde_json::from_str::<Value>(&execution).unwrap();
+            }
+            assert_eq!(status, "executed");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert_eq!(execution["in_flight"], false);
+    assert_eq!(execution["result"]["error"]["code"], "provider_unavailable");
+    b.kill().unwrap();
+    b.wait().unwrap();
+}
+
+/// `wait`'s answer, or a failed test once a minute has passed: a broken sweep must not hang the
+/// suite.
+async fn within<T>(wait: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(60), wait)
+        .await
+        .expect("what the test waits for happens within a minute")
 }
