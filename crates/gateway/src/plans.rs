@@ -14,7 +14,7 @@ use countersign_proto::plan::{
 use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
 use countersign_proto::INTERFACE_VERSION;
 use rust_decimal::Decimal;
-use serde_json::Value;
+use serde_json::{json, Value};
 use sqlx::AnyConnection;
 
 use crate::store::Dialect;
@@ -205,8 +205,7 @@ pub fn distinct_subjects(planned_subjects: &[(String, Arc<Vec<capabilities::Subj
     }
 }
 
-/// Subject rows per INSERT: five parameters each, under SQLite's limit of 32766 (PostgreSQL's is
-/// 65535).
+/// Subject rows per SQLite INSERT: five parameters each, under its limit of 32766.
 const SUBJECT_BATCH: usize = 5000;
 
 /// Stores a preview, the resources it read, its full subject sets and the items its validation
@@ -259,21 +258,58 @@ pub async fn insert(
         .await?;
     }
     for (effect_id, subjects) in planned_subjects {
-        for batch in subjects.chunks(SUBJECT_BATCH) {
-            let sql = format!(
-                "INSERT INTO plan_subjects (plan_id, effect_id, subject_id, label, detail) VALUES {}",
-                crate::store::value_rows(Dialect::of(conn), batch.len(), 5)
-            );
-            let mut insert = sqlx::query(&sql);
-            for subject in batch {
-                insert = insert
-                    .bind(&preview.plan_id)
-                    .bind(effect_id)
-                    .bind(&subject.id)
-                    .bind(&subject.label)
-                    .bind(subject.detail.as_ref().map(Value::to_string));
+        insert_subjects(conn, &preview.plan_id, effect_id, subjects).await?;
+    }
+    Ok(())
+}
+
+/// An effect's whole subject set, in batches: on SQLite as multi-row INSERTs with anonymous `?`s
+/// (SQLite looks a named parameter up by a linear search, which makes binding thousands of them
+/// quadratic); on PostgreSQL each batch one JSON array that the database unnests.
+async fn insert_subjects(
+    conn: &mut AnyConnection,
+    plan_id: &str,
+    effect_id: &str,
+    subjects: &[capabilities::Subject],
+) -> Result<(), sqlx::Error> {
+    let detail = |s: &capabilities::Subject| s.detail.as_ref().map(Value::to_string);
+    match Dialect::of(conn) {
+        Dialect::Sqlite => {
+            for batch in subjects.chunks(SUBJECT_BATCH) {
+                let sql = format!(
+                    "INSERT INTO plan_subjects (plan_id, effect_id, subject_id, label, detail)
+                     VALUES {}",
+                    vec!["(?, ?, ?, ?, ?)"; batch.len()].join(", ")
+                );
+                let mut insert = sqlx::query(&sql);
+                for subject in batch {
+                    insert = insert
+                        .bind(plan_id)
+                        .bind(effect_id)
+                        .bind(&subject.id)
+                        .bind(&subject.label)
+                        .bind(detail(subject));
+                }
+                insert.execute(&mut *conn).await?;
             }
-            insert.execute(&mut *conn).await?;
+        }
+        Dialect::Postgres => {
+            for batch in subjects.chunks(SUBJECT_BATCH * 10) {
+                let rows: Vec<Value> = batch
+                    .iter()
+                    .map(|s| json!([s.id, s.label, detail(s)]))
+                    .collect();
+                sqlx::query(
+                    "INSERT INTO plan_subjects (plan_id, effect_id, subject_id, label, detail)
+                     SELECT $1, $2, s ->> 0, s ->> 1, s ->> 2
+                     FROM jsonb_array_elements($3::jsonb) AS s",
+                )
+                .bind(plan_id)
+                .bind(effect_id)
+                .bind(Value::Array(rows).to_string())
+                .execute(&mut *conn)
+                .await?;
+            }
         }
     }
     Ok(())

@@ -297,27 +297,6 @@ pub fn database_url(server: &str, name: &str) -> anyhow::Result<String> {
     Ok(url.into())
 }
 
-/// `($1, $2), ($3, $4), …`: the VALUES of a multi-row INSERT of `rows` rows of `columns` each.
-/// SQLite gets anonymous `?`s: it looks a named parameter up by a linear search, which makes
-/// binding thousands of them quadratic.
-pub fn value_rows(dialect: Dialect, rows: usize, columns: usize) -> String {
-    let mut sql = String::with_capacity(rows * columns * 7);
-    for row in 0..rows {
-        sql.push_str(if row == 0 { "(" } else { ", (" });
-        for column in 0..columns {
-            if column > 0 {
-                sql.push_str(", ");
-            }
-            match dialect {
-                Dialect::Sqlite => sql.push('?'),
-                Dialect::Postgres => sql.push_str(&format!("${}", row * columns + column + 1)),
-            }
-        }
-        sql.push(')');
-    }
-    sql
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,11 +310,5 @@ mod tests {
         };
         assert_eq!(steps(&SQLITE_MIGRATIONS), steps(&POSTGRES_MIGRATIONS));
         assert!(steps(&SQLITE_MIGRATIONS).len() >= 11);
-    }
-
-    #[test]
-    fn value_rows_number_every_parameter_once() {
-        assert_eq!(value_rows(Dialect::Postgres, 2, 2), "($1, $2), ($3, $4)");
-        assert_eq!(value_rows(Dialect::Sqlite, 2, 3), "(?, ?, ?), (?, ?, ?)");
     }
 }
