@@ -325,10 +325,11 @@ async fn a_call_in_flight_when_the_gateway_stopped_is_recorded_as_failed() {
     let gw = Gateway::at(&url).await;
     let params = json!({"model": "tts-1", "input": "Hello", "voice": "alloy"});
     let plan = gw.preview("speech.synthesize", params).await;
-    // Its runner, on PostgreSQL, is an instance no connection names any more.
+    // No runner yet: the sweeps of this gateway, still running, must not take it before the
+    // test names one.
     write(
         &gw,
-        "UPDATE plans SET status = 'executed', runner = 'inst_gone',
+        "UPDATE plans SET status = 'executed',
          execution = '{\"in_flight\": true, \"audit_id\": \"aud_x\"}' WHERE id = $1",
         plan["plan_id"].as_str().unwrap(),
     )
@@ -357,6 +358,7 @@ async fn a_call_in_flight_when_the_gateway_stopped_is_recorded_as_failed() {
             set_runner(&store, &plan, &runner).await;
             let recovered = countersign_gateway::recover_interrupted(&store).await;
             assert_eq!(recovered.unwrap(), 0);
+            // An instance no connection names any more.
             set_runner(&store, &plan, "inst_gone").await;
         }
     }
