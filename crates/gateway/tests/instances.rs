@@ -12,10 +12,9 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use common::sse::{beating, Events};
-use common::{approve_by, Gateway, Reply};
+use common::{approve_by, at_once, Gateway};
 use countersign_gateway::{AppState, Limits, Store};
 use serde_json::{json, Value};
-use tokio::sync::Barrier;
 
 const RETENTION: &str = "projects.settings.update";
 const REMOVE: &str = "groups.members.remove";
@@ -76,25 +75,16 @@ async fn two_hundred_invokes_spread_over_two_instances_execute_the_plan_once() {
     approve_by(&b, &plan, &[&dana]).await;
     let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
 
-    let barrier = Arc::new(Barrier::new(200));
-    let mut tasks = tokio::task::JoinSet::new();
-    for i in 0..200 {
+    let replies = at_once(200, |i| {
         let gw = if i % 2 == 0 { a.clone() } else { b.clone() };
-        let (barrier, plan_id) = (barrier.clone(), plan_id.clone());
-        tasks.spawn(async move {
-            // Half with an idempotency key each, half without: neither path may run twice.
-            let body = match i % 4 < 2 {
-                true => json!({"plan_id": plan_id}),
-                false => json!({"plan_id": plan_id, "idempotency_key": format!("k{i}")}),
-            };
-            barrier.wait().await;
-            gw.invoke_as(&gw.agent, RETENTION, body).await
-        });
-    }
-    let mut replies: Vec<Reply> = Vec::new();
-    while let Some(reply) = tasks.join_next().await {
-        replies.push(reply.unwrap());
-    }
+        // Half with an idempotency key each, half without: neither path may run twice.
+        let body = match i % 4 < 2 {
+            true => json!({"plan_id": plan_id}),
+            false => json!({"plan_id": plan_id, "idempotency_key": format!("k{i}")}),
+        };
+        async move { gw.invoke_as(&gw.agent, RETENTION, body).await }
+    })
+    .await;
     // Read through B: both instances answer from one store.
     b.assert_ran_once(&replies, &plan_id).await;
 }
@@ -116,22 +106,20 @@ async fn decisions_sent_to_two_instances_count_toward_one_quorum() {
     let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
     let approvers = Arc::new([a.enroll("Dana").await, b.enroll("Eli").await]);
 
-    let barrier = Arc::new(Barrier::new(2));
-    let mut tasks = tokio::task::JoinSet::new();
-    for (i, gw) in [a.clone(), b.clone()].into_iter().enumerate() {
-        let (barrier, plan, approvers) = (barrier.clone(), plan.clone(), approvers.clone());
-        tasks.spawn(async move {
+    let replies = at_once(2, |i| {
+        let gw = [&a, &b][i].clone();
+        let (plan, approvers) = (plan.clone(), approvers.clone());
+        async move {
             let approver = &approvers[i];
             let envelope = approver.sign(&approver.statement(&gw, &plan));
-            barrier.wait().await;
             approver
                 .send(&gw, plan["plan_id"].as_str().unwrap(), &envelope)
                 .await
-        });
-    }
+        }
+    })
+    .await;
     let mut received = Vec::new();
-    while let Some(reply) = tasks.join_next().await {
-        let reply = reply.unwrap();
+    for reply in replies {
         assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
         received.push(
             reply.body["approvals"]["received"]

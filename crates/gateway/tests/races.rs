@@ -6,9 +6,8 @@ mod common;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use common::{approve_by, Gateway, Reply};
+use common::{approve_by, at_once, Gateway};
 use serde_json::{json, Value};
-use tokio::sync::Barrier;
 
 const RETENTION: &str = "projects.settings.update";
 const REMOVE: &str = "groups.members.remove";
@@ -19,28 +18,6 @@ async fn on_file() -> (tempfile::TempDir, Arc<Gateway>) {
         common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display())).await;
     let gw = Arc::new(Gateway::at(&url).await);
     (dir, gw)
-}
-
-/// Runs `n` copies of `send` at once, each released by one barrier; their replies.
-async fn at_once<F, Fut>(n: usize, send: F) -> Vec<Reply>
-where
-    F: Fn(usize) -> Fut,
-    Fut: std::future::Future<Output = Reply> + Send + 'static,
-{
-    let barrier = Arc::new(Barrier::new(n));
-    let mut tasks = tokio::task::JoinSet::new();
-    for i in 0..n {
-        let (barrier, request) = (barrier.clone(), send(i));
-        tasks.spawn(async move {
-            barrier.wait().await;
-            request.await
-        });
-    }
-    let mut replies = Vec::new();
-    while let Some(reply) = tasks.join_next().await {
-        replies.push(reply.unwrap());
-    }
-    replies
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

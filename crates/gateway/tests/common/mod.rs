@@ -90,6 +90,28 @@ async fn copy_of(server: &str, template: &str, seeded: bool) -> String {
     scratch_postgres(server, Some(template)).await.unwrap()
 }
 
+/// Runs `n` copies of `send` at once, each released by one barrier; their replies.
+pub async fn at_once<F, Fut>(n: usize, send: F) -> Vec<Reply>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = Reply> + Send + 'static,
+{
+    let barrier = Arc::new(tokio::sync::Barrier::new(n));
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..n {
+        let (barrier, request) = (barrier.clone(), send(i));
+        tasks.spawn(async move {
+            barrier.wait().await;
+            request.await
+        });
+    }
+    let mut replies = Vec::new();
+    while let Some(reply) = tasks.join_next().await {
+        replies.push(reply.unwrap());
+    }
+    replies
+}
+
 impl Gateway {
     pub async fn new() -> Gateway {
         let store = Store::open(&demo_database("sqlite::memory:").await)
