@@ -64,7 +64,7 @@ desktop: ui
 	cargo build --workspace --all-targets
 
 rust-test: desktop
-	tests/with-keyring.sh tests/with-display.sh cargo test --workspace
+	tests/with-keyring.sh tests/with-display.sh cargo test --workspace --no-fail-fast
 	$(MAKE) --no-print-directory postgres-test
 
 # PostgreSQL, for the gateway's second store; Debian's package brings the `postgres` system user
@@ -77,7 +77,7 @@ APT_PACKAGES += postgresql
 ## costs a database here: 64 cases per property (256 on SQLite).
 postgres-test: system-deps
 	COUNTERSIGN_PROPERTY_CASES=64 tests/with-keyring.sh tests/with-postgres.sh \
-		cargo test -p countersign-gateway
+		cargo test -p countersign-gateway --no-fail-fast
 
 # --- MCP: the official Python SDK as the test client of tests/mcp.rs ---
 MCP_VENV := target/mcp-venv

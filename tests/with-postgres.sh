@@ -33,4 +33,12 @@ if ! "${as_owner[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -o "-p $port
   exit 1
 fi
 export COUNTERSIGN_TEST_POSTGRES="postgres://countersign@127.0.0.1:$port/postgres"
-"$@"
+# A failure's cause may be the server's (a full disk, a crash): its log's end and the disk say so.
+status=0
+"$@" || status=$?
+if [ "$status" != 0 ]; then
+  echo "with-postgres: the command failed ($status); the server's log ends:" >&2
+  tail -n 40 "$dir/log" >&2
+  df -h "$dir" >&2
+fi
+exit "$status"

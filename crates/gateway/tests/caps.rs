@@ -178,12 +178,12 @@ async fn swept_subject_rows_are_gone_while_the_plan_record_remains() {
     drop(store);
 
     let store = countersign_gateway::Store::open(&url).await.unwrap();
-    let gw = Gateway {
-        state: countersign_gateway::AppState::new(store, "Test")
+    let gw = Gateway::acting_as(
+        countersign_gateway::AppState::new(store, "Test")
             .await
             .unwrap(),
-        agent: String::new(),
-    };
+        String::new(),
+    );
     let record = gw.record(&token, &plan_id).await;
     assert_eq!(record.status, StatusCode::OK, "{}", record.body);
     assert_eq!(record.body["status"], "rejected");

@@ -32,12 +32,12 @@ async fn shared_database() -> Option<String> {
 /// that a storm of requests is decided by the store, not refused at the door.
 async fn second(url: &str, first: &Gateway) -> Gateway {
     let store = Store::open(url).await.unwrap();
-    Gateway {
-        state: AppState::with_limits(store, "B", unlimited())
+    Gateway::acting_as(
+        AppState::with_limits(store, "B", unlimited())
             .await
             .unwrap(),
-        agent: first.agent.clone(),
-    }
+        first.agent.clone(),
+    )
 }
 
 fn unlimited() -> Limits {
@@ -150,10 +150,7 @@ async fn an_event_stream_on_one_instance_sees_a_plan_created_on_the_other() {
     let a = first(&url).await;
     let store = Store::open(&url).await.unwrap();
     let heartbeat = Duration::from_secs(3);
-    let b = Gateway {
-        state: beating(store, heartbeat).await,
-        agent: a.agent.clone(),
-    };
+    let b = Gateway::acting_as(beating(store, heartbeat).await, a.agent.clone());
     assert_eq!(
         a.state.gateway_id, b.state.gateway_id,
         "one gateway, two instances"

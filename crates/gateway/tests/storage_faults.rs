@@ -115,7 +115,7 @@ async fn a_read_only_store_refuses_every_write_and_a_restart_recovers() {
     drop(gw);
     let store = Store::open(&url).await.unwrap();
     let state = AppState::new(store, "Test").await.unwrap();
-    let gw = Gateway { state, agent };
+    let gw = Gateway::acting_as(state, agent);
     let decision = dana.send(&gw, plan_id, &dana.sign(&statement)).await;
     assert_eq!(decision.status, StatusCode::OK, "{}", decision.body);
     sound(&gw).await;

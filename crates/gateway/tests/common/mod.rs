@@ -24,6 +24,8 @@ use tower::ServiceExt as _;
 pub struct Gateway {
     pub state: Arc<AppState>,
     pub agent: String,
+    /// Last, so the store's handles are gone before its database is.
+    database: Option<Scratch>,
 }
 
 pub struct Reply {
@@ -54,6 +56,64 @@ pub async fn demo_database(sqlite: &str) -> String {
     match std::env::var("COUNTERSIGN_TEST_POSTGRES") {
         Ok(server) => copy_of(&server, "cs_demo_template", true).await,
         Err(_) => sqlite.to_owned(),
+    }
+}
+
+/// A store of its own for one test, and, on PostgreSQL, the guard that drops its database.
+async fn own_store(seeded: bool) -> (Store, Option<Scratch>) {
+    let Ok(server) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
+        return (Store::open("sqlite::memory:").await.unwrap(), None);
+    };
+    let template = if seeded {
+        "cs_demo_template"
+    } else {
+        "cs_empty_template"
+    };
+    let url = copy_of(&server, template, seeded).await;
+    let store = Store::open(&url).await.unwrap();
+    (store, Some(Scratch::of(&server, &url)))
+}
+
+/// A test's PostgreSQL database, dropped when the test is done with it, whoever is still
+/// connected: a pass makes hundreds, 40 MB each with the demo world in them.
+struct Scratch {
+    server: String,
+    name: String,
+}
+
+impl Scratch {
+    fn of(server: &str, url: &str) -> Scratch {
+        let options: sqlx::postgres::PgConnectOptions = url.parse().unwrap();
+        Scratch {
+            server: server.to_owned(),
+            name: options.get_database().unwrap().to_owned(),
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        use sqlx::Connection as _;
+        let (server, name) = (self.server.clone(), self.name.clone());
+        // A thread of its own: the test's runtime may still be the one running this.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async {
+                let mut admin = sqlx::PgConnection::connect(&server).await?;
+                sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                    .execute(&mut admin)
+                    .await?;
+                admin.close().await?;
+                anyhow::Ok(())
+            })
+        })
+        .join();
+        // Never a panic here: this may run while a failed test unwinds.
+        if let Ok(Err(e)) = dropped {
+            eprintln!("the test database {} was not dropped: {e}", self.name);
+        }
     }
 }
 
@@ -114,11 +174,12 @@ where
 
 impl Gateway {
     pub async fn new() -> Gateway {
-        let store = Store::open(&demo_database("sqlite::memory:").await)
-            .await
-            .unwrap();
+        let (store, database) = own_store(true).await;
         demo::seed(&store).await.unwrap();
-        Gateway::on(store).await
+        Gateway {
+            database,
+            ..Gateway::on(store).await
+        }
     }
 
     /// The demo gateway over the store at `url` (from [`database`]: a file, for tests that need
@@ -131,47 +192,64 @@ impl Gateway {
 
     /// The demo gateway held to `limits` instead of the defaults.
     pub async fn limited(limits: countersign_gateway::Limits) -> Gateway {
-        let store = Store::open(&demo_database("sqlite::memory:").await)
-            .await
-            .unwrap();
+        let (store, database) = own_store(true).await;
         demo::seed(&store).await.unwrap();
-        Gateway::from_state(AppState::with_limits(store, "Test", limits).await.unwrap()).await
+        Gateway {
+            database,
+            ..Gateway::from_state(AppState::with_limits(store, "Test", limits).await.unwrap()).await
+        }
     }
 
     /// The demo gateway whose provider capabilities call `providers`.
     pub async fn with_providers(providers: countersign_gateway::providers::Providers) -> Gateway {
-        let store = Store::open(&demo_database("sqlite::memory:").await)
-            .await
-            .unwrap();
+        let (store, database) = own_store(true).await;
         demo::seed(&store).await.unwrap();
         let state = AppState::with_providers(store, "Test", Default::default(), providers)
             .await
             .unwrap();
-        Gateway::from_state(state).await
+        Gateway {
+            database,
+            ..Gateway::from_state(state).await
+        }
     }
 
     /// A gateway over an empty world, for tests that build their own; its agent acts for nobody,
     /// since the world has no people to act for until the test makes them.
     pub async fn bare() -> Gateway {
-        let store = Store::open(&database("sqlite::memory:").await)
-            .await
-            .unwrap();
+        let (store, database) = own_store(false).await;
         let state = AppState::new(store, "Test").await.unwrap();
         let (_, agent) = accounts::add_agent(&state.store, "ops", None)
             .await
             .unwrap();
-        Gateway { state, agent }
+        Gateway {
+            state,
+            agent,
+            database,
+        }
     }
 
     async fn on(store: Store) -> Gateway {
         Gateway::from_state(AppState::new(store, "Test").await.unwrap()).await
     }
 
+    /// A gateway over `state` whose agent is `agent` (made elsewhere, or none: "").
+    pub fn acting_as(state: Arc<AppState>, agent: String) -> Gateway {
+        Gateway {
+            state,
+            agent,
+            database: None,
+        }
+    }
+
     pub async fn from_state(state: Arc<AppState>) -> Gateway {
         let (_, agent) = accounts::add_agent(&state.store, "ops", Some("usr_lead"))
             .await
             .unwrap();
-        Gateway { state, agent }
+        Gateway {
+            state,
+            agent,
+            database: None,
+        }
     }
 
     /// Moves a stored plan's lifetime into the past (as if previewed 20 minutes ago), keeping its
