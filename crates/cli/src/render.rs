@@ -274,12 +274,15 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
         Some(user) => format!("{} for {user}", view.agent_id),
         None => view.agent_id.clone(),
     };
+    let approvals = if view.approvals_required == 0 {
+        "none needed".to_owned()
+    } else {
+        format!("{}/{}", view.approvals_received, view.approvals_required)
+    };
     let _ = writeln!(
         out,
-        "caller {}  approvals {}/{}{}",
+        "caller {}  approvals {approvals}{}",
         clean(&caller),
-        view.approvals_received,
-        view.approvals_required,
         if view.approved_by.is_empty() {
             String::new()
         } else {

@@ -249,6 +249,14 @@ fn enroll_review_and_approve_from_the_terminal() {
         executed["plan"]["title"], "Update project settings",
         "titled out of the queue too"
     );
+    // A plan that changes nothing (the retention is 14 now) needs nobody's approval, and says so.
+    let unchanged = world.dry_run(
+        "projects.settings.update",
+        json!({"project": "prj_184", "retention_days": 14}),
+    );
+    let shown = world.cli().args(["show", &unchanged]).output().unwrap();
+    let text = String::from_utf8(shown.stdout).unwrap();
+    assert!(text.contains("approvals none needed"), "{text}");
     let refreshed = world.json(&["refresh", &other]);
     assert_eq!(refreshed["changed"]["from_plan"], other.as_str());
     assert_eq!(

@@ -85,7 +85,13 @@ pub async fn create(
         }
         Origin::Refresh { supersedes } => Some(supersedes),
     };
-    let required = capability.describe().approval.required_approvals;
+    // A plan that runs without approval waits for nobody: its record says 0, not the
+    // capability's quorum for the plans that do.
+    let required = if preview.would_require_approval {
+        capability.describe().approval.required_approvals
+    } else {
+        0
+    };
     plans::insert(tx, &preview, &subjects, &named, required, supersedes).await?;
     write_audit(tx, audit, capability, &agent.id, Some(&preview.plan_id)).await?;
     if preview.would_require_approval {

@@ -65,6 +65,10 @@ async fn a_plan_that_changes_nothing_waits_for_nobody_and_never_enters_the_queue
         );
         let record = gw.record(&dana.token, plan_id).await;
         assert_eq!(record.body["status"], "approved", "{code}");
+        assert_eq!(
+            record.body["approvals"]["required"], 0,
+            "{code}: nobody's approval is awaited"
+        );
         assert_eq!(events_of(&gw, plan_id).await, 0, "{code}: no event");
     }
     let queued: Vec<Value> = listed(&gw, &dana.token)
