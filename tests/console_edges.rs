@@ -130,6 +130,9 @@ async fn synthesized_speech_plays_inline_and_remote_images_stay_addresses() -> a
     launch.args = vec![format!("countersign://plan/{speech}")];
     let app = App::start(launch).await?;
     app.find("[data-testid='media-audio']").await?;
+    assert_eq!(app.text("[data-testid='approvals']").await?, "none needed");
+    let closed = app.text("[data-testid='closed']").await?;
+    assert!(closed.starts_with("Executed"), "{closed}");
     // The window's content security policy must let a data: URL play: reload the element and
     // listen for a violation while it loads.
     let script = "const [done] = arguments;

@@ -2,7 +2,7 @@ import { fireEvent, render, screen, waitFor, within } from '@testing-library/sve
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import App from './App.svelte';
 import { BackendError } from './backend';
-import { plan } from './backend/demo';
+import { demoPlans, plan } from './backend/demo';
 import { FakeBackend, type FakeOptions } from './backend/fake';
 import { KEYS } from './lib/keys';
 
@@ -198,6 +198,23 @@ describe('the console', () => {
     expect(within(result).getByTestId('execution-journal').textContent).toContain('retention_days = 30');
     expect(within(result).getByTestId('execution-media').textContent).toContain('retention-report.csv');
     expect(screen.queryByTestId('consequence'), 'nothing left to sign').toBeNull();
+    // What became of it, in place of buttons that could only be refused; the budget is settled.
+    expect(screen.getByTestId('closed').textContent).toContain('Executed');
+    for (const button of ['approve', 'reject', 'refresh']) expect(screen.queryByTestId(button), button).toBeNull();
+    expect(screen.getByTestId('wallet-left').textContent).not.toContain('after');
+    await key('r');
+    await key('f');
+    expect(screen.queryByTestId('reject-reason')).toBeNull();
+    expect(backend.refreshes).toEqual([]);
+  });
+
+  it('says a plan that ran without approval needed none, not "0 of 1"', async () => {
+    const plans = demoPlans().map((p) => p.plan_id === 'plan_0005'
+      ? { ...p, approvals_required: 0, approvals_received: 0, approved_by: [], approvals: [] } : p);
+    const backend = await renderApp({ plans });
+    backend.openPlan('plan_0005');
+    await shown('plan_0005');
+    expect(screen.getByTestId('approvals').textContent).toBe('none needed');
   });
 });
 

@@ -277,6 +277,7 @@ export function demoPlans(): PlanView[] {
       changes: [{ resource: 'projects/prj_184', path: '/retention_days', before: '30', after: '7', diff: { kind: 'scalar', before: '30', after: '7' } }],
       effects: [effect({ id: 'eff_1', effect_type: 'setting_changed', description: 'Change retention_days from 30 to 7.', resource: 'projects/prj_184' })],
       approvable: false, not_approvable_reason: 'The plan was executed.', execution: execution(),
+      wallet: wallet('agt_ops', '12.63', '0.00'),
     }),
   ];
 }

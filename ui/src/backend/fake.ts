@@ -62,6 +62,7 @@ export class FakeBackend implements Backend {
   /** Plan ids approved, in order (answered or queued). */
   readonly approvals: string[] = [];
   readonly rejections: { planId: string; reason: string }[] = [];
+  readonly refreshes: string[] = [];
   /** Answers the next approval with this refusal, as the gateway would. */
   refuseNext: { code: string; message: string } | null = null;
   /** Every plan load fails with this error, as a gateway that never sent the plan would. */
@@ -162,6 +163,10 @@ export class FakeBackend implements Backend {
 
   async refresh(planId: string): Promise<RefreshView> {
     const old = this.find(planId);
+    this.refreshes.push(planId);
+    if (!['pending_approval', 'stale'].includes(old.status)) {
+      throw new BackendError('plan_not_pending', `Plan ${planId} is ${old.status}.`);
+    }
     const { plan, changed } = planId === 'plan_0007' ? staleRefresh(old) : this.unchanged(old);
     old.status = 'superseded';
     old.superseded_by = plan.plan_id;

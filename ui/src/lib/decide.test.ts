@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { demoPlans } from '../backend/demo';
 import { BackendError, type PlanView } from '../backend';
-import { blockedReason, outcomeOf, rejectBlockedReason } from './decide';
+import { blockedReason, closedNote, outcomeOf, refreshBlockedReason, rejectBlockedReason } from './decide';
 
 const base = (): PlanView => structuredClone(demoPlans().find((p) => p.plan_id === 'plan_0001')!);
 const now = Date.now();
@@ -27,6 +27,29 @@ describe('why a plan cannot be approved', () => {
   it('lets a blocked plan be rejected but not a decided one', () => {
     expect(rejectBlockedReason({ ...base(), approvable: false })).toBeNull();
     expect(rejectBlockedReason({ ...base(), status: 'executed' })).toContain('executed');
+  });
+
+  it('asks for a new preview only of an open plan the gateway can answer for', () => {
+    expect(refreshBlockedReason(base())).toBeNull();
+    expect(refreshBlockedReason({ ...base(), status: 'stale' })).toBeNull();
+    expect(refreshBlockedReason({ ...base(), last_fetched: true })).toContain('does not answer');
+    expect(refreshBlockedReason({ ...base(), status: 'approved' })).toContain('approved');
+  });
+
+  it.each([
+    ['approved', 'may run it'],
+    ['executed', 'nothing is left'],
+    ['rejected', 'told why'],
+    ['expired', 'preview again'],
+    ['failed', 'execution result'],
+  ])('closes a plan that is %s with what became of it', (status, words) => {
+    expect(closedNote({ ...base(), status })).toContain(words);
+  });
+
+  it('keeps open a pending, a stale and a queued plan', () => {
+    expect(closedNote(base())).toBeNull();
+    expect(closedNote({ ...base(), status: 'stale' })).toBeNull();
+    expect(closedNote({ ...base(), status: 'approved', queued: true })).toBeNull();
   });
 
   it('reads a declined confirmation as a quiet note and a full outbox as queued', () => {

@@ -22,6 +22,28 @@ export function rejectBlockedReason(plan: PlanView): string | null {
   return null;
 }
 
+/** Why a new preview cannot be asked for now, or null. */
+export function refreshBlockedReason(plan: PlanView): string | null {
+  if (plan.last_fetched) return 'The gateway does not answer: a new preview needs it.';
+  if (plan.superseded_by) return `Superseded by ${plan.superseded_by}: open the new plan.`;
+  if (!['pending_approval', 'stale'].includes(plan.status)) return `The plan is ${label(plan.status)}.`;
+  return null;
+}
+
+/** What became of a plan that takes no more decisions, in place of the buttons; null while it is open. */
+export function closedNote(plan: PlanView): string | null {
+  if (plan.queued || ['pending_approval', 'stale'].includes(plan.status)) return null;
+  switch (plan.status) {
+    case 'approved': return 'Approved: the agent may run it until it expires. Nothing is left to sign.';
+    case 'executed': return 'Executed: nothing is left to decide.';
+    case 'rejected': return 'Rejected: the agent was told why.';
+    case 'expired': return 'Expired before it ran: the agent may preview again.';
+    case 'superseded': return `Superseded by ${plan.superseded_by ?? 'a newer plan'}: decide on that one.`;
+    case 'failed': return 'Failed while running: the execution result says why.';
+    default: return `The plan is ${label(plan.status)}.`;
+  }
+}
+
 export type Outcome = {
   planId: string;
   /** `answered`, `queued` and `refused` are banners; `cancelled` is a quiet note. */
