@@ -58,6 +58,29 @@ async fn first(url: &str) -> Gateway {
     .await
 }
 
+/// The harness itself: a pass makes hundreds of databases, and each goes with its test.
+#[tokio::test]
+async fn a_test_gateway_takes_its_database_with_it() {
+    use sqlx::Connection as _;
+    let Ok(server) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
+        return;
+    };
+    let gw = Gateway::bare().await;
+    let name: String = sqlx::query_scalar("SELECT current_database()::text")
+        .fetch_one(gw.state.store.pool())
+        .await
+        .unwrap();
+    assert!(name.starts_with("cs_scratch_"), "{name}");
+    drop(gw);
+    let mut admin = sqlx::PgConnection::connect(&server).await.unwrap();
+    let left: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = $1")
+        .bind(&name)
+        .fetch_optional(&mut admin)
+        .await
+        .unwrap();
+    assert_eq!(left, None, "{name} outlived its gateway");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_hundred_invokes_spread_over_two_instances_execute_the_plan_once() {
     let Some(url) = shared_database().await else {

@@ -46,7 +46,7 @@ pub struct Approver {
 /// database of its own there, its tables made.
 pub async fn database(sqlite: &str) -> String {
     match std::env::var("COUNTERSIGN_TEST_POSTGRES") {
-        Ok(server) => copy_of(&server, "cs_empty_template", false).await,
+        Ok(server) => copy_of(&server, false).await,
         Err(_) => sqlite.to_owned(),
     }
 }
@@ -54,7 +54,7 @@ pub async fn database(sqlite: &str) -> String {
 /// Like [`database`], with the demo world already in it.
 pub async fn demo_database(sqlite: &str) -> String {
     match std::env::var("COUNTERSIGN_TEST_POSTGRES") {
-        Ok(server) => copy_of(&server, "cs_demo_template", true).await,
+        Ok(server) => copy_of(&server, true).await,
         Err(_) => sqlite.to_owned(),
     }
 }
@@ -64,12 +64,7 @@ async fn own_store(seeded: bool) -> (Store, Option<Scratch>) {
     let Ok(server) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
         return (Store::open("sqlite::memory:").await.unwrap(), None);
     };
-    let template = if seeded {
-        "cs_demo_template"
-    } else {
-        "cs_empty_template"
-    };
-    let url = copy_of(&server, template, seeded).await;
+    let url = copy_of(&server, seeded).await;
     let store = Store::open(&url).await.unwrap();
     (store, Some(Scratch::of(&server, &url)))
 }
@@ -121,8 +116,13 @@ impl Drop for Scratch {
 /// (migrated, and `seeded` with the demo world): migrating for every property case, or seeding
 /// 100,000 people for every test, would take most of the pass. The gateway's own records, its id
 /// and key, are made per copy, on first use.
-async fn copy_of(server: &str, template: &str, seeded: bool) -> String {
+async fn copy_of(server: &str, seeded: bool) -> String {
     use sqlx::Connection as _;
+    let template = if seeded {
+        "cs_demo_template"
+    } else {
+        "cs_empty_template"
+    };
     let mut admin = sqlx::PgConnection::connect(server).await.unwrap();
     // Held by the one test process that makes a template, while the others wait for it.
     sqlx::query("SELECT pg_advisory_lock(7)")
