@@ -164,7 +164,7 @@ export class FakeBackend implements Backend {
   async refresh(planId: string): Promise<RefreshView> {
     const old = this.find(planId);
     this.refreshes.push(planId);
-    if (!['pending_approval', 'stale'].includes(old.status)) {
+    if (!PENDING.includes(old.status)) {
       throw new BackendError('plan_not_pending', `Plan ${planId} is ${old.status}.`);
     }
     const { plan, changed } = planId === 'plan_0007' ? staleRefresh(old) : this.unchanged(old);

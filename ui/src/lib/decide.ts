@@ -2,6 +2,11 @@
 import { asBackendError, type PlanView } from '../backend';
 import { isExpired, label } from './time';
 
+/** The plan still takes decisions: waiting for approvers, or stale and waiting for a refresh. */
+export function isOpen(status: string): boolean {
+  return status === 'pending_approval' || status === 'stale';
+}
+
 /** The first reason approval is impossible, or null when the approver may sign. */
 export function blockedReason(plan: PlanView, now: number): string | null {
   if (plan.queued) return 'Your decision is queued; it goes out when the gateway answers again.';
@@ -18,7 +23,7 @@ export function blockedReason(plan: PlanView, now: number): string | null {
 /** Rejecting needs less: the plan must still be open to a decision. */
 export function rejectBlockedReason(plan: PlanView): string | null {
   if (plan.queued) return 'Your decision is queued; it goes out when the gateway answers again.';
-  if (!['pending_approval', 'stale'].includes(plan.status)) return `The plan is ${label(plan.status)}.`;
+  if (!isOpen(plan.status)) return `The plan is ${label(plan.status)}.`;
   return null;
 }
 
@@ -26,13 +31,13 @@ export function rejectBlockedReason(plan: PlanView): string | null {
 export function refreshBlockedReason(plan: PlanView): string | null {
   if (plan.last_fetched) return 'The gateway does not answer: a new preview needs it.';
   if (plan.superseded_by) return `Superseded by ${plan.superseded_by}: open the new plan.`;
-  if (!['pending_approval', 'stale'].includes(plan.status)) return `The plan is ${label(plan.status)}.`;
+  if (!isOpen(plan.status)) return `The plan is ${label(plan.status)}.`;
   return null;
 }
 
 /** What became of a plan that takes no more decisions, in place of the buttons; null while it is open. */
 export function closedNote(plan: PlanView): string | null {
-  if (plan.queued || ['pending_approval', 'stale'].includes(plan.status)) return null;
+  if (plan.queued || isOpen(plan.status)) return null;
   switch (plan.status) {
     case 'approved': return 'Approved: the agent may run it until it expires. Nothing is left to sign.';
     case 'executed': return 'Executed: nothing is left to decide.';
