@@ -15,17 +15,31 @@ ifeq ($(findstring $(HOME)/.cargo/bin,$(PATH)),)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 endif
 
-.PHONY: run test deps system-deps tauri-driver ui ui-test desktop lint rust-test \
-	bench bench-quick bench-deps bench-build bench-build-quick soak fuzz
+.PHONY: run test deps system-deps tauri-driver nextest ui ui-test desktop lint rust-test \
+	desktop-test bench bench-quick bench-deps bench-build bench-build-quick soak fuzz \
+	phases-start phases layering
 
 ## Build and start the desktop app on its embedded demo gateway.
 run: desktop
 	./target/debug/countersign
 
-## Every test: front end, lints, Rust (with a real Secret Service), desktop end-to-end.
-test: deps ui ui-test lint desktop rust-test
+## Every test: front end, lints, Rust (with a real Secret Service), desktop end-to-end,
+## the gateway again on PostgreSQL, the .deb; then each phase's wall time.
+test: phases-start deps ui ui-test lint layering desktop rust-test desktop-test postgres-test deb-check
+	@$(MAKE) --no-print-directory phases
 
-deps: system-deps tauri-driver ui/node_modules/.installed
+# Each phase of `make test` runs through $(PHASE) with its name, which records its wall time.
+PHASES := $(abspath $(or $(CARGO_TARGET_DIR),target))/phases.tsv
+PHASE = tests/phase.sh $(PHASES)
+
+phases-start:
+	@mkdir -p $(dir $(PHASES)) && : > $(PHASES)
+
+## The wall time of each phase of the last `make test`.
+phases:
+	@tests/phase.sh $(PHASES) --table
+
+deps: system-deps tauri-driver nextest ui/node_modules/.installed
 
 # Installs only what is missing, so a prepared machine pays nothing.
 define apt_install_missing
@@ -45,27 +59,49 @@ system-deps:
 tauri-driver:
 	@command -v tauri-driver >/dev/null || cargo install tauri-driver --locked --version $(TAURI_DRIVER_VERSION)
 
+# Runs the test binaries side by side, each test in a process of its own (.config/nextest.toml).
+NEXTEST_VERSION := 0.9.143
+nextest:
+	@cargo nextest --version >/dev/null 2>&1 || cargo install cargo-nextest --locked --version $(NEXTEST_VERSION)
+
 ui/node_modules/.installed: ui/package.json ui/package-lock.json
 	cd ui && npm ci --no-audit --no-fund
 	touch $@
 
 ui: deps
-	cd ui && npm run build
+	$(PHASE) ui-build npm --prefix ui run build
 
 ui-test: deps
-	cd ui && npm run check && npm test
+	$(PHASE) ui-test npm --prefix ui run check
+	$(PHASE) ui-test npm --prefix ui test
 
 lint: ui
-	cargo fmt --all -- --check
-	cargo clippy --workspace --all-targets -- -D warnings
+	$(PHASE) fmt cargo fmt --all -- --check
+	$(PHASE) clippy cargo clippy --workspace --all-targets -- -D warnings
 
-# One build of everything the tests run, with the same features `cargo test` resolves.
+## The crates' layering: a pack depends on the pack interface and proto alone, the engine on no
+## transport, the desktop on no server part (tests/layering.sh reads `cargo metadata`).
+layering:
+	$(PHASE) layering tests/layering.sh
+
+# One build of everything the tests run: every later cargo command resolves the same features
+# for the whole workspace, so nothing compiles twice.
 desktop: ui
-	cargo build --workspace --all-targets
+	$(PHASE) build cargo build --workspace --all-targets
+
+# Every Rust suite but the desktop's, on SQLite; the two-instance tests need PostgreSQL and run
+# in its pass only.
+RUST_SUITES := not (package(countersign-e2e) & (binary(console) | binary(console_edges) | binary(desktop))) & not binary(instances)
+DESKTOP_SUITES := package(countersign-e2e) & (binary(console) | binary(console_edges) | binary(desktop))
 
 rust-test: desktop
-	tests/with-keyring.sh tests/with-display.sh cargo test --workspace --no-fail-fast
-	$(MAKE) --no-print-directory postgres-test
+	$(PHASE) rust-suites tests/with-keyring.sh tests/with-display.sh \
+		cargo nextest run --workspace -E '$(RUST_SUITES)'
+
+## The desktop end-to-end tests: the real binary through tauri-driver, one at a time.
+desktop-test: desktop
+	$(PHASE) desktop-e2e tests/with-keyring.sh tests/with-display.sh \
+		cargo nextest run --workspace -E '$(DESKTOP_SUITES)'
 
 # PostgreSQL, for the gateway's second store; Debian's package brings the `postgres` system user
 # that a cluster started as root runs as.
@@ -73,11 +109,13 @@ APT_PACKAGES += postgresql
 .PHONY: postgres-test
 
 ## The gateway's whole suite again, each test on a database of its own in a throw-away
-## PostgreSQL cluster; tests/instances.rs runs two instances on one of them. A property case
-## costs a database here: 64 cases per property (256 on SQLite).
-postgres-test: system-deps
-	COUNTERSIGN_PROPERTY_CASES=64 tests/with-keyring.sh tests/with-postgres.sh \
-		cargo test -p countersign-gateway --no-fail-fast
+## PostgreSQL cluster, from the binaries the workspace build made; tests/instances.rs runs two
+## instances on one of them. A property case costs a database here: 64 cases per property
+## (256 on SQLite).
+POSTGRES_SUITES := package(countersign-gateway) | package(countersign-engine)
+postgres-test: system-deps desktop
+	COUNTERSIGN_PROPERTY_CASES=64 $(PHASE) postgres tests/with-keyring.sh tests/with-postgres.sh \
+		cargo nextest run --workspace -E '$(POSTGRES_SUITES)'
 
 # --- MCP: the official Python SDK as the test client of tests/mcp.rs ---
 MCP_VENV := target/mcp-venv
@@ -117,7 +155,6 @@ deb_config = --config src-tauri/tauri.deb.conf.json --config '{"bundle":{"linux"
 	"/usr/bin/countersign-gateway":"$(TARGET_DIR)/$(1)/countersign-gateway", \
 	"/usr/bin/countersign-cli":"$(TARGET_DIR)/$(1)/countersign-cli"}}}}}'
 .PHONY: package deb-check
-test: deb-check
 
 ## The release .deb, in target/release/bundle/deb/.
 package: deps ui
@@ -127,8 +164,9 @@ package: deps ui
 ## The debug build `desktop` already made, bundled (nothing recompiles), installed, run, removed.
 deb-check: desktop
 	rm -rf $(TARGET_DIR)/debug/bundle/deb
-	$(TAURI) bundle --ci --no-sign --no-binary-patching --debug --bundles deb $(call deb_config,debug)
-	tests/deb-check.sh $(TARGET_DIR)/debug/bundle/deb/*.deb
+	$(PHASE) deb $(TAURI) bundle --ci --no-sign --no-binary-patching --debug --bundles deb \
+		$(call deb_config,debug)
+	$(PHASE) deb tests/deb-check.sh $(TARGET_DIR)/debug/bundle/deb/*.deb
 
 ## The gateway's property tests at 10,000 cases per property (`make test` runs 256).
 soak: deps

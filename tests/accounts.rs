@@ -7,12 +7,15 @@ use axum::extract::{Request, State};
 use axum::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, IF_NONE_MATCH};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use countersign_api::app;
 use countersign_console::journal::Journal;
 use countersign_console::session::{Session, SessionConfig};
 use countersign_console::signer::Signer;
 use countersign_console::{transport, Console, GatewayClient};
 use countersign_e2e::TestGateway;
-use countersign_gateway::{app, demo, tls, AppState, Store};
+use countersign_embedded::{default_registry, seed_demo};
+use countersign_engine::{Limits, Store};
+use countersign_gateway::tls;
 use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
 use countersign_proto::dsse::encode_public_key;
 use ed25519_dalek::SigningKey;
@@ -160,17 +163,19 @@ async fn an_enrolled_console_syncs_over_https() -> anyhow::Result<()> {
     std::fs::write(&key, certified.key_pair.serialize_pem())?;
 
     let store = Store::open(&format!("sqlite://{}", dir.path().join("gw.db").display())).await?;
-    demo::seed(&store).await?;
-    let state = AppState::new(store, "TLS gateway").await?;
+    seed_demo(&store).await?;
+    let state =
+        countersign_embedded::state(store, "TLS gateway", Limits::default(), default_registry())
+            .await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let port = listener.local_addr()?.port();
     let listener = tls::TlsListener::new(listener, tls::server_config(&cert, &key)?)?;
     let router = app(state.clone());
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    tokio::spawn(tls::serve(listener, router, std::future::pending()));
     let url = format!("https://localhost:{port}");
 
     // Without the certificate trusted, the console does not talk to it.
-    let code = countersign_gateway::accounts::invite_approver(&state.store, "Dana", None).await?;
+    let code = countersign_engine::accounts::invite_approver(&state.store, "Dana", None).await?;
     let untrusted = refused_enrollment(&url, &code).await;
     assert_eq!(untrusted.code(), "unreachable", "{untrusted}");
 
@@ -179,7 +184,7 @@ async fn an_enrolled_console_syncs_over_https() -> anyhow::Result<()> {
     assert_eq!(console.signer().gateway_id(), state.gateway_id);
 
     let (_, agent) =
-        countersign_gateway::accounts::add_agent(&state.store, "ops", Some("usr_lead")).await?;
+        countersign_engine::accounts::add_agent(&state.store, "ops", Some("usr_lead")).await?;
     let root = reqwest::Certificate::from_pem(certified.cert.pem().as_bytes())?;
     let plan: Value = reqwest::Client::builder()
         .add_root_certificate(root)
@@ -465,7 +470,7 @@ async fn the_desktop_demo_enrolls_through_the_bound_flow() -> anyhow::Result<()>
     require_secret_service();
     let dir = tempfile::tempdir()?;
     let database = format!("sqlite://{}", dir.path().join("demo.db").display());
-    let demo = countersign_gateway::embedded::Embedded::start(&database, None).await?;
+    let demo = countersign_embedded::Embedded::start(&database, None).await?;
     let session = Session::start(SessionConfig {
         gateway_url: demo.url.clone(),
         enrollment_code: Some(demo.invite("Dana").await?),

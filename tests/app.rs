@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
-use countersign_e2e::webdriver::Driver;
+use countersign_e2e::webdriver::{plan_pane, queue_row, wait_for, Driver};
 use fantoccini::elements::Element;
 use fantoccini::{Client, Locator};
 use serde_json::json;
@@ -116,12 +116,7 @@ impl App {
     }
 
     pub async fn find_within(&self, css: &str, wait: Duration) -> anyhow::Result<Element> {
-        self.client
-            .wait()
-            .at_most(wait)
-            .for_element(Locator::Css(css))
-            .await
-            .with_context(|| format!("waiting for {css}"))
+        wait_for(&self.client, css, wait).await
     }
 
     pub async fn click(&self, css: &str) -> anyhow::Result<()> {
@@ -139,12 +134,8 @@ impl App {
 
     /// Opens `plan_id` from the queue and waits until the plan pane shows it.
     pub async fn open(&self, plan_id: &str) -> anyhow::Result<Element> {
-        self.click(&format!(
-            "[data-testid='queue-row'][data-plan-id='{plan_id}']"
-        ))
-        .await?;
-        self.find(&format!("[data-testid='plan'][data-plan-id='{plan_id}']"))
-            .await
+        self.click(&queue_row(plan_id)).await?;
+        self.find(&plan_pane(plan_id)).await
     }
 
     /// Writes what the window shows, in the light and the dark theme, to

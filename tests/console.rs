@@ -10,6 +10,7 @@ mod demo_plans;
 use std::time::Duration;
 
 use app::{answer_confirmation, answer_if_asked, eventually, serial, App, Launch};
+use countersign_e2e::webdriver::queue_row;
 use countersign_e2e::TestGateway;
 use demo_plans::{
     contractors_of_support, preview, received, retention, signed_over_its_digest, status, REMOVE,
@@ -66,7 +67,7 @@ async fn a_bulk_removal_is_approved_in_two_app_instances_and_executed() -> anyho
     let executed = agent.invoke(REMOVE, &bulk).await?;
     assert_eq!(executed.status, 200, "{}", executed.body);
     assert_eq!(status(&agent, &bulk).await?, "executed");
-    let row = format!("[data-testid='queue-row'][data-plan-id='{bulk}']");
+    let row = queue_row(&bulk);
     eventually("the executed plan to leave Dana's queue", || async {
         Ok(dana.count(&row).await? == 0)
     })
@@ -185,10 +186,8 @@ async fn a_batch_of_three_is_approved_each_over_its_own_digest() -> anyhow::Resu
     let code = gateway.invite("Dana").await?;
     let app = App::start(Launch::new(&gateway.url, &code)).await?;
     for plan in &plans {
-        app.click(&format!(
-            "[data-testid='queue-row'][data-plan-id='{plan}'] [data-testid='select-plan']"
-        ))
-        .await?;
+        app.click(&format!("{} [data-testid='select-plan']", queue_row(plan)))
+            .await?;
     }
     app.find("[data-testid='batch']").await?;
     eventually("three plans in the batch", || async {
@@ -283,7 +282,7 @@ async fn a_provider_call_is_approved_at_its_range_and_shows_what_it_cost() -> an
     app.open(&plan).await?;
     let cost = app.text("[data-testid='pane-cost']").await?;
     assert!(cost.contains(&min) && cost.contains(&max), "{cost}");
-    assert_eq!(gateway.providers.requests(), 0, "reviewing costs nothing");
+    assert_eq!(gateway.providers().requests(), 0, "reviewing costs nothing");
     app.click("[data-testid='approve']").await?;
     answer_if_asked(
         &app,

@@ -15,6 +15,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use app::{answer_if_asked, eventually, serial, App, Launch};
 use countersign_e2e::proxy::FaultProxy;
+use countersign_e2e::webdriver::queue_row;
 use countersign_e2e::TestGateway;
 use demo_plans::{
     contractors_of_support, preview, received, retention, signed_over_its_digest, status,
@@ -156,7 +157,7 @@ async fn synthesized_speech_plays_inline_and_remote_images_stay_addresses() -> a
     second.find("[data-testid='media-link']").await?;
     let links = second.text("[data-testid='execution-media']").await?;
     assert!(
-        links.contains(&format!("{}/files/", gateway.providers.url)),
+        links.contains(&format!("{}/files/", gateway.providers().url)),
         "{links}"
     );
     let remote =
@@ -315,10 +316,7 @@ async fn a_new_risky_plan_sends_one_notify_call() -> anyhow::Result<()> {
     let notify = NotifyCalls::watch()?;
     let code = gateway.invite("Dana").await?;
     let app = App::start(Launch::new(&gateway.url, &code)).await?;
-    app.find(&format!(
-        "[data-testid='queue-row'][data-plan-id='{before}']"
-    ))
-    .await?;
+    app.find(&queue_row(&before)).await?;
 
     let risky = preview(
         &agent,
@@ -332,8 +330,7 @@ async fn a_new_risky_plan_sends_one_notify_call() -> anyhow::Result<()> {
     .await?;
     // A calm plan after it: once it is listed, the risky one has been through more passes.
     let calm = retention(&agent, "prj_420", 45).await?;
-    app.find(&format!("[data-testid='queue-row'][data-plan-id='{calm}']"))
-        .await?;
+    app.find(&queue_row(&calm)).await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(notify.naming(&risky), 1, "once per plan");
     assert_eq!(notify.naming(&before), 0, "quiet on the first look");

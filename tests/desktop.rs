@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use countersign_e2e::webdriver::Driver;
+use countersign_e2e::webdriver::{queue_row, Driver};
 use countersign_e2e::TestGateway;
 use fantoccini::{Client, Locator};
 use serde_json::json;
@@ -67,7 +67,7 @@ async fn approving_in_the_window_approves_at_the_gateway() -> anyhow::Result<()>
     )
     .await?;
 
-    let row = format!("[data-testid='queue-row'][data-plan-id='{plan_id}']");
+    let row = queue_row(&plan_id);
     client
         .wait()
         .at_most(Duration::from_secs(60))

@@ -7,15 +7,14 @@ use std::path::{Path, PathBuf};
 use axum::body::Body;
 use axum::http::Request;
 use chrono::{TimeZone, Utc};
-use countersign_console::client::FetchedPlan;
+use countersign_api::app;
+use countersign_console::client::parse_plan;
 use countersign_console::review::{groups, plan_view};
-use countersign_gateway::capabilities::Capability;
-use countersign_gateway::{accounts, app, demo, AppState, Store};
-use countersign_proto::approvals::PlanRecord;
+use countersign_embedded::{default_registry, seed_demo};
+use countersign_engine::{accounts, Capability, Limits, Store};
 use countersign_proto::decision::Statement;
 use countersign_proto::describe::DryRunMode;
 use countersign_proto::dsse::{decode_public_key, Envelope};
-use countersign_proto::strict_json;
 use serde_json::Value;
 use tower::ServiceExt as _;
 
@@ -50,20 +49,8 @@ pub fn seeds(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
 /// A plan record as the console receives it: parsed, reviewed, grouped. An approvable view must
 /// be one whose digest the console computed and found matching.
 pub fn plan(bytes: &[u8]) {
-    if strict_json::check(bytes).is_err() {
+    let Ok(fetched) = parse_plan("plan_fuzz", bytes) else {
         return;
-    }
-    let Ok(raw) = serde_json::from_slice::<Value>(bytes) else {
-        return;
-    };
-    let Ok(record) = serde_json::from_value::<PlanRecord>(raw.clone()) else {
-        return;
-    };
-    let fetched = FetchedPlan {
-        raw: raw["plan"].clone(),
-        record,
-        wallet: serde_json::from_value(raw["wallet"].clone()).ok(),
-        title: raw["title"].as_str().map(str::to_owned),
     };
     let now = Utc.with_ymd_and_hms(2026, 11, 30, 10, 5, 0).unwrap();
     let view = plan_view(&fetched, None, Some("apr_fuzz"), now);
@@ -123,11 +110,15 @@ impl RequestTarget {
             .unwrap();
         let (state, agent) = runtime.block_on(async {
             let store = Store::open("sqlite::memory:").await.unwrap();
-            demo::seed(&store).await.unwrap();
+            seed_demo(&store).await.unwrap();
             let (_, agent) = accounts::add_agent(&store, "fuzz", None).await.unwrap();
-            (AppState::new(store, "Fuzz gateway").await.unwrap(), agent)
+            let registry = default_registry();
+            let state =
+                countersign_embedded::state(store, "Fuzz gateway", Limits::default(), registry);
+            (state.await.unwrap(), agent)
         });
-        let capabilities = Capability::all()
+        let capabilities = default_registry()
+            .all()
             .filter(|c| c.describe().dry_run != DryRunMode::NotApplicable)
             .map(Capability::id)
             .collect();

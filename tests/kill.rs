@@ -10,7 +10,7 @@ use std::time::Duration;
 use countersign_console::client::GatewayClient;
 use countersign_console::journal::Journal;
 use countersign_e2e::{enroll, gateway_binary, get, post, Approver};
-use countersign_gateway::{accounts, Store};
+use countersign_engine::{accounts, Store};
 use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
 use countersign_proto::dsse::encode_public_key;
 use rand::rngs::StdRng;
@@ -152,7 +152,7 @@ async fn killed_mid_flight_the_gateway_loses_nothing_and_runs_nothing_twice() {
     let database = format!("sqlite://{}", dir.path().join("gateway.db").display());
     let (agent, code) = {
         let store = Store::open(&database).await.unwrap();
-        countersign_gateway::demo::seed(&store).await.unwrap();
+        countersign_embedded::seed_demo(&store).await.unwrap();
         let (_, agent) = accounts::add_agent(&store, "ops-agent", Some("usr_lead"))
             .await
             .unwrap();

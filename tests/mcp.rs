@@ -12,7 +12,7 @@ use std::time::Duration;
 use countersign_console::signer::Signer;
 use countersign_console::Console;
 use countersign_e2e::TestGateway;
-use countersign_gateway::capabilities::Capability;
+use countersign_embedded::default_registry;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
@@ -91,7 +91,7 @@ fn assert_scenario(events: &[Value]) -> String {
             .find(|t| t["name"] == name)
             .unwrap_or_else(|| panic!("no tool {name}"))
     };
-    for capability in Capability::all() {
+    for capability in default_registry().all() {
         assert_eq!(
             tool(capability.id())["input_schema"],
             capability.describe().input_schema,
@@ -204,7 +204,7 @@ async fn enrolled_console(gateway: &TestGateway) -> anyhow::Result<Console> {
 async fn an_mcp_agent_over_streamable_http_waits_for_a_signed_approval() -> anyhow::Result<()> {
     let gateway = TestGateway::start().await?;
     let (_, token) =
-        countersign_gateway::accounts::add_agent(&gateway.state.store, "mcp", Some("usr_lead"))
+        countersign_engine::accounts::add_agent(&gateway.state.store, "mcp", Some("usr_lead"))
             .await?;
     let mut console = enrolled_console(&gateway).await?;
     let url = format!("{}/mcp", gateway.url);
@@ -234,7 +234,7 @@ async fn an_mcp_agent_over_streamable_http_waits_for_a_signed_approval() -> anyh
 async fn an_mcp_agent_over_stdio_waits_for_a_signed_approval() -> anyhow::Result<()> {
     let gateway = TestGateway::start().await?;
     let (_, token) =
-        countersign_gateway::accounts::add_agent(&gateway.state.store, "mcp", Some("usr_lead"))
+        countersign_engine::accounts::add_agent(&gateway.state.store, "mcp", Some("usr_lead"))
             .await?;
     let mut console = enrolled_console(&gateway).await?;
     let binary = countersign_e2e::gateway_binary();

@@ -8,23 +8,33 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use countersign_gateway::capabilities::world;
-use countersign_gateway::demo::providers::LocalProviders;
-use countersign_gateway::{accounts, app, demo, AppState, Store};
+use countersign_api::AppState;
+use countersign_embedded::{listen, registry, seed_demo, state};
+use countersign_engine::{accounts, queue, Limits, Store};
+use countersign_pack::Handle;
 use countersign_proto::dsse::{encode_public_key, Envelope};
+use countersign_providers::local::LocalProviders;
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 use tempfile::TempDir;
+use tokio::task::JoinHandle;
 
-/// A gateway on `127.0.0.1:<free port>` over a fresh SQLite file with the demo world.
+/// The reference gateway, MCP included, on `127.0.0.1:<free port>` over a fresh SQLite file with
+/// the demo world and a local model provider.
 pub struct TestGateway {
     pub url: String,
     /// The store's URL, for a second process on the same database.
     pub database: String,
     pub state: Arc<AppState>,
-    /// The model provider its provider capabilities call.
-    pub providers: LocalProviders,
+    providers: LocalProviders,
+    server: JoinHandle<()>,
     _dir: TempDir,
+}
+
+impl Drop for TestGateway {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
 }
 
 impl TestGateway {
@@ -32,30 +42,32 @@ impl TestGateway {
         let dir = tempfile::tempdir()?;
         let database = format!("sqlite://{}", dir.path().join("gateway.db").display());
         let store = Store::open(&database).await?;
-        demo::seed(&store).await?;
+        seed_demo(&store).await?;
         let providers = LocalProviders::start().await?;
-        let state = AppState::with_providers(
-            store,
-            "Test gateway",
-            Default::default(),
-            providers.providers(),
-        )
-        .await?;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let url = format!("http://{}", listener.local_addr()?);
-        let router = app(state.clone());
-        tokio::spawn(async move { axum::serve(listener, router).await });
+        let registry = registry(&Default::default(), providers.providers())
+            .map_err(anyhow::Error::msg)?
+            .leak();
+        let state = state(store, "Test gateway", Limits::default(), registry).await?;
+        let (url, server) = listen(countersign_gateway::router(state.clone())).await?;
         Ok(TestGateway {
             url,
             database,
             state,
             providers,
+            server,
             _dir: dir,
         })
     }
 
+    /// The model provider its provider capabilities call.
+    pub fn providers(&self) -> &LocalProviders {
+        &self.providers
+    }
+
     pub async fn agent(&self, name: &str) -> anyhow::Result<Agent> {
-        let (_, token) = accounts::add_agent(&self.state.store, name, Some("usr_lead")).await?;
+        // The demo made `ops` already: an agent is made, or its token made anew.
+        let (_, token) =
+            accounts::rotate_agent_token(&self.state.store, name, Some("usr_lead")).await?;
         Ok(Agent {
             http: reqwest::Client::new(),
             url: self.url.clone(),
@@ -76,9 +88,15 @@ impl TestGateway {
             .bind(project)
             .execute(&mut *w.tx)
             .await?;
-        world::bump(&mut w.tx, &format!("projects/{project}"))
+        let mut handle = Handle::new(&mut w.tx);
+        countersign_demo_world::bump(&mut handle, &format!("projects/{project}"))
             .await
             .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        for moved in handle.take_moved() {
+            queue::mark_stale_readers(&mut w.tx, &moved)
+                .await
+                .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        }
         w.commit().await?;
         Ok(())
     }

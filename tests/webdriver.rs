@@ -8,7 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
-use fantoccini::{Client, ClientBuilder};
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::json;
@@ -120,4 +121,37 @@ impl Driver {
             }
         }
     }
+}
+
+/// Every queue row the page shows (the queue renders only the rows in view).
+pub const QUEUE_ROW: &str = "[data-testid='queue-row']";
+
+/// `plan_id`'s queue row.
+pub fn queue_row(plan_id: &str) -> String {
+    format!("{QUEUE_ROW}[data-plan-id='{plan_id}']")
+}
+
+/// The plan pane showing `plan_id`.
+pub fn plan_pane(plan_id: &str) -> String {
+    format!("[data-testid='plan'][data-plan-id='{plan_id}']")
+}
+
+/// An effect of `plan_id` rendered in the plan pane: its first screen.
+pub fn plan_effect(plan_id: &str) -> String {
+    format!("{} [data-testid='effect']", plan_pane(plan_id))
+}
+
+/// The first element `selector` finds, once there is one, within `within`.
+pub async fn wait_for(
+    client: &Client,
+    selector: &str,
+    within: Duration,
+) -> anyhow::Result<Element> {
+    client
+        .wait()
+        .every(Duration::from_millis(10))
+        .at_most(within)
+        .for_element(Locator::Css(selector))
+        .await
+        .with_context(|| format!("waiting for {selector}"))
 }

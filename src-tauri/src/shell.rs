@@ -11,7 +11,7 @@ use countersign_console::notify::NotifyRules;
 use countersign_console::session::{Session, SessionConfig};
 use countersign_console::settings::{self, Settings, SettingsView};
 use countersign_console::sync::Backoff;
-use countersign_gateway::embedded::{CoApprover, Embedded};
+use countersign_embedded::{CoApprover, Embedded};
 use tauri::async_runtime::JoinHandle;
 use tauri::{AppHandle, Emitter, Manager};
 

@@ -57,7 +57,7 @@ impl Gateway {
         let database = match &settings.store {
             Store::Sqlite => format!("sqlite://{}", dir.path().join("gateway.db").display()),
             Store::Postgres { server } => {
-                countersign_gateway::store::scratch_postgres(server, None).await?
+                countersign_engine::store::scratch_postgres(server, None).await?
             }
         };
         let log = std::fs::File::create(dir.path().join("gateway.log"))?;

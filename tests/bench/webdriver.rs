@@ -4,20 +4,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
-pub use countersign_e2e::webdriver::Driver;
-use fantoccini::{Client, Locator};
+pub use countersign_e2e::webdriver::{plan_effect, queue_row, wait_for, Driver, QUEUE_ROW};
+use fantoccini::Client;
 use serde_json::json;
-
-pub const QUEUE_ROW: &str = "[data-testid='queue-row']";
-
-pub fn queue_row(plan_id: &str) -> String {
-    format!("[data-testid='queue-row'][data-plan-id='{plan_id}']")
-}
-
-/// An effect of `plan_id` rendered in the plan pane: its first screen.
-pub fn plan_effect(plan_id: &str) -> String {
-    format!("[data-testid='plan'][data-plan-id='{plan_id}'] [data-testid='effect']")
-}
 
 /// Clicks a row and reports, from inside the page, the milliseconds until the selected plan's
 /// first effect is in the DOM and a frame with it has been painted.
@@ -44,17 +33,6 @@ const measure = (row) => {
 };
 seek(0);
 "#;
-
-pub async fn wait_for(client: &Client, selector: &str, within: Duration) -> anyhow::Result<()> {
-    client
-        .wait()
-        .every(Duration::from_millis(10))
-        .at_most(within)
-        .for_element(Locator::Css(selector))
-        .await
-        .with_context(|| format!("waiting for {selector}"))?;
-    Ok(())
-}
 
 /// Waits until the header counts at least `count` pending plans (the queue renders only the rows
 /// in view, so the DOM never holds them all).

@@ -1,12 +1,12 @@
 //! `--json` output that a terminal cannot be tricked by: serde_json escapes only C0 controls, so
-//! DEL, C1 controls and the characters [`render::hidden`] names are written as `\uXXXX` too.
+//! DEL, C1 controls and the characters [`style::hidden`] names are written as `\uXXXX` too.
 
 use std::io::{self, Write};
 
 use serde::Serialize;
 use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter};
 
-use crate::render;
+use crate::style;
 
 /// `value` as indented JSON.
 pub fn pretty<T: Serialize>(value: &T) -> String {
@@ -31,7 +31,7 @@ fn to_string<T: Serialize, F: Formatter>(value: &T, formatter: F) -> String {
 }
 
 fn escaped(c: char) -> bool {
-    c.is_control() || render::hidden(c)
+    c.is_control() || style::hidden(c)
 }
 
 /// Delegates layout to `F`; only string contents are written differently.

@@ -4,6 +4,7 @@
 mod json;
 mod outcome;
 mod render;
+mod style;
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -139,7 +140,7 @@ fn main() -> ExitCode {
                     json::line(&serde_json::json!({"error": {"code": code, "message": message}}))
                 );
             } else {
-                eprintln!("error [{code}]: {}", render::clean(&message));
+                eprintln!("error [{code}]: {}", style::clean(&message));
             }
             ExitCode::from(exit)
         }
@@ -172,7 +173,7 @@ fn print<T: Serialize>(json: bool, value: &T, text: impl FnOnce() -> String) {
     if json {
         println!("{}", json::pretty(value));
     } else {
-        print!("{}", render::finish(&text()));
+        print!("{}", style::finish(&text()));
     }
 }
 
@@ -185,9 +186,9 @@ async fn open(cli: &Cli) -> Result<Console, Failure> {
     for (plan_id, why) in flushed.refused {
         eprintln!(
             "note: the queued decision on {} was refused [{}]: {}",
-            render::clean(&plan_id),
-            render::clean(&why.code),
-            render::clean(&why.message)
+            style::clean(&plan_id),
+            style::clean(&why.code),
+            style::clean(&why.message)
         );
     }
     Ok(console)
@@ -223,7 +224,7 @@ async fn run(cli: Cli) -> Outcome {
     if let Some(path) = &cli.ca_cert {
         countersign_console::transport::trust_ca_file(path)?;
     }
-    let style = render::Style::detect();
+    let style = style::Style::detect();
     let json = cli.json;
     match &cli.command {
         Command::Enroll { code, name } => {
@@ -435,13 +436,13 @@ impl Confirm for Prompt {
         }
         let listed: String = lines
             .iter()
-            .map(|l| format!("  {}\n", render::clean(l)))
+            .map(|l| format!("  {}\n", style::clean(l)))
             .collect();
         eprint!(
             "{}\n{}{} [y/N] ",
-            render::clean(title),
+            style::clean(title),
             listed,
-            render::clean(consequence)
+            style::clean(consequence)
         );
         let mut answer = String::new();
         if std::io::stdin().lock().read_line(&mut answer).is_err() {
@@ -488,7 +489,7 @@ async fn watch(console: Console, json: bool) -> Outcome {
                 "— {} · last sync {}\n{}",
                 render::link(snapshot.link),
                 last.as_deref().unwrap_or("never"),
-                render::finish(&render::queue(&view))
+                style::finish(&render::queue(&view))
             )
         };
         // A closed pipe (`watch | head`) ends the watch quietly.

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use countersign_console::execution::ExecutionView;
 
-use crate::render::{clean, Style};
+use crate::style::{clean, Style};
 
 pub fn execution(style: &Style, view: &ExecutionView) -> String {
     let mut out = String::new();

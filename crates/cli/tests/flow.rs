@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use assert_cmd::Command;
-use countersign_gateway::embedded::Embedded;
-use countersign_gateway::{accounts, AppState};
+use countersign_api::AppState;
+use countersign_embedded::Embedded;
+use countersign_engine::accounts;
 use serde_json::{json, Value};
 
 struct World {

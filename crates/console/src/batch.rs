@@ -12,7 +12,8 @@ use crate::confirm::{ask, Confirm};
 use crate::console::Console;
 use crate::decide::Checked;
 use crate::error::{ConsoleError, ErrorView};
-use crate::review::{decision_view, DecisionView, PlanView, CREDITS};
+use crate::review::{decision_view, DecisionView, PlanView};
+use crate::wire::CREDITS;
 
 /// Plans one batch may hold.
 pub const MAX_BATCH: usize = 100;

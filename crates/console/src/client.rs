@@ -130,14 +130,17 @@ impl GatewayClient {
     }
 
     async fn json<T: DeserializeOwned>(&self, response: Response) -> Result<T, ConsoleError> {
+        parse_json(&self.success(response).await?)
+    }
+
+    /// The body of a successful answer; any other answer as the refusal or noise it is.
+    async fn success(&self, response: Response) -> Result<Vec<u8>, ConsoleError> {
         let status = response.status();
         let bytes = self.body(response).await?;
         if !status.is_success() {
             return Err(gateway_error(status, &bytes));
         }
-        // A key twice has two meanings, and what is shown must be what the digest covers.
-        countersign_proto::strict_json::check(&bytes).map_err(ConsoleError::Protocol)?;
-        serde_json::from_slice(&bytes).map_err(|e| ConsoleError::Protocol(e.to_string()))
+        Ok(bytes)
     }
 
     async fn body(&self, mut response: Response) -> Result<Vec<u8>, ConsoleError> {
@@ -254,10 +257,9 @@ impl GatewayClient {
 
     pub async fn plan(&self, plan_id: &str) -> Result<FetchedPlan, ConsoleError> {
         id_checked(plan_id, "plan")?;
-        let raw: Value = self
-            .call::<(), _>(Method::GET, &format!("/v1/plans/{plan_id}"), None)
-            .await?;
-        fetched(plan_id, raw)
+        let request = self.request(Method::GET, &format!("/v1/plans/{plan_id}"));
+        let response = self.send(request).await?;
+        parse_plan(plan_id, &self.success(response).await?)
     }
 
     /// Enrolls a new key for the calling approver; `proof` is signed with the current one. Only
@@ -434,6 +436,19 @@ pub(crate) fn id_checked(id: &str, what: &str) -> Result<(), ConsoleError> {
     } else {
         Err(ConsoleError::Invalid(format!("{id:?} is not a {what} id")))
     }
+}
+
+/// JSON as the console reads every answer: a key twice has two meanings, and what is shown must be
+/// what the digest covers, so such a body is refused.
+fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ConsoleError> {
+    countersign_proto::strict_json::check(bytes).map_err(ConsoleError::Protocol)?;
+    serde_json::from_slice(bytes).map_err(|e| ConsoleError::Protocol(e.to_string()))
+}
+
+/// A plan record as the gateway sent it for `plan_id`: the record parsed, the signed plan kept as
+/// it came (its digest is computed over that), the wallet and title beside it.
+pub fn parse_plan(plan_id: &str, bytes: &[u8]) -> Result<FetchedPlan, ConsoleError> {
+    fetched(plan_id, parse_json(bytes)?)
 }
 
 fn fetched(plan_id: &str, raw: Value) -> Result<FetchedPlan, ConsoleError> {

@@ -26,6 +26,7 @@ pub mod signer;
 pub mod subjects;
 pub mod sync;
 pub mod transport;
+mod wire;
 pub mod words;
 
 pub use batch::{BatchItem, BatchOutcome, BatchView};

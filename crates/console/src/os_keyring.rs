@@ -4,6 +4,9 @@
 
 use crate::error::ConsoleError;
 
+/// The keyring service every Countersign secret is filed under; the account is the gateway id.
+pub const KEYRING_SERVICE: &str = "countersign";
+
 /// Fails unless `entry` is kept by a real OS store.
 pub fn require(entry: keyring::Entry) -> Result<keyring::Entry, ConsoleError> {
     if entry.get_credential().is::<keyring::mock::MockCredential>() {
@@ -17,11 +20,7 @@ pub fn require(entry: keyring::Entry) -> Result<keyring::Entry, ConsoleError> {
 
 /// Checks at start-up that the keyring is a real store, before anything is enrolled or signed.
 pub fn check() -> Result<(), ConsoleError> {
-    require(keyring::Entry::new(
-        crate::signer::KEYRING_SERVICE,
-        "start-up check",
-    )?)
-    .map(drop)
+    require(keyring::Entry::new(KEYRING_SERVICE, "start-up check")?).map(drop)
 }
 
 #[cfg(test)]

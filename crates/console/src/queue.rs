@@ -7,7 +7,7 @@ use rust_decimal::Decimal;
 use serde::Serialize;
 use ts_rs::TS;
 
-use crate::review::{approvals_count, time, wire, CREDITS};
+use crate::wire::{approvals_count, time, wire, CREDITS};
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct QueueItem {

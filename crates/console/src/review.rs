@@ -4,11 +4,12 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use countersign_proto::approvals::{Approvals, DecisionResponse, PlanRecord, PlanStatus, RiskFlag};
+use countersign_proto::approvals::{DecisionResponse, PlanRecord, PlanStatus, RiskFlag};
 use countersign_proto::decision::Decision;
 use countersign_proto::digest::plan_digest;
 use countersign_proto::plan::{Effect, EffectKind, EstimatedCost, Preview};
 use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
+use countersign_proto::Credits;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::Value;
@@ -18,17 +19,16 @@ use crate::changed::WhatChanged;
 use crate::client::{FetchedPlan, PlanWallet};
 use crate::diff::{value_diff_within, Budget, ValueDiff};
 use crate::execution::{execution_view, ExecutionView};
+use crate::wire::{approvals_count, time, wire};
 use crate::words;
 
 pub use crate::queue::{
     queue, queue_in, queue_item, queue_item_in, NoContext, QueueItem, QueueView, RowContext,
 };
+pub use crate::wire::CREDITS;
 
 /// Time all the text diffs of one plan view may take together.
 const VIEW_DIFF_BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// The only unit the console signs for; anything else means the contract must be re-read (seed 000).
-pub const CREDITS: &str = "credits";
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct ChangeView {
@@ -200,26 +200,6 @@ pub fn decision_view(answer: &DecisionResponse) -> DecisionView {
     }
 }
 
-pub(crate) fn approvals_count(approvals: &Approvals) -> u32 {
-    approvals
-        .received
-        .iter()
-        .filter(|a| a.decision == Decision::Approve)
-        .count() as u32
-}
-
-pub(crate) fn wire<T: Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
-}
-
-pub(crate) fn time(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
-}
-
 fn value_text(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
@@ -357,9 +337,6 @@ pub fn refusal(
     None
 }
 
-/// Hundredths of a credit are the smallest amount a gateway charges (seed 000's `"0.09"`).
-const CREDIT_DECIMALS: u32 = 2;
-
 /// Why a cost cannot be what a gateway would charge: an approval signs it, so it must read as one.
 fn unsound_cost(cost: &EstimatedCost) -> Option<String> {
     let (min, max) = (cost.amount_min.value(), cost.amount_max.value());
@@ -373,7 +350,7 @@ fn unsound_cost(cost: &EstimatedCost) -> Option<String> {
             "The cost's minimum ({min}) is above its maximum ({max})."
         ));
     }
-    if min.scale() > CREDIT_DECIMALS || max.scale() > CREDIT_DECIMALS {
+    if min.scale() > Credits::DECIMALS || max.scale() > Credits::DECIMALS {
         return Some(format!(
             "The cost ({min} to {max} credits) is finer than hundredths of a credit."
         ));

@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::client::{id_checked, GatewayClient};
 use crate::error::ConsoleError;
 
-/// The keyring service every Countersign secret is filed under; the account is the gateway id.
-pub const KEYRING_SERVICE: &str = "countersign";
+pub use crate::os_keyring::KEYRING_SERVICE;
 
 #[derive(Serialize, Deserialize)]
 struct StoredCredential {

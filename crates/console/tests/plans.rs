@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{require_secret_service, Gateway, Recorder, REMOVE, SETTINGS};
+use common::{Recorder, REMOVE, SETTINGS};
 use serde_json::json;
 
 /// Seed 004: a retention change names its consequences, not counts: each item's expiry before
@@ -12,10 +12,7 @@ use serde_json::json;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retention_change_names_each_item_s_new_expiry_and_the_items_held() -> anyhow::Result<()>
 {
-    require_secret_service();
-    let gateway = Gateway::start().await?;
-    let agent = gateway.agent("ops").await?;
-    let dana = gateway.console("Dana").await?;
+    let (_gateway, agent, dana) = common::approving("Dana").await?;
     let plan_id = agent
         .plan(
             SETTINGS,
@@ -66,10 +63,7 @@ async fn a_retention_change_names_each_item_s_new_expiry_and_the_items_held() ->
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subjects_are_paged_searched_checked_and_say_what_else_happens() -> anyhow::Result<()> {
-    require_secret_service();
-    let gateway = Gateway::start().await?;
-    let agent = gateway.agent("ops").await?;
-    let dana = gateway.console("Dana").await?;
+    let (_gateway, agent, dana) = common::approving("Dana").await?;
     let plan_id = agent
         .plan(
             REMOVE,
@@ -142,10 +136,7 @@ async fn subjects_are_paged_searched_checked_and_say_what_else_happens() -> anyh
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_view_counts_distinct_subjects_and_shows_overlaps() -> anyhow::Result<()> {
-    require_secret_service();
-    let gateway = Gateway::start().await?;
-    let agent = gateway.agent("ops").await?;
-    let dana = gateway.console("Dana").await?;
+    let (_gateway, agent, dana) = common::approving("Dana").await?;
     let contractors = agent
         .plan(
             REMOVE,
@@ -191,10 +182,7 @@ async fn a_batch_view_counts_distinct_subjects_and_shows_overlaps() -> anyhow::R
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_executed_plan_shows_its_result_and_no_stale_banner() -> anyhow::Result<()> {
-    require_secret_service();
-    let gateway = Gateway::start().await?;
-    let agent = gateway.agent("ops").await?;
-    let dana = gateway.console("Dana").await?;
+    let (_gateway, agent, dana) = common::approving("Dana").await?;
     let plan_id = agent
         .plan(
             SETTINGS,
@@ -243,10 +231,7 @@ async fn an_executed_plan_shows_its_result_and_no_stale_banner() -> anyhow::Resu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_is_newest_first_verified_offline_and_exported_privately() -> anyhow::Result<()> {
-    require_secret_service();
-    let gateway = Gateway::start().await?;
-    let agent = gateway.agent("ops").await?;
-    let dana = gateway.console("Dana").await?;
+    let (gateway, agent, dana) = common::approving("Dana").await?;
     let first = agent
         .plan(
             SETTINGS,
@@ -319,10 +304,7 @@ async fn history_is_newest_first_verified_offline_and_exported_privately() -> an
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_plan_refreshes_into_one_that_says_what_changed() -> anyhow::Result<()> {
-    require_secret_service();
-    let gateway = Gateway::start().await?;
-    let agent = gateway.agent("ops").await?;
-    let dana = gateway.console("Dana").await?;
+    let (_gateway, agent, dana) = common::approving("Dana").await?;
     let old = agent
         .plan(
             SETTINGS,

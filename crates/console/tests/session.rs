@@ -11,7 +11,7 @@ use countersign_console::live::{Link, Snapshot};
 use countersign_console::notify::NotifyRules;
 use countersign_console::session::{Session, SessionConfig};
 use countersign_console::signer::Signer;
-use countersign_gateway::embedded::Embedded;
+use countersign_embedded::Embedded;
 use serde_json::json;
 use tokio::sync::watch;
 

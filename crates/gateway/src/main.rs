@@ -5,17 +5,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use countersign_gateway::capabilities;
-use countersign_gateway::demo::providers::LocalProviders;
-use countersign_gateway::limits::{self, RateSetting};
-use countersign_gateway::providers::{Endpoint, PackSettings, Provider, Providers};
-use countersign_gateway::scopes::Scope;
-use countersign_gateway::sim::AgentSim;
-use countersign_gateway::throttle::Peer;
-use countersign_gateway::{
-    accounts, app, demo, mail, mcp, recover_interrupted, revocation, tls, AppState, Limits, Store,
-};
+use countersign_demo_world::sim::AgentSim;
+use countersign_embedded::seed_demo;
+use countersign_engine::external::recover_interrupted;
+use countersign_engine::limits::{self, RateSetting};
+use countersign_engine::scopes::Scope;
+use countersign_engine::{accounts, revocation, Limits, Registry, Store};
+use countersign_gateway::{mcp, smtp, tls};
 use countersign_proto::Credits;
+use countersign_providers::local::LocalProviders;
+use countersign_providers::{Endpoint, PackSettings, Provider, Providers};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -152,9 +151,14 @@ enum AgentCommand {
         on_behalf_of: Option<String>,
         /// What the agent may use: `capability_id` or `capability_id:resource`, repeatable.
         /// Without any, the agent may use every capability on every resource.
-        #[arg(long = "scope", value_name = "CAPABILITY[:RESOURCE]")]
+        #[arg(long = "scope", value_name = "CAPABILITY[:RESOURCE]", value_parser = scope)]
         scopes: Vec<Scope>,
     },
+}
+
+/// A scope of one of the shipped capabilities.
+fn scope(text: &str) -> Result<Scope, String> {
+    countersign_embedded::default_registry().scope(text)
 }
 
 /// Where provider capabilities' calls go. Keys come from the environment or the OS keyring
@@ -175,15 +179,14 @@ struct ProviderArgs {
 }
 
 impl ProviderArgs {
-    /// The two shipped packs, the providers' with this approval threshold.
-    fn install_packs(&self) -> anyhow::Result<()> {
-        capabilities::install(vec![
-            capabilities::world_pack(),
-            countersign_gateway::providers::pack(&PackSettings {
-                approval_above: self.approve_provider_calls_above,
-            }),
-        ])
-        .map_err(anyhow::Error::msg)
+    /// The shipped packs, the providers' with this approval threshold and calling `providers`.
+    fn registry(&self, providers: Providers) -> anyhow::Result<&'static Registry> {
+        let settings = PackSettings {
+            approval_above: self.approve_provider_calls_above,
+        };
+        Ok(countersign_embedded::registry(&settings, providers)
+            .map_err(anyhow::Error::msg)?
+            .leak())
     }
 
     fn providers(&self) -> anyhow::Result<Providers> {
@@ -246,7 +249,6 @@ async fn main() -> anyhow::Result<()> {
             mail_from,
             providers,
         } => {
-            providers.install_packs()?;
             let tls = match (tls_cert, tls_key) {
                 (Some(cert), Some(key)) => Some(tls::server_config(&cert, &key)?),
                 _ => {
@@ -256,10 +258,10 @@ async fn main() -> anyhow::Result<()> {
             };
             let store = Store::open(&database).await?;
             if with_demo {
-                demo::seed(&store).await?;
+                seed_demo(&store).await?;
             }
             let relay = smtp_relay
-                .map(|url| mail::Relay::new(&url, &mail_from))
+                .map(|url| smtp::Relay::new(&url, &mail_from))
                 .transpose()?;
             let configured = providers.openai_url.is_some() || providers.replicate_url.is_some();
             // The demo's own provider, unless real ones are configured; it lives as long as main.
@@ -267,14 +269,15 @@ async fn main() -> anyhow::Result<()> {
                 true => Some(LocalProviders::start().await?),
                 false => None,
             };
-            let providers = match &local {
+            let registry = providers.registry(match &local {
                 Some(local) => local.providers(),
                 None => providers.providers()?,
-            };
-            recover_interrupted(&store).await?;
-            let state = AppState::with_providers(store, &name, limits.limits(), providers).await?;
+            })?;
+            recover_interrupted(&store, registry).await?;
+            let state =
+                countersign_embedded::state(store, &name, limits.limits(), registry).await?;
             match relay {
-                Some(relay) => mail::spawn(&state, relay),
+                Some(relay) => smtp::spawn(&state, relay),
                 None => tracing::info!("no --smtp-relay: executed plans' emails stay queued"),
             }
             let gateway_id = state.gateway_id.clone();
@@ -283,17 +286,16 @@ async fn main() -> anyhow::Result<()> {
             let stop = async {
                 let _ = tokio::signal::ctrl_c().await;
             };
-            let service = app(state).into_make_service_with_connect_info::<Peer>();
+            let app = countersign_gateway::router(state);
             match tls {
                 Some(config) => {
                     println!("countersign-gateway {gateway_id} listening on https://{local}");
                     let listener = tls::TlsListener::new(listener, config)?;
-                    axum::serve(listener, service)
-                        .with_graceful_shutdown(stop)
-                        .await?;
+                    tls::serve(listener, app, stop).await?;
                 }
                 None => {
                     println!("countersign-gateway {gateway_id} listening on http://{local}");
+                    let service = app.into_make_service_with_connect_info::<SocketAddr>();
                     axum::serve(listener, service)
                         .with_graceful_shutdown(stop)
                         .await?;
@@ -306,11 +308,10 @@ async fn main() -> anyhow::Result<()> {
             name,
             providers,
         } => {
-            providers.install_packs()?;
             let store = Store::open(&database).await?;
-            let providers = providers.providers()?;
+            let registry = providers.registry(providers.providers()?)?;
             let state =
-                AppState::with_providers(store, &name, Limits::default(), providers).await?;
+                countersign_embedded::state(store, &name, Limits::default(), registry).await?;
             mcp::serve_stdio(state, &token).await?;
         }
         Command::Approvers {

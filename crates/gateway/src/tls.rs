@@ -1,11 +1,17 @@
 //! HTTPS: a rustls listener `axum::serve` takes like a TCP one, and the rule that plain HTTP is
 //! served on loopback only.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::extract::connect_info::Connected;
+use axum::extract::{ConnectInfo, Request};
+use axum::middleware;
+use axum::serve::IncomingStream;
+use axum::Router;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::ServerConfig;
@@ -116,4 +122,36 @@ impl axum::serve::Listener for TlsListener {
     fn local_addr(&self) -> std::io::Result<SocketAddr> {
         Ok(self.local)
     }
+}
+
+/// A TLS connection's peer. The HTTP API reads a peer as `ConnectInfo<SocketAddr>`, which axum
+/// gives for plain TCP; [`serve`] gives it for TLS too.
+#[derive(Clone, Copy)]
+struct TlsPeer(SocketAddr);
+
+impl Connected<IncomingStream<'_, TlsListener>> for TlsPeer {
+    fn connect_info(stream: IncomingStream<'_, TlsListener>) -> TlsPeer {
+        TlsPeer(*stream.remote_addr())
+    }
+}
+
+/// Serves `app` over `listener` until `stop`, each request carrying its peer's address as a plain
+/// TCP request does.
+pub async fn serve(
+    listener: TlsListener,
+    app: Router,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = app.layer(middleware::map_request(|mut request: Request| async move {
+        if let Some(ConnectInfo(TlsPeer(peer))) = request.extensions().get().copied() {
+            request.extensions_mut().insert(ConnectInfo(peer));
+        }
+        request
+    }));
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<TlsPeer>(),
+    )
+    .with_graceful_shutdown(stop)
+    .await
 }

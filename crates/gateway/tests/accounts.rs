@@ -6,7 +6,7 @@ mod common;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use common::{approve_by, assert_error, Gateway};
-use countersign_gateway::{accounts, revocation};
+use countersign_engine::{accounts, revocation};
 use countersign_proto::decision::Statement;
 use countersign_proto::dsse::{encode_public_key, Envelope};
 use countersign_proto::enrollment::{self, IdentityProof, Invite, Receipt};

@@ -6,7 +6,7 @@ mod common;
 
 use axum::http::StatusCode;
 use common::{approve_by, assert_error, Gateway};
-use countersign_gateway::{quotas, Limits};
+use countersign_engine::{quotas, Limits};
 use serde_json::{json, Value};
 
 const RETENTION: &str = "projects.settings.update";
@@ -148,7 +148,7 @@ async fn swept_subject_rows_are_gone_while_the_plan_record_remains() {
     // The gateway's own sweeper goes with it; this store sweeps by hand, pass by pass, once the
     // plan's lifetime is over.
     drop(gw);
-    let store = countersign_gateway::Store::open(&url).await.unwrap();
+    let store = countersign_engine::Store::open(&url).await.unwrap();
     let mut w = store.write().await.unwrap();
     sqlx::query("UPDATE plans SET expires_at = '2026-01-01T00:00:00Z' WHERE id = $1")
         .bind(&plan_id)
@@ -177,13 +177,8 @@ async fn swept_subject_rows_are_gone_while_the_plan_record_remains() {
     assert_eq!(held(live_id).await, total, "live plans keep theirs");
     drop(store);
 
-    let store = countersign_gateway::Store::open(&url).await.unwrap();
-    let gw = Gateway::acting_as(
-        countersign_gateway::AppState::new(store, "Test")
-            .await
-            .unwrap(),
-        String::new(),
-    );
+    let store = countersign_engine::Store::open(&url).await.unwrap();
+    let gw = Gateway::acting_as(common::state(store).await, String::new());
     let record = gw.record(&token, &plan_id).await;
     assert_eq!(record.status, StatusCode::OK, "{}", record.body);
     assert_eq!(record.body["status"], "rejected");
@@ -263,7 +258,7 @@ async fn an_agent_over_its_rate_gets_429_with_retry_after() {
             .await;
         assert_eq!(polled.status, StatusCode::OK);
     }
-    let (_, other) = countersign_gateway::accounts::add_agent(&gw.state.store, "other", None)
+    let (_, other) = countersign_engine::accounts::add_agent(&gw.state.store, "other", None)
         .await
         .unwrap();
     let fresh = gw.call("GET", "/v1/capabilities", Some(&other), None).await;

@@ -177,7 +177,7 @@ fn serve_with_a_certificate_answers_over_https_only() {
 
 #[test]
 fn invites_are_bound_and_expire_and_revocations_take_effect() {
-    use countersign_gateway::{accounts, Store};
+    use countersign_engine::{accounts, Store};
     let dir = tempfile::tempdir().unwrap();
     let database = format!("sqlite://{}", dir.path().join("gw.db").display());
     let (ok, stderr) = run(&[
@@ -351,14 +351,18 @@ fn agents_add_records_scopes_and_warns_when_there_are_none() {
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let scopes: Vec<String> = runtime.block_on(async {
-        let store = countersign_gateway::Store::open(&database).await.unwrap();
+        let store = countersign_engine::Store::open(&database).await.unwrap();
         let mut conn = store.pool().acquire().await.unwrap();
-        countersign_gateway::scopes::of(&mut conn, "agt_narrow")
-            .await
-            .unwrap()
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+        countersign_engine::scopes::of(
+            &mut conn,
+            countersign_embedded::default_registry(),
+            "agt_narrow",
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(ToString::to_string)
+        .collect()
     });
     assert_eq!(
         scopes,
@@ -370,7 +374,7 @@ fn agents_add_records_scopes_and_warns_when_there_are_none() {
 /// key from the environment, and its approval threshold is the one given.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_mcp_session_calls_the_configured_provider() {
-    let local = countersign_gateway::demo::providers::LocalProviders::start()
+    let local = countersign_providers::local::LocalProviders::start()
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();

@@ -289,12 +289,12 @@ async fn an_executed_plan_reports_no_staleness_from_its_own_writes() {
     let gw = Gateway::new().await;
     let dana = gw.enroll("Dana").await;
     let grant = gw
-        .preview(
+        .approved_by(
             "memberships.grant",
             json!({"project": "prj_421", "subject": "usr_92", "role": "viewer"}),
+            &[&dana],
         )
         .await;
-    approve_by(&gw, &grant, &[&dana]).await;
     let ran = gw
         .invoke_as(
             &gw.agent,
@@ -314,12 +314,12 @@ async fn an_executed_plan_reports_no_staleness_from_its_own_writes() {
         .dry_run(json!({"project": "prj_421", "retention_days": 30}))
         .await;
     let other = gw
-        .preview(
+        .approved_by(
             "memberships.grant",
             json!({"project": "prj_421", "subject": "usr_42", "role": "viewer"}),
+            &[&dana],
         )
         .await;
-    approve_by(&gw, &other, &[&dana]).await;
     let ran = gw
         .invoke_as(
             &gw.agent,

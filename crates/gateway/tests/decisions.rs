@@ -501,7 +501,7 @@ async fn keys_tokens_and_people_must_belong_together() {
 
     // The person the agent acts for may not decide its plans.
     let code =
-        countersign_gateway::accounts::invite_approver(&gw.state.store, "Lena", Some("usr_lead"))
+        countersign_engine::accounts::invite_approver(&gw.state.store, "Lena", Some("usr_lead"))
             .await
             .unwrap();
     let lena = gw.enroll_with_code("Lena", &code).await;

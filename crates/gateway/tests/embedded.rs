@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use countersign_gateway::embedded::Embedded;
+use countersign_embedded::Embedded;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarts_on_its_own_store_and_its_agent_keeps_previewing() {
@@ -50,14 +50,14 @@ async fn the_simulated_agent_mixes_capabilities_and_executes_what_needs_nobody()
     let dir = tempfile::tempdir().unwrap();
     let database = format!("sqlite://{}", dir.path().join("sim.db").display());
     let gateway = Embedded::start(&database, None).await.unwrap();
-    let (_, token) = countersign_gateway::accounts::rotate_agent_token(
+    let (_, token) = countersign_engine::accounts::rotate_agent_token(
         &gateway.state.store,
         "ops",
         Some("usr_lead"),
     )
     .await
     .unwrap();
-    let mut agent = countersign_gateway::sim::AgentSim::new(&gateway.url, &token);
+    let mut agent = countersign_demo_world::sim::AgentSim::new(&gateway.url, &token);
     for _ in 0..120 {
         agent.step().await.unwrap();
     }
@@ -87,7 +87,7 @@ async fn the_simulated_agent_mixes_capabilities_and_executes_what_needs_nobody()
 /// signed decision of its own. A plan nobody approved it leaves alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_co_approver_seconds_an_approval_and_never_approves_alone() {
-    use countersign_gateway::embedded::CoApprover;
+    use countersign_embedded::CoApprover;
     use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
     use serde_json::{json, Value};
 
@@ -102,7 +102,7 @@ async fn the_demo_co_approver_seconds_an_approval_and_never_approves_alone() {
         .await
         .unwrap();
     let ada = gateway.co_approver_id().unwrap().to_owned();
-    let (_, agent) = countersign_gateway::accounts::rotate_agent_token(
+    let (_, agent) = countersign_engine::accounts::rotate_agent_token(
         &gateway.state.store,
         "ops",
         Some("usr_lead"),

@@ -7,8 +7,9 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{approve_by, Gateway, Reply};
-use countersign_gateway::capabilities::Capability;
-use countersign_gateway::demo::providers::LocalProviders;
+use countersign_embedded::default_registry;
+use countersign_engine::Capability;
+use countersign_providers::local::LocalProviders;
 use serde_json::{json, Value};
 
 fn schema() -> jsonschema::Validator {
@@ -74,7 +75,7 @@ async fn every_capability_answers_in_the_one_envelope() {
     let local = LocalProviders::start().await.unwrap();
     let gw = Gateway::with_providers(local.providers()).await;
     let mut seen = BTreeSet::new();
-    for capability in Capability::all() {
+    for capability in default_registry().all() {
         let id = capability.id();
         let (reply, plan) = execute(&gw, capability).await;
         assert_eq!(reply.status, 200, "{id}: {}", reply.body);
@@ -148,7 +149,7 @@ async fn provider_failures_answer_in_the_error_contract() {
 #[tokio::test]
 async fn an_uploaded_document_is_a_file_of_the_envelope() {
     let gw = Gateway::new().await;
-    let capability = Capability::by_id("documents.document.upload").unwrap();
+    let capability = default_registry().get("documents.document.upload").unwrap();
     let (reply, _) = execute(&gw, capability).await;
     let file = &reply.body["files"][0];
     assert_eq!(file["name"], "notes.md");

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use axum::body::Body;
 use axum::http::Request;
 use common::{approve_by, assert_error, Gateway, Reply};
-use countersign_gateway::store::Dialect;
-use countersign_gateway::Limits;
+use countersign_engine::store::Dialect;
+use countersign_engine::Limits;
 use countersign_proto::ErrorCode;
 use ed25519_dalek::SigningKey;
 use serde_json::json;
@@ -239,7 +239,7 @@ async fn every_code_of_the_table_travels_in_the_envelope() {
         MethodNotAllowed,
     );
     // A model provider's failures, each through a plan executed against the local provider.
-    let local = countersign_gateway::demo::providers::LocalProviders::start()
+    let local = countersign_providers::local::LocalProviders::start()
         .await
         .unwrap();
     let mut providers = local.providers();
@@ -283,15 +283,10 @@ async fn every_code_of_the_table_travels_in_the_envelope() {
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let nowhere = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
-    let endpoint = countersign_gateway::providers::Endpoint::new(
-        &nowhere,
-        countersign_gateway::providers::Secret::new("k"),
-    );
-    let down = Gateway::with_providers(countersign_gateway::providers::Providers::new(
-        Some(endpoint),
-        None,
-    ))
-    .await;
+    let endpoint =
+        countersign_providers::Endpoint::new(&nowhere, countersign_providers::Secret::new("k"));
+    let down =
+        Gateway::with_providers(countersign_providers::Providers::new(Some(endpoint), None)).await;
     let plan = down.preview("text.generate", chat("Hello")).await;
     seen.check(&down.execute(&plan).await, ProviderUnavailable);
 
@@ -328,7 +323,7 @@ async fn read_only(gw: Gateway) -> Gateway {
                 .await
                 .unwrap();
             let server = std::env::var("COUNTERSIGN_TEST_POSTGRES").unwrap();
-            let url = countersign_gateway::store::database_url(&server, &name).unwrap();
+            let url = countersign_engine::store::database_url(&server, &name).unwrap();
             let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
             sqlx::query(&format!(
                 "ALTER DATABASE \"{name}\" SET default_transaction_read_only = on"

@@ -13,19 +13,22 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use common::sse::{beating, Events};
 use common::{approve_by, at_once, Gateway};
-use countersign_gateway::{AppState, Limits, Store};
+use countersign_embedded::default_registry;
+use countersign_engine::{Limits, Store};
 use serde_json::{json, Value};
 
 const RETENTION: &str = "projects.settings.update";
 const REMOVE: &str = "groups.members.remove";
 
-/// A new database on the test server, or `None` (and a note) when there is none.
-async fn shared_database() -> Option<String> {
-    if std::env::var("COUNTERSIGN_TEST_POSTGRES").is_err() {
-        eprintln!("no COUNTERSIGN_TEST_POSTGRES: two instances need a PostgreSQL server");
-        return None;
-    }
-    Some(common::demo_database("unused").await)
+/// A new database on the test server. These tests run in `make test`'s PostgreSQL pass only
+/// (the SQLite pass leaves this binary out); without a server they fail, and say why.
+async fn shared_database() -> common::TestDatabase {
+    assert!(
+        std::env::var("COUNTERSIGN_TEST_POSTGRES").is_ok(),
+        "two gateway instances need a PostgreSQL server: run `make postgres-test` \
+         (COUNTERSIGN_TEST_POSTGRES names one)"
+    );
+    common::demo_database("unused").await
 }
 
 /// Another instance on the database `first` uses, acting as the same agent; no rate limit, so
@@ -33,9 +36,7 @@ async fn shared_database() -> Option<String> {
 async fn second(url: &str, first: &Gateway) -> Gateway {
     let store = Store::open(url).await.unwrap();
     Gateway::acting_as(
-        AppState::with_limits(store, "B", unlimited())
-            .await
-            .unwrap(),
+        common::state_with(store, unlimited(), default_registry()).await,
         first.agent.clone(),
     )
 }
@@ -49,22 +50,15 @@ fn unlimited() -> Limits {
 
 async fn first(url: &str) -> Gateway {
     let store = Store::open(url).await.unwrap();
-    countersign_gateway::demo::seed(&store).await.unwrap();
-    Gateway::from_state(
-        AppState::with_limits(store, "A", unlimited())
-            .await
-            .unwrap(),
-    )
-    .await
+    countersign_embedded::seed_demo(&store).await.unwrap();
+    Gateway::from_state(common::state_with(store, unlimited(), default_registry()).await).await
 }
 
 /// The harness itself: a pass makes hundreds of databases, and each goes with its test.
 #[tokio::test]
 async fn a_test_gateway_takes_its_database_with_it() {
     use sqlx::Connection as _;
-    let Ok(server) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
-        return;
-    };
+    let server = std::env::var("COUNTERSIGN_TEST_POSTGRES").expect("a PostgreSQL server");
     let gw = Gateway::bare().await;
     let name: String = sqlx::query_scalar("SELECT current_database()::text")
         .fetch_one(gw.state.store.pool())
@@ -83,9 +77,7 @@ async fn a_test_gateway_takes_its_database_with_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_hundred_invokes_spread_over_two_instances_execute_the_plan_once() {
-    let Some(url) = shared_database().await else {
-        return;
-    };
+    let url = shared_database().await;
     let a = Arc::new(first(&url).await);
     let b = Arc::new(second(&url, &a).await);
     let dana = a.enroll("Dana").await;
@@ -114,9 +106,7 @@ async fn two_hundred_invokes_spread_over_two_instances_execute_the_plan_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn decisions_sent_to_two_instances_count_toward_one_quorum() {
-    let Some(url) = shared_database().await else {
-        return;
-    };
+    let url = shared_database().await;
     let a = Arc::new(first(&url).await);
     let b = Arc::new(second(&url, &a).await);
     let plan = a
@@ -167,9 +157,7 @@ async fn decisions_sent_to_two_instances_count_toward_one_quorum() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_stream_on_one_instance_sees_a_plan_created_on_the_other() {
-    let Some(url) = shared_database().await else {
-        return;
-    };
+    let url = shared_database().await;
     let a = first(&url).await;
     let store = Store::open(&url).await.unwrap();
     let heartbeat = Duration::from_secs(3);
@@ -248,9 +236,7 @@ fn serve(url: &str, more: &[&str]) -> (std::process::Child, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn killing_one_of_two_serving_processes_loses_nothing() {
-    let Some(url) = shared_database().await else {
-        return;
-    };
+    let url = shared_database().await;
     let setup = first(&url).await;
     let dana = setup.enroll("Dana").await;
     let plan = setup
@@ -331,9 +317,7 @@ async fn killing_one_of_two_serving_processes_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_call_in_flight_on_a_killed_instance_is_failed_by_the_other() {
-    let Some(url) = shared_database().await else {
-        return;
-    };
+    let url = shared_database().await;
     let setup = first(&url).await;
     // With --demo each process calls its own local provider; a `[[slow]]` prediction never ends.
     let (mut a, a_url) = serve(&url, &["--demo"]);

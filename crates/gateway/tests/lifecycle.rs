@@ -8,8 +8,8 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use common::sse::{beating, Events};
 use common::{approve_by, assert_error, database, Gateway};
-use countersign_gateway::accounts;
-use countersign_gateway::store::Dialect;
+use countersign_engine::accounts;
+use countersign_engine::store::Dialect;
 use countersign_proto::digest::SubjectsHasher;
 use serde_json::{json, Value};
 
@@ -20,12 +20,12 @@ async fn a_moved_read_stops_decision_and_execution_and_a_refresh_executes() {
     let gw = Gateway::new().await;
     let dana = gw.enroll("Dana").await;
     let approved = gw
-        .preview(
+        .approved_by(
             RETENTION,
             json!({"project": "prj_184", "retention_days": 14}),
+            &[&dana],
         )
         .await;
-    approve_by(&gw, &approved, &[&dana]).await;
     let waiting = gw
         .preview(
             RETENTION,
@@ -35,12 +35,12 @@ async fn a_moved_read_stops_decision_and_execution_and_a_refresh_executes() {
 
     // Another request changes what both plans read: a role granted on prj_184.
     let grant = gw
-        .preview(
+        .approved_by(
             "memberships.grant",
             json!({"project": "prj_184", "subject": "usr_92", "role": "viewer"}),
+            &[&dana],
         )
         .await;
-    approve_by(&gw, &grant, &[&dana]).await;
     let reply = gw
         .invoke_as(
             &gw.agent,
@@ -124,12 +124,12 @@ async fn another_agent_cannot_execute_a_plan_and_nothing_runs() {
     let gw = Gateway::new().await;
     let dana = gw.enroll("Dana").await;
     let plan = gw
-        .preview(
+        .approved_by(
             RETENTION,
             json!({"project": "prj_184", "retention_days": 14}),
+            &[&dana],
         )
         .await;
-    approve_by(&gw, &plan, &[&dana]).await;
     // Same principal, same scopes: only the caller differs.
     let (_, other) = accounts::add_agent(&gw.state.store, "other", Some("usr_lead"))
         .await
@@ -371,9 +371,8 @@ async fn the_event_stream_delivers_plans_and_resumes() {
 
 #[tokio::test]
 async fn an_idle_stream_sends_heartbeats() {
-    let store = countersign_gateway::Store::open(&database("sqlite::memory:").await)
-        .await
-        .unwrap();
+    let database = database("sqlite::memory:").await;
+    let store = countersign_engine::Store::open(&database).await.unwrap();
     let state = beating(store, Duration::from_millis(50)).await;
     let gw = Gateway::from_state(state).await;
     let dana = gw.enroll("Dana").await;

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use common::smtp::Sink;
 use common::{assert_error, Gateway};
-use countersign_gateway::mail::{self, Pass, Relay};
+use countersign_engine::mail::{self, Pass};
+use countersign_gateway::smtp::Relay;
 use serde_json::{json, Value};
 
 const FROM: &str = "Countersign <countersign@localhost>";
@@ -56,7 +57,7 @@ async fn outbox(gw: &Gateway) -> Vec<(String, String, i64)> {
 }
 
 fn now() -> chrono::DateTime<chrono::Utc> {
-    countersign_gateway::ids::now()
+    countersign_engine::ids::now()
 }
 
 #[tokio::test]
@@ -91,7 +92,7 @@ async fn an_execution_delivers_exactly_the_planned_messages_once() {
         0,
         "nothing leaves inside the transaction"
     );
-    let pass = mail::dispatch(&gw.state.store, &relay, now())
+    let pass = mail::dispatch(&gw.state.store, gw.state.registry, &relay, now())
         .await
         .unwrap();
     assert_eq!(
@@ -111,9 +112,14 @@ async fn an_execution_delivers_exactly_the_planned_messages_once() {
         assert!(message.data.contains("Message-ID: <outbox-"));
     }
 
-    let again = mail::dispatch(&gw.state.store, &relay, now() + chrono::Duration::hours(1))
-        .await
-        .unwrap();
+    let again = mail::dispatch(
+        &gw.state.store,
+        gw.state.registry,
+        &relay,
+        now() + chrono::Duration::hours(1),
+    )
+    .await
+    .unwrap();
     assert_eq!(again, Pass::default(), "a sent message is not sent again");
     assert_eq!(sink.messages().len(), 37);
     let record = gw.record(&approver.token, plan_id).await;
@@ -127,7 +133,7 @@ async fn an_execution_delivers_exactly_the_planned_messages_once() {
 async fn previews_refusals_and_stale_plans_send_nothing() {
     let sink = Sink::start().await;
     let gw = Gateway::new().await;
-    mail::spawn(&gw.state, Relay::new(&sink.url, FROM).unwrap());
+    countersign_gateway::smtp::spawn(&gw.state, Relay::new(&sink.url, FROM).unwrap());
 
     for (capability, params) in [
         ("groups.members.remove", removal()),
@@ -145,6 +151,7 @@ async fn previews_refusals_and_stale_plans_send_nothing() {
 
     let pass = mail::dispatch(
         &gw.state.store,
+        gw.state.registry,
         &Relay::new(&sink.url, FROM).unwrap(),
         now(),
     )
@@ -184,7 +191,7 @@ async fn an_address_changed_after_execution_is_held_for_a_person() {
     assert_eq!(gw.execute(&plan).await.status, 200);
     set_email(&gw, "usr_92", "sam@elsewhere.example").await;
 
-    let pass = mail::dispatch(&gw.state.store, &relay, now())
+    let pass = mail::dispatch(&gw.state.store, gw.state.registry, &relay, now())
         .await
         .unwrap();
     assert_eq!(
@@ -205,9 +212,14 @@ async fn an_address_changed_after_execution_is_held_for_a_person() {
     let why = deliveries["attention"][0]["last_error"].as_str().unwrap();
     assert!(why.starts_with("recipient_changed"), "{why}");
     assert!(why.contains("sam@elsewhere.example"), "{why}");
-    let later = mail::dispatch(&gw.state.store, &relay, now() + chrono::Duration::hours(1))
-        .await
-        .unwrap();
+    let later = mail::dispatch(
+        &gw.state.store,
+        gw.state.registry,
+        &relay,
+        now() + chrono::Duration::hours(1),
+    )
+    .await
+    .unwrap();
     assert_eq!(later, Pass::default(), "a held message waits for a person");
 }
 
@@ -225,13 +237,13 @@ async fn a_relay_that_is_down_is_retried_until_it_takes_the_message() {
         ..Pass::default()
     };
     assert_eq!(
-        mail::dispatch(&gw.state.store, &relay, start)
+        mail::dispatch(&gw.state.store, gw.state.registry, &relay, start)
             .await
             .unwrap(),
         retrying
     );
     assert_eq!(
-        mail::dispatch(&gw.state.store, &relay, start)
+        mail::dispatch(&gw.state.store, gw.state.registry, &relay, start)
             .await
             .unwrap(),
         Pass::default(),
@@ -239,13 +251,13 @@ async fn a_relay_that_is_down_is_retried_until_it_takes_the_message() {
     );
     let later = |s| start + chrono::Duration::seconds(s);
     assert_eq!(
-        mail::dispatch(&gw.state.store, &relay, later(3))
+        mail::dispatch(&gw.state.store, gw.state.registry, &relay, later(3))
             .await
             .unwrap(),
         retrying
     );
     assert_eq!(
-        mail::dispatch(&gw.state.store, &relay, later(30))
+        mail::dispatch(&gw.state.store, gw.state.registry, &relay, later(30))
             .await
             .unwrap(),
         Pass {
@@ -274,7 +286,9 @@ async fn a_relay_that_never_answers_is_given_up_after_the_last_attempt() {
     assert_eq!(gw.execute(&plan).await.status, 200);
     let mut at = now();
     for _ in 1..mail::MAX_ATTEMPTS {
-        let pass = mail::dispatch(&gw.state.store, &relay, at).await.unwrap();
+        let pass = mail::dispatch(&gw.state.store, gw.state.registry, &relay, at)
+            .await
+            .unwrap();
         assert_eq!(
             pass,
             Pass {
@@ -284,7 +298,9 @@ async fn a_relay_that_never_answers_is_given_up_after_the_last_attempt() {
         );
         at += chrono::Duration::hours(2);
     }
-    let last = mail::dispatch(&gw.state.store, &relay, at).await.unwrap();
+    let last = mail::dispatch(&gw.state.store, gw.state.registry, &relay, at)
+        .await
+        .unwrap();
     assert_eq!(
         last,
         Pass {
@@ -317,11 +333,14 @@ async fn a_relay_that_accepts_and_says_nothing_holds_up_nothing_and_its_lease_ke
     assert_eq!(gw.execute(&plan).await.status, 200);
 
     let store = &gw.state.store;
-    let (first, second) = tokio::join!(mail::dispatch(store, &stalled, now()), async {
-        // Once the first has claimed the message, a second dispatcher must leave it alone.
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        mail::dispatch(store, &good, now()).await
-    });
+    let (first, second) = tokio::join!(
+        mail::dispatch(store, gw.state.registry, &stalled, now()),
+        async {
+            // Once the first has claimed the message, a second dispatcher must leave it alone.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            mail::dispatch(store, gw.state.registry, &good, now()).await
+        }
+    );
     assert_eq!(
         first.unwrap(),
         Pass {
@@ -337,7 +356,9 @@ async fn a_relay_that_accepts_and_says_nothing_holds_up_nothing_and_its_lease_ke
     assert_eq!(sink.connections(), 0);
     let later = now() + chrono::Duration::minutes(1);
     assert_eq!(
-        mail::dispatch(store, &good, later).await.unwrap(),
+        mail::dispatch(store, gw.state.registry, &good, later)
+            .await
+            .unwrap(),
         Pass {
             sent: 1,
             ..Pass::default()

@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use common::{assert_error, Gateway, Reply};
-use countersign_gateway::capabilities::Capability;
+use countersign_embedded::default_registry;
+use countersign_engine::Capability;
 use countersign_gateway::mcp::annotations;
 use countersign_proto::plan::{EffectKind, Preview};
 use serde_json::{json, Value};
@@ -85,7 +86,7 @@ fn hints_follow_the_declared_effects() {
 }
 
 fn cap(id: &str) -> Capability {
-    Capability::by_id(id).unwrap()
+    default_registry().get(id).unwrap()
 }
 
 /// What the previews of one capability showed, to hold against what it declares.

@@ -4,7 +4,8 @@
 mod common;
 
 use common::{assert_error, Gateway};
-use countersign_gateway::capabilities::world;
+use countersign_engine::queue;
+use countersign_pack::Handle;
 use serde_json::{json, Value};
 
 /// Each plan-making capability with a request that reads every kind of resource it can.
@@ -60,7 +61,13 @@ async fn each_read_revision_moved_stops_its_plan() {
             let plan = preview(&gw, capability, &params).await;
             let plan_id = plan["plan_id"].as_str().unwrap();
             let mut w = gw.state.store.write().await.unwrap();
-            world::bump(&mut w.tx, &resource).await.unwrap();
+            let mut handle = Handle::new(&mut w.tx);
+            countersign_demo_world::bump(&mut handle, &resource)
+                .await
+                .unwrap();
+            for moved in handle.take_moved() {
+                queue::mark_stale_readers(&mut w.tx, &moved).await.unwrap();
+            }
             w.commit().await.unwrap();
 
             let reply = if plan["would_require_approval"] == true {

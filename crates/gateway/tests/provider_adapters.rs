@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use countersign_gateway::providers::replicate::{self, Modality};
-use countersign_gateway::providers::{openai, Endpoint, Failure, Output, Providers, Secret, Spent};
-use countersign_gateway::ApiError;
+use countersign_engine::ApiError;
+use countersign_pack::Output;
 use countersign_proto::ErrorCode;
+use countersign_providers::replicate::{self, Modality};
+use countersign_providers::{openai, Endpoint, Failure, Providers, Secret, Spent};
 use serde_json::{json, Value};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/providers");

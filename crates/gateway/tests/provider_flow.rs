@@ -5,9 +5,12 @@ mod common;
 
 use base64::Engine;
 use common::{assert_error, Gateway};
-use countersign_gateway::demo::providers::LocalProviders;
-use countersign_gateway::store::Dialect;
-use countersign_gateway::wallet;
+use countersign_embedded::default_registry;
+use countersign_engine::external::recover_interrupted;
+use countersign_engine::store::Dialect;
+use countersign_engine::wallet;
+use countersign_proto::Credits;
+use countersign_providers::local::LocalProviders;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -82,7 +85,10 @@ async fn a_text_plan_shows_its_range_waits_for_approval_and_charges_the_usage() 
     let charged = amount(&usage["credits"]);
     assert_eq!(
         charged,
-        cost.round_dp_with_strategy(2, rust_decimal::RoundingStrategy::ToPositiveInfinity)
+        cost.round_dp_with_strategy(
+            Credits::DECIMALS,
+            rust_decimal::RoundingStrategy::ToPositiveInfinity,
+        )
     );
     assert!(min <= charged && charged <= max);
     assert_eq!(envelope["metadata"]["charged"]["amount"], usage["credits"]);
@@ -118,7 +124,7 @@ async fn a_text_plan_shows_its_range_waits_for_approval_and_charges_the_usage() 
     assert_eq!(local.requests(), 1, "a plan calls its provider once");
 }
 
-async fn set_runner(store: &countersign_gateway::Store, plan: &Value, runner: &str) {
+async fn set_runner(store: &countersign_engine::Store, plan: &Value, runner: &str) {
     let mut w = store.write().await.unwrap();
     sqlx::query("UPDATE plans SET runner = $1 WHERE id = $2")
         .bind(runner)
@@ -335,14 +341,12 @@ async fn a_call_in_flight_when_the_gateway_stopped_is_recorded_as_failed() {
     )
     .await;
     drop(gw);
-    let mut store = countersign_gateway::Store::open(&url).await.unwrap();
+    let mut store = countersign_engine::Store::open(&url).await.unwrap();
     match store.dialect() {
         Dialect::Sqlite => {
             // Another process on the database (`mcp` over stdio) leaves a call in flight alone:
             // only the serving process recovers, at its start.
-            let other = countersign_gateway::AppState::new(store, "Other")
-                .await
-                .unwrap();
+            let other = common::state(store).await;
             let still: String = sqlx::query_scalar("SELECT status FROM plans WHERE id = $1")
                 .bind(plan["plan_id"].as_str())
                 .fetch_one(other.store.pool())
@@ -350,27 +354,25 @@ async fn a_call_in_flight_when_the_gateway_stopped_is_recorded_as_failed() {
                 .unwrap();
             assert_eq!(still, "executed");
             drop(other);
-            store = countersign_gateway::Store::open(&url).await.unwrap();
+            store = countersign_engine::Store::open(&url).await.unwrap();
         }
         Dialect::Postgres => {
             // Every instance sweeps, and leaves alone a call whose runner is alive.
             let runner = store.instance().to_owned();
             set_runner(&store, &plan, &runner).await;
-            let recovered = countersign_gateway::recover_interrupted(&store).await;
+            let recovered = recover_interrupted(&store, default_registry()).await;
             assert_eq!(recovered.unwrap(), 0);
             // An instance no connection names any more.
             set_runner(&store, &plan, "inst_gone").await;
         }
     }
     assert_eq!(
-        countersign_gateway::recover_interrupted(&store)
+        recover_interrupted(&store, default_registry())
             .await
             .unwrap(),
         1
     );
-    let restarted = countersign_gateway::AppState::new(store, "Restarted")
-        .await
-        .unwrap();
+    let restarted = common::state(store).await;
     let (state, execution): (String, String) =
         sqlx::query_as("SELECT status, execution FROM plans WHERE id = $1")
             .bind(plan["plan_id"].as_str())

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use axum::http::header;
-use countersign_gateway::providers::{openai, Endpoint, Provider, Providers, KEYRING_SERVICE};
+use countersign_providers::{openai, Endpoint, Provider, Providers, KEYRING_SERVICE};
 use serde_json::json;
 
 /// A chat endpoint that answers the documented success and remembers the bearer header.

@@ -141,7 +141,7 @@ async fn expired_plans_leave_the_queue_with_a_new_revision() {
         "expired"
     );
     assert_eq!(
-        countersign_gateway::queue::sweep(&gw.state.store)
+        countersign_engine::queue::sweep(&gw.state.store, gw.state.registry)
             .await
             .unwrap(),
         0
@@ -236,7 +236,7 @@ async fn finished_plans_leave_the_read_index() {
 async fn read_connections_cannot_write() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("gw.db").display());
-    let store = countersign_gateway::Store::open(&url).await.unwrap();
+    let store = countersign_engine::Store::open(&url).await.unwrap();
     store.gateway_id().await.unwrap();
     let refused = sqlx::query("UPDATE meta SET value = value")
         .execute(store.pool())
@@ -253,13 +253,9 @@ async fn read_connections_cannot_write() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writes_succeed_while_polls_keep_every_reader_busy() {
     let dir = tempfile::tempdir().unwrap();
-    let gw = Arc::new(
-        Gateway::at(
-            &common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display()))
-                .await,
-        )
-        .await,
-    );
+    let database =
+        common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display())).await;
+    let gw = Arc::new(Gateway::at(&database).await);
     let dana = gw.enroll("Dana").await;
     for days in 1..=20 {
         gw.dry_run(json!({"project": "prj_184", "retention_days": days}))

@@ -6,18 +6,20 @@ mod common;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use common::{approve_by, at_once, Gateway};
+use common::{at_once, Gateway};
 use serde_json::{json, Value};
 
 const RETENTION: &str = "projects.settings.update";
 const REMOVE: &str = "groups.members.remove";
 
-async fn on_file() -> (tempfile::TempDir, Arc<Gateway>) {
+/// A gateway on a database of its own that several connections share: a file, or on PostgreSQL a
+/// database; the file's directory and the database go when the test lets go of them.
+async fn on_file() -> ((tempfile::TempDir, common::TestDatabase), Arc<Gateway>) {
     let dir = tempfile::tempdir().unwrap();
-    let url =
+    let database =
         common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display())).await;
-    let gw = Arc::new(Gateway::at(&url).await);
-    (dir, gw)
+    let gw = Arc::new(Gateway::at(&database).await);
+    ((dir, database), gw)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -25,12 +27,12 @@ async fn sixteen_invokes_of_one_approved_plan_execute_it_once() {
     let (_dir, gw) = on_file().await;
     let dana = gw.enroll("Dana").await;
     let plan = gw
-        .preview(
+        .approved_by(
             RETENTION,
             json!({"project": "prj_184", "retention_days": 14}),
+            &[&dana],
         )
         .await;
-    approve_by(&gw, &plan, &[&dana]).await;
     let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
 
     let replies = at_once(16, |i| {

@@ -7,15 +7,19 @@ mod common;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use common::{assert_error, Gateway, Reply};
-use countersign_gateway::accounts;
-use countersign_gateway::scopes::Scope;
+use countersign_embedded::default_registry;
+use countersign_engine::accounts;
+use countersign_engine::scopes::Scope;
 use serde_json::{json, Value};
 
 const SETTINGS: &str = "projects.settings.update";
 const REMOVE: &str = "groups.members.remove";
 
 async fn scoped_agent(gw: &Gateway, name: &str, person: Option<&str>, scopes: &[&str]) -> String {
-    let scopes: Vec<Scope> = scopes.iter().map(|s| s.parse().unwrap()).collect();
+    let scopes: Vec<Scope> = scopes
+        .iter()
+        .map(|s| default_registry().scope(s).unwrap())
+        .collect();
     accounts::add_scoped_agent(&gw.state.store, name, person, &scopes)
         .await
         .unwrap()
@@ -267,9 +271,11 @@ async fn mcp_tools_go_through_the_same_scope_check() {
 
 #[test]
 fn scopes_name_known_capabilities_and_well_formed_resources() {
-    assert!("projects.settings.update:prj_184".parse::<Scope>().is_ok());
-    assert!("projects.settings.update:grp_support"
-        .parse::<Scope>()
+    assert!(default_registry()
+        .scope("projects.settings.update:prj_184")
+        .is_ok());
+    assert!(default_registry()
+        .scope("projects.settings.update:grp_support")
         .is_err());
-    assert!("no.such.capability".parse::<Scope>().is_err());
+    assert!(default_registry().scope("no.such.capability").is_err());
 }

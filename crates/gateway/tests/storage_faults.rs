@@ -7,7 +7,7 @@ mod common;
 
 use axum::http::StatusCode;
 use common::{assert_error, Gateway};
-use countersign_gateway::{AppState, Store};
+use countersign_engine::Store;
 use serde_json::json;
 
 async fn on_file() -> (tempfile::TempDir, String, Gateway) {
@@ -114,7 +114,7 @@ async fn a_read_only_store_refuses_every_write_and_a_restart_recovers() {
     let (statement, agent) = (dana.statement(&gw, &plan), gw.agent.clone());
     drop(gw);
     let store = Store::open(&url).await.unwrap();
-    let state = AppState::new(store, "Test").await.unwrap();
+    let state = common::state(store).await;
     let gw = Gateway::acting_as(state, agent);
     let decision = dana.send(&gw, plan_id, &dana.sign(&statement)).await;
     assert_eq!(decision.status, StatusCode::OK, "{}", decision.body);

@@ -111,12 +111,12 @@ async fn an_executed_plan_cannot_be_withdrawn() {
     let gw = Gateway::new().await;
     let dana = gw.enroll("Dana").await;
     let plan = gw
-        .preview(
+        .approved_by(
             RETENTION,
             json!({"project": "prj_200", "retention_days": 60}),
+            &[&dana],
         )
         .await;
-    approve_by(&gw, &plan, &[&dana]).await;
     let done = gw
         .invoke_as(&gw.agent, RETENTION, json!({"plan_id": plan["plan_id"]}))
         .await;
@@ -144,12 +144,12 @@ async fn an_approver_refreshes_pending_and_stale_plans_but_not_a_current_approve
     assert_eq!(fresh.body["supersedes"], plan_id(&pending));
 
     let approved = gw
-        .preview(
+        .approved_by(
             RETENTION,
             json!({"project": "prj_184", "retention_days": 14}),
+            &[&dana],
         )
         .await;
-    approve_by(&gw, &approved, &[&dana]).await;
     let refused = refresh(&gw, &dana.token, plan_id(&approved)).await;
     assert_error(&refused, "plan_not_pending", 409);
     let still = gw.record(&dana.token, plan_id(&approved)).await;
@@ -171,12 +171,12 @@ async fn the_owning_agent_may_refresh_its_current_approved_plan() {
     let gw = Gateway::new().await;
     let dana = gw.enroll("Dana").await;
     let approved = gw
-        .preview(
+        .approved_by(
             RETENTION,
             json!({"project": "prj_184", "retention_days": 14}),
+            &[&dana],
         )
         .await;
-    approve_by(&gw, &approved, &[&dana]).await;
     let own = refresh(&gw, &gw.agent, plan_id(&approved)).await;
     assert_eq!(own.status, StatusCode::OK, "{}", own.body);
     assert_eq!(own.body["status"], "pending_approval");

@@ -13,6 +13,9 @@ pub struct Credits(Decimal);
 impl Credits {
     pub const ZERO: Credits = Credits(Decimal::ZERO);
 
+    /// Decimal places of every amount the gateway writes, and the most a console accepts.
+    pub const DECIMALS: u32 = 2;
+
     pub fn new(value: Decimal) -> Self {
         Credits(value)
     }
@@ -23,7 +26,7 @@ impl Credits {
 
     /// The amount with exactly two decimal places, as the gateway writes it.
     pub fn cents(value: i64) -> Self {
-        Credits(Decimal::new(value, 2))
+        Credits(Decimal::new(value, Credits::DECIMALS))
     }
 }
 

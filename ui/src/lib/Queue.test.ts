@@ -2,6 +2,7 @@ import { fireEvent, render, screen } from '@testing-library/svelte';
 import { describe, expect, it } from 'vitest';
 import type { QueueItem } from '../backend';
 import Queue from './Queue.svelte';
+import { ROW_HEIGHT } from './queueFilter';
 
 function item(n: number): QueueItem {
   return {
@@ -29,7 +30,6 @@ function item(n: number): QueueItem {
   };
 }
 
-const ROW = 84;
 
 describe('the queue', () => {
   it('renders a window of rows, however long it is, and follows the scroll', async () => {
@@ -39,10 +39,10 @@ describe('the queue', () => {
     expect(rows().length).toBeLessThan(30);
     expect(rows()[0]).toBe('plan_00000');
     const viewport = screen.getByTestId('queue-rows');
-    expect(viewport.querySelector('ul')!.style.height).toBe(`${10_000 * ROW}px`);
-    Object.defineProperty(viewport, 'clientHeight', { value: 10 * ROW });
+    expect(viewport.querySelector('ul')!.style.height).toBe(`${10_000 * ROW_HEIGHT}px`);
+    Object.defineProperty(viewport, 'clientHeight', { value: 10 * ROW_HEIGHT });
 
-    viewport.scrollTop = 9_990 * ROW;
+    viewport.scrollTop = 9_990 * ROW_HEIGHT;
     await fireEvent.scroll(viewport);
     expect(rows()).toContain('plan_09999');
     expect(rows()).not.toContain('plan_00000');
@@ -55,9 +55,9 @@ describe('the queue', () => {
       props: { items, selectedId: 'plan_00000', now: 0, onselect: () => {} },
     });
     const viewport = screen.getByTestId('queue-rows');
-    Object.defineProperty(viewport, 'clientHeight', { value: 10 * ROW });
+    Object.defineProperty(viewport, 'clientHeight', { value: 10 * ROW_HEIGHT });
     await rerender({ items, selectedId: 'plan_00400', now: 0, onselect: () => {} });
-    expect(viewport.scrollTop).toBe(401 * ROW - 10 * ROW);
+    expect(viewport.scrollTop).toBe(401 * ROW_HEIGHT - 10 * ROW_HEIGHT);
     await fireEvent.scroll(viewport);
     expect(screen.getAllByTestId('queue-row').map((r) => r.dataset.planId)).toContain('plan_00400');
   });
@@ -68,12 +68,12 @@ describe('the queue', () => {
       props: { items, selectedId: 'plan_00000', now: 0, onselect: () => {} },
     });
     const viewport = screen.getByTestId('queue-rows');
-    Object.defineProperty(viewport, 'clientHeight', { value: 10 * ROW });
-    viewport.scrollTop = 300 * ROW;
+    Object.defineProperty(viewport, 'clientHeight', { value: 10 * ROW_HEIGHT });
+    viewport.scrollTop = 300 * ROW_HEIGHT;
     await fireEvent.scroll(viewport);
-    expect(viewport.scrollTop).toBe(300 * ROW);
+    expect(viewport.scrollTop).toBe(300 * ROW_HEIGHT);
     await rerender({ items: [...items, item(500)], selectedId: 'plan_00000', now: 0, onselect: () => {} });
-    expect(viewport.scrollTop).toBe(300 * ROW);
+    expect(viewport.scrollTop).toBe(300 * ROW_HEIGHT);
   });
 
   it('shows the first chips of a row and counts the rest, naming them', () => {

@@ -2,6 +2,10 @@
 import type { QueueItem } from '../backend';
 import { label } from './time';
 
+// Every queue row is this tall, so the rows in view follow from the scroll position alone: a
+// queue of 10,000 plans renders a screenful.
+export const ROW_HEIGHT = 84;
+
 export type Sort = 'expiry' | 'credits' | 'subjects';
 export type Facet = 'all' | 'risky' | 'bulk' | 'access' | 'money' | 'blocked' | 'stale';
 

@@ -6,10 +6,12 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use countersign_api::AppState;
 use countersign_console::journal::Journal;
 use countersign_console::signer::Signer;
 use countersign_console::{Confirm, Console};
-use countersign_gateway::{accounts, app, demo, AppState, Store};
+use countersign_embedded::Embedded;
+use countersign_engine::accounts;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 use tokio::task::JoinHandle;
@@ -18,6 +20,8 @@ pub struct Gateway {
     /// Where consoles reach the gateway: through a relay that can be cut and restored.
     pub url: String,
     pub state: Arc<AppState>,
+    /// Dropped with the gateway: its server, and its local model provider.
+    gateway: Embedded,
     relay: Relay,
     pub dir: TempDir,
 }
@@ -74,17 +78,13 @@ impl Gateway {
     pub async fn start() -> anyhow::Result<Gateway> {
         let dir = tempfile::tempdir()?;
         let database = format!("sqlite://{}", dir.path().join("gateway.db").display());
-        let store = Store::open(&database).await?;
-        demo::seed(&store).await?;
-        let state = AppState::new(store, "Test gateway").await?;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let upstream = listener.local_addr()?;
-        let router = app(state.clone());
-        tokio::spawn(async move { axum::serve(listener, router).await });
+        let gateway = Embedded::start(&database, None).await?;
+        let upstream = gateway.url.trim_start_matches("http://").parse()?;
         let relay = Relay::start(upstream).await?;
         Ok(Gateway {
             url: format!("http://{}", relay.addr),
-            state,
+            state: gateway.state.clone(),
+            gateway,
             relay,
             dir,
         })
@@ -108,7 +108,9 @@ impl Gateway {
     }
 
     pub async fn agent(&self, name: &str) -> anyhow::Result<Agent> {
-        let (_, token) = accounts::add_agent(&self.state.store, name, Some("usr_lead")).await?;
+        // The demo made `ops` already: an agent is made, or its token made anew.
+        let (_, token) =
+            accounts::rotate_agent_token(&self.state.store, name, Some("usr_lead")).await?;
         Ok(Agent {
             http: reqwest::Client::new(),
             url: self.url.clone(),
@@ -213,6 +215,16 @@ pub const SETTINGS: &str = "projects.settings.update";
 pub const REMOVE: &str = "groups.members.remove";
 
 /// Keyring tests run in a D-Bus session with a Secret Service: `tests/with-keyring.sh`.
+/// A gateway, its agent `ops`, and the console of an approver enrolled as `name`: where most
+/// tests start.
+pub async fn approving(name: &str) -> anyhow::Result<(Gateway, Agent, Enrolled)> {
+    require_secret_service();
+    let gateway = Gateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let console = gateway.console(name).await?;
+    Ok((gateway, agent, console))
+}
+
 pub fn require_secret_service() {
     assert!(
         std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),

@@ -14,14 +14,12 @@ use countersign_proto::ErrorCode;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use countersign_api::AppState;
+use countersign_engine::accounts::{Agent, Caller};
+use countersign_engine::dry_run::{self, DryRunAnswer};
+use countersign_engine::{ids, invoke, plans, reads, rederive, ApiError, ApiResult, Capability};
+
 use super::tools::{self, ArgsSchema, DEFAULT_WAIT_SECONDS, EXECUTE, WAIT};
-use crate::accounts::Agent;
-use crate::auth::Caller;
-use crate::capabilities::Capability;
-use crate::error::{ApiError, ApiResult};
-use crate::routes::agent::{self, DryRunAnswer};
-use crate::routes::{approver, invoke};
-use crate::{plans, AppState};
 
 /// Writes by another process on the same database (the HTTP gateway deciding a plan that a
 /// stdio server waits for) send no commit notification here; this is how late they are seen.
@@ -47,14 +45,14 @@ pub async fn capability(
             params: Some(params),
             idempotency_key: None,
         };
-        return executed(invoke::run(state, id, trace_id, agent, request).await?);
+        return executed(invoke::run(&state.engine, id, trace_id, agent, request).await?);
     }
     let request = DryRunRequest {
         params,
         expected_revisions: None,
         idempotency_key: None,
     };
-    let plan = match agent::preview(state, id, agent, request).await? {
+    let plan = match dry_run::run(state, id, agent, request).await? {
         DryRunAnswer::Plan(plan) => plan,
         DryRunAnswer::Invalid(invalid) => {
             let message = invalid.violations.first().map_or_else(
@@ -72,7 +70,7 @@ pub async fn capability(
         }
     };
     if !plan.executable {
-        let mut refusal = invoke::blocked(&plan);
+        let mut refusal = rederive::blocked(&plan);
         refusal.details["plan_id"] = json!(plan.plan_id);
         return Err(refusal);
     }
@@ -82,7 +80,7 @@ pub async fn capability(
             params: None,
             idempotency_key: None,
         };
-        return executed(invoke::run(state, id, trace_id, agent, request).await?);
+        return executed(invoke::run(&state.engine, id, trace_id, agent, request).await?);
     }
     let required = capability.describe().approval.required_approvals;
     Ok(Answer {
@@ -112,14 +110,14 @@ pub async fn execute(
 ) -> ApiResult<Answer> {
     let args: ExecuteArgs = parse(tools::execute_schema(), arguments)?;
     let caller = Caller::Agent(agent.clone());
-    let record = approver::read_plan(state, &caller, &args.plan_id).await?;
+    let record = reads::plan(state, &caller, &args.plan_id).await?;
     let request = InvokeRequest {
         plan_id: Some(args.plan_id),
         params: None,
         idempotency_key: args.idempotency_key,
     };
     let capability = &record.plan.capability_id;
-    executed(invoke::run(state, capability, trace_id, agent, request).await?)
+    executed(invoke::run(&state.engine, capability, trace_id, agent, request).await?)
 }
 
 #[derive(Deserialize)]
@@ -144,7 +142,7 @@ pub async fn wait(
     tokio::pin!(cancelled);
     loop {
         commits.mark_unchanged();
-        let record = approver::read_plan(state, &caller, &args.plan_id).await?;
+        let record = reads::plan(state, &caller, &args.plan_id).await?;
         if record.status != PlanStatus::PendingApproval {
             return Ok(decided(&record, false));
         }
@@ -198,7 +196,7 @@ fn waiting_text(plan: &Preview, required: u32) -> String {
     let mut lines = vec![format!(
         "Waiting for approval: plan {} needs {approvals}, expires at {}; call {WAIT}, then {EXECUTE} with this plan_id.",
         plan.plan_id,
-        crate::ids::to_text(plan.expires_at),
+        ids::to_text(plan.expires_at),
     )];
     lines.push("Effects:".to_owned());
     for effect in &plan.effects {

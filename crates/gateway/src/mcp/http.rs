@@ -11,10 +11,9 @@ use axum::Router;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::McpGateway;
-use crate::auth;
-use crate::error::ApiResult;
-use crate::{AppState, BODY_LIMIT};
+use countersign_api::{resolved, AppState, HttpResult, BODY_LIMIT};
+
+use super::{tools, McpGateway};
 
 /// Stateless: every request stands alone (the engine keeps all state in the store), so any
 /// instance sharing the database can answer it. Any `Host` is accepted: a page that rebinds a
@@ -25,9 +24,11 @@ pub fn routes(state: Arc<AppState>) -> Router<Arc<AppState>> {
         .with_json_response(true)
         .with_max_request_body_bytes(BODY_LIMIT)
         .disable_allowed_hosts();
+    let tools = tools::all(state.registry);
     let service = StreamableHttpService::new(
         move || {
             Ok(McpGateway {
+                tools: tools.clone(),
                 state: state.clone(),
                 token: None,
             })
@@ -40,8 +41,8 @@ pub fn routes(state: Arc<AppState>) -> Router<Arc<AppState>> {
         .route_layer(middleware::from_fn(authenticate))
 }
 
-async fn authenticate(mut request: Request, next: Next) -> ApiResult<Response> {
-    let agent = auth::resolved(request.headers(), request.extensions())?.into_agent()?;
+async fn authenticate(mut request: Request, next: Next) -> HttpResult<Response> {
+    let agent = resolved(request.headers(), request.extensions())?.into_agent()?;
     request.extensions_mut().insert(agent);
     Ok(next.run(request).await)
 }

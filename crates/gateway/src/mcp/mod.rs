@@ -22,11 +22,9 @@ use serde_json::Value;
 pub use http::routes;
 pub use tools::annotations;
 
-use crate::accounts::Agent;
-use crate::auth::{self, Caller};
-use crate::capabilities::Capability;
-use crate::error::{ApiError, ApiResult};
-use crate::{ids, AppState};
+use countersign_api::AppState;
+use countersign_engine::accounts::{self, Agent, Caller};
+use countersign_engine::{ids, ApiError, ApiResult};
 
 const INSTRUCTIONS: &str = "Countersign previews every write before it happens. A capability tool \
     that needs a human answers with a plan waiting for approval instead of a result: call \
@@ -37,6 +35,8 @@ const INSTRUCTIONS: &str = "Countersign previews every write before it happens. 
 #[derive(Clone)]
 pub struct McpGateway {
     state: Arc<AppState>,
+    /// The tools of this gateway's capabilities, made once.
+    tools: Arc<[rmcp::model::Tool]>,
     /// The stdio server's agent token, checked on every call as a header would be (it may be
     /// revoked mid-session); over HTTP each request carries its own.
     token: Option<String>,
@@ -45,7 +45,9 @@ pub struct McpGateway {
 impl McpGateway {
     async fn agent(&self, context: &RequestContext<RoleServer>) -> ApiResult<Agent> {
         if let Some(token) = &self.token {
-            return auth::caller(&self.state, token).await?.into_agent();
+            return accounts::caller(&self.state.store, token)
+                .await?
+                .into_agent();
         }
         context
             .extensions
@@ -68,7 +70,7 @@ impl McpGateway {
                 calls::wait(&self.state, &agent, arguments, context.ct.cancelled()).await
             }
             name => {
-                let capability = Capability::by_id(name).ok_or_else(|| {
+                let capability = self.state.registry.get(name).ok_or_else(|| {
                     ApiError::new(ErrorCode::NotFound, format!("No tool is called {name}."))
                 })?;
                 calls::capability(&self.state, &agent, capability, arguments, trace_id).await
@@ -92,7 +94,7 @@ impl ServerHandler for McpGateway {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::all().to_vec()))
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
     }
 
     /// Every failure is a tool result in the protocol's error contract, never a JSON-RPC error:
@@ -128,11 +130,12 @@ fn refusal(error: ApiError, trace_id: &str) -> CallToolResult {
 /// Serves MCP on stdin/stdout for the agent holding `token` until the client closes the pipe.
 /// A token that is not an agent's is refused before anything is served.
 pub async fn serve_stdio(state: Arc<AppState>, token: &str) -> anyhow::Result<()> {
-    auth::caller(&state, token)
+    accounts::caller(&state.store, token)
         .await
         .and_then(Caller::into_agent)
         .map_err(|e| anyhow::anyhow!("{}: {}", e.code, e.message))?;
     let server = McpGateway {
+        tools: tools::all(state.registry),
         state,
         token: Some(token.to_owned()),
     };

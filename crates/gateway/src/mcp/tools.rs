@@ -8,7 +8,8 @@ use countersign_proto::plan::{EffectKind, ViolationDetail};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{json, Value};
 
-use crate::capabilities::{ApprovalRule, Capability};
+use countersign_engine::{Capability, Registry};
+use countersign_pack::ApprovalRule;
 
 pub const EXECUTE: &str = "countersign_execute";
 pub const WAIT: &str = "countersign_wait";
@@ -17,15 +18,13 @@ pub const WAIT: &str = "countersign_wait";
 pub const MAX_WAIT_SECONDS: u64 = 60;
 pub const DEFAULT_WAIT_SECONDS: u64 = 30;
 
-/// Every tool, built once: the list never changes while the gateway runs.
-pub fn all() -> &'static [Tool] {
-    static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
-    TOOLS.get_or_init(|| {
-        Capability::all()
-            .map(capability_tool)
-            .chain([execute_tool(), wait_tool()])
-            .collect()
-    })
+/// Every tool of a gateway serving `registry`'s capabilities.
+pub fn all(registry: &'static Registry) -> Arc<[Tool]> {
+    registry
+        .all()
+        .map(capability_tool)
+        .chain([execute_tool(), wait_tool()])
+        .collect()
 }
 
 /// Hints that follow the capability's declared effects: nothing written is read-only; what can

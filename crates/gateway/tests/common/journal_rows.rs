@@ -9,7 +9,7 @@ use countersign_proto::Credits;
 use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 
-use countersign_gateway::capabilities::world;
+use countersign_demo_world::table_of;
 
 use super::world_diff::{key, row_line, update_line, Rows};
 
@@ -164,7 +164,7 @@ pub fn expected(plan: &Value, journal: &[Value], before: &Rows, charged: &str) -
         }
     }
     for resource in written {
-        let Some((table, id)) = world::table_of(&resource) else {
+        let Some((table, id)) = table_of(&resource) else {
             continue;
         };
         let was = &before[table][&key(id)]["revision"];

@@ -12,8 +12,10 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use countersign_gateway::store::{scratch_postgres, Dialect};
-use countersign_gateway::{accounts, app, demo, AppState, Store};
+use countersign_api::AppState;
+use countersign_embedded::{default_registry, seed_demo};
+use countersign_engine::store::{database_url, scratch_postgres, Dialect};
+use countersign_engine::{accounts, Limits, Registry, Store};
 use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
 use countersign_proto::dsse::{encode_public_key, Envelope};
 use ed25519_dalek::SigningKey;
@@ -25,7 +27,7 @@ pub struct Gateway {
     pub state: Arc<AppState>,
     pub agent: String,
     /// Last, so the store's handles are gone before its database is.
-    database: Option<Scratch>,
+    database: Option<TestDatabase>,
 }
 
 pub struct Reply {
@@ -41,32 +43,53 @@ pub struct Approver {
     pub key: SigningKey,
 }
 
-/// The database a test runs on: `sqlite` as the test names it, or, when
-/// `COUNTERSIGN_TEST_POSTGRES` names a PostgreSQL server (as in `make test`'s second pass), a new
-/// database of its own there, its tables made.
-pub async fn database(sqlite: &str) -> String {
-    match std::env::var("COUNTERSIGN_TEST_POSTGRES") {
-        Ok(server) => copy_of(&server, false).await,
-        Err(_) => sqlite.to_owned(),
+/// A test's database: its URL, and on PostgreSQL the guard that drops it when the test is done
+/// with it. Reads as the URL.
+pub struct TestDatabase {
+    pub url: String,
+    _dropped_with: Option<Scratch>,
+}
+
+impl std::ops::Deref for TestDatabase {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.url
     }
 }
 
+/// The database a test runs on: `sqlite` as the test names it, or, when
+/// `COUNTERSIGN_TEST_POSTGRES` names a PostgreSQL server (as in `make test`'s second pass), a new
+/// database of its own there, its tables made.
+pub async fn database(sqlite: &str) -> TestDatabase {
+    test_database(sqlite, false).await
+}
+
 /// Like [`database`], with the demo world already in it.
-pub async fn demo_database(sqlite: &str) -> String {
+pub async fn demo_database(sqlite: &str) -> TestDatabase {
+    test_database(sqlite, true).await
+}
+
+async fn test_database(sqlite: &str, seeded: bool) -> TestDatabase {
     match std::env::var("COUNTERSIGN_TEST_POSTGRES") {
-        Ok(server) => copy_of(&server, true).await,
-        Err(_) => sqlite.to_owned(),
+        Ok(server) => {
+            let url = copy_of(&server, seeded).await;
+            TestDatabase {
+                _dropped_with: Some(Scratch::of(&server, &url)),
+                url,
+            }
+        }
+        Err(_) => TestDatabase {
+            url: sqlite.to_owned(),
+            _dropped_with: None,
+        },
     }
 }
 
 /// A store of its own for one test, and, on PostgreSQL, the guard that drops its database.
-async fn own_store(seeded: bool) -> (Store, Option<Scratch>) {
-    let Ok(server) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
-        return (Store::open("sqlite::memory:").await.unwrap(), None);
-    };
-    let url = copy_of(&server, seeded).await;
-    let store = Store::open(&url).await.unwrap();
-    (store, Some(Scratch::of(&server, &url)))
+async fn own_store(seeded: bool) -> (Store, TestDatabase) {
+    let database = test_database("sqlite::memory:", seeded).await;
+    (Store::open(&database).await.unwrap(), database)
 }
 
 /// A test's PostgreSQL database, dropped when the test is done with it, whoever is still
@@ -139,10 +162,10 @@ async fn copy_of(server: &str, seeded: bool) -> String {
             .execute(&mut admin)
             .await
             .unwrap();
-        let url = countersign_gateway::store::database_url(server, template).unwrap();
+        let url = database_url(server, template).unwrap();
         let store = Store::open(&url).await.unwrap();
         if seeded {
-            demo::seed(&store).await.unwrap();
+            seed_demo(&store).await.unwrap();
         }
         store.close().await;
     }
@@ -172,44 +195,55 @@ where
     replies
 }
 
+/// The reference gateway's state over `store`, with the default limits and packs.
+pub async fn state(store: Store) -> Arc<AppState> {
+    state_with(store, Limits::default(), default_registry()).await
+}
+
+/// The gateway's state over `store`, held to `limits`, serving `registry`.
+pub async fn state_with(
+    store: Store,
+    limits: Limits,
+    registry: &'static Registry,
+) -> Arc<AppState> {
+    countersign_embedded::state(store, "Test", limits, registry)
+        .await
+        .unwrap()
+}
+
 impl Gateway {
     pub async fn new() -> Gateway {
-        let (store, database) = own_store(true).await;
-        demo::seed(&store).await.unwrap();
-        Gateway {
-            database,
-            ..Gateway::on(store).await
-        }
+        Gateway::serving(Limits::default(), default_registry()).await
     }
 
     /// The demo gateway over the store at `url` (from [`database`]: a file, for tests that need
     /// several connections or open the store again).
     pub async fn at(url: &str) -> Gateway {
         let store = Store::open(url).await.unwrap();
-        demo::seed(&store).await.unwrap();
-        Gateway::on(store).await
+        seed_demo(&store).await.unwrap();
+        Gateway::from_state(state(store).await).await
     }
 
     /// The demo gateway held to `limits` instead of the defaults.
-    pub async fn limited(limits: countersign_gateway::Limits) -> Gateway {
-        let (store, database) = own_store(true).await;
-        demo::seed(&store).await.unwrap();
-        Gateway {
-            database,
-            ..Gateway::from_state(AppState::with_limits(store, "Test", limits).await.unwrap()).await
-        }
+    pub async fn limited(limits: Limits) -> Gateway {
+        Gateway::serving(limits, default_registry()).await
     }
 
     /// The demo gateway whose provider capabilities call `providers`.
-    pub async fn with_providers(providers: countersign_gateway::providers::Providers) -> Gateway {
+    pub async fn with_providers(providers: countersign_providers::Providers) -> Gateway {
+        let registry = countersign_embedded::registry(&Default::default(), providers)
+            .unwrap()
+            .leak();
+        Gateway::serving(Limits::default(), registry).await
+    }
+
+    /// The demo gateway, held to `limits`, offering `registry`'s capabilities.
+    pub async fn serving(limits: Limits, registry: &'static Registry) -> Gateway {
         let (store, database) = own_store(true).await;
-        demo::seed(&store).await.unwrap();
-        let state = AppState::with_providers(store, "Test", Default::default(), providers)
-            .await
-            .unwrap();
+        seed_demo(&store).await.unwrap();
         Gateway {
-            database,
-            ..Gateway::from_state(state).await
+            database: Some(database),
+            ..Gateway::from_state(state_with(store, limits, registry).await).await
         }
     }
 
@@ -217,7 +251,8 @@ impl Gateway {
     /// since the world has no people to act for until the test makes them.
     pub async fn bare() -> Gateway {
         let (store, database) = own_store(false).await;
-        let state = AppState::new(store, "Test").await.unwrap();
+        let database = Some(database);
+        let state = state(store).await;
         let (_, agent) = accounts::add_agent(&state.store, "ops", None)
             .await
             .unwrap();
@@ -226,10 +261,6 @@ impl Gateway {
             agent,
             database,
         }
-    }
-
-    async fn on(store: Store) -> Gateway {
-        Gateway::from_state(AppState::new(store, "Test").await.unwrap()).await
     }
 
     /// A gateway over `state` whose agent is `agent` (made elsewhere, or none: "").
@@ -310,7 +341,10 @@ impl Gateway {
     }
 
     pub async fn send(&self, request: Request<Body>) -> Reply {
-        let response = app(self.state.clone()).oneshot(request).await.unwrap();
+        let response = countersign_gateway::router(self.state.clone())
+            .oneshot(request)
+            .await
+            .unwrap();
         let status = response.status();
         let headers = response.headers().clone();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
@@ -499,8 +533,6 @@ impl Gateway {
     /// A plan of `capability` for `params`, previewed as the test agent and approved by as many
     /// newly enrolled approvers as the capability requires.
     pub async fn approved(&self, capability: &str, params: Value) -> Value {
-        let plan = self.preview(capability, params).await;
-        assert_eq!(plan["would_require_approval"], true, "{plan}");
         let describe = self
             .call(
                 "GET",
@@ -516,7 +548,20 @@ impl Gateway {
         for n in 0..needed {
             approvers.push(self.enroll(&format!("Approver {n}")).await);
         }
-        approve_by(self, &plan, &approvers.iter().collect::<Vec<_>>()).await;
+        let approvers: Vec<&Approver> = approvers.iter().collect();
+        self.approved_by(capability, params, &approvers).await
+    }
+
+    /// A plan of `capability` for `params`, previewed as the test agent and approved by each of
+    /// `approvers`.
+    pub async fn approved_by(
+        &self,
+        capability: &str,
+        params: Value,
+        approvers: &[&Approver],
+    ) -> Value {
+        let plan = self.preview(capability, params).await;
+        approve_by(self, &plan, approvers).await;
         plan
     }
 

@@ -6,7 +6,8 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use std::sync::Arc;
 
-use countersign_gateway::{app, AppState, Store};
+use countersign_api::AppState;
+use countersign_engine::{Engine, Limits, Store};
 use http_body_util::BodyExt as _;
 use tower::ServiceExt as _;
 
@@ -32,7 +33,7 @@ impl Events {
         if let Some(id) = last_event_id {
             request = request.header("last-event-id", id);
         }
-        let response = app(gw.state.clone())
+        let response = countersign_gateway::router(gw.state.clone())
             .oneshot(request.body(Body::empty()).unwrap())
             .await
             .unwrap();
@@ -85,17 +86,9 @@ impl Events {
 
 /// A gateway's state over `store` whose event streams send a heartbeat every `heartbeat`.
 pub async fn beating(store: Store, heartbeat: Duration) -> Arc<AppState> {
-    Arc::new(AppState {
-        gateway_id: store.gateway_id().await.unwrap(),
-        identity: countersign_gateway::identity::load_or_create(&store)
-            .await
-            .unwrap(),
-        store,
-        name: "Test".into(),
-        poll_interval: 5,
-        heartbeat,
-        limits: countersign_gateway::Limits::default(),
-        throttle: countersign_gateway::Throttle::default(),
-        providers: countersign_gateway::providers::Providers::none(),
-    })
+    let registry = countersign_embedded::default_registry();
+    let engine = Engine::start(store, "Test", Limits::default(), registry)
+        .await
+        .unwrap();
+    AppState::with_heartbeat(engine, heartbeat)
 }

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use countersign_gateway::store::Dialect;
+use countersign_engine::store::Dialect;
 use serde_json::{Map, Value};
 use sqlx::AnyPool;
 

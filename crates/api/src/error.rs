@@ -1,0 +1,157 @@
+//! API errors in the seed 002 envelope, and the trace id every response carries.
+
+use axum::body::Bytes;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, Query, Request};
+use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use countersign_engine::{ids, ApiError};
+use countersign_proto::error::ErrorEnvelope;
+use countersign_proto::strict_json;
+use countersign_proto::ErrorCode;
+use serde::de::DeserializeOwned;
+
+/// An [`ApiError`] as an HTTP answer: its status from its code, its body written by [`trace`],
+/// which knows the trace id. Handlers answer `HttpResult`, and `?` on an engine call converts.
+#[derive(Debug)]
+pub struct HttpError(pub ApiError);
+
+pub type HttpResult<T> = Result<T, HttpError>;
+
+impl From<ApiError> for HttpError {
+    fn from(e: ApiError) -> HttpError {
+        HttpError(e)
+    }
+}
+
+impl IntoResponse for HttpError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.0.code.http_status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response = status.into_response();
+        response.extensions_mut().insert(self.0);
+        response
+    }
+}
+
+/// `error` as the HTTP answer it renders to.
+pub fn respond(error: ApiError) -> Response {
+    HttpError(error).into_response()
+}
+
+#[derive(Debug, Clone)]
+pub struct TraceId(pub String);
+
+/// Gives every request a trace id, answers with `X-Trace-Id`, and renders errors into the envelope.
+pub async fn trace(mut request: Request, next: Next) -> Response {
+    let trace_id = ids::random_id("trc_", 8);
+    request.extensions_mut().insert(TraceId(trace_id.clone()));
+    let method = request.method().clone();
+    let mut response = next.run(request).await;
+    let unrendered = response.extensions().get::<ApiError>().is_none();
+    // The router's own answers (a body over the limit, a method the route lacks) speak the
+    // error contract too; axum adds `Allow` to the latter outside this layer.
+    if unrendered && response.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        response = respond(ApiError::new(
+            ErrorCode::PayloadTooLarge,
+            "The request body is too large.",
+        ));
+    }
+    if unrendered && response.status() == StatusCode::METHOD_NOT_ALLOWED {
+        response = respond(ApiError::new(
+            ErrorCode::MethodNotAllowed,
+            format!("This endpoint does not answer {method}; `Allow` names what it does."),
+        ));
+    }
+    if let Some(error) = response.extensions_mut().remove::<ApiError>() {
+        let status = response.status();
+        let retry_after = response.headers_mut().remove(RETRY_AFTER);
+        let mut body = ErrorEnvelope::new(error.code, error.message, error.details, &trace_id);
+        if let Some(provider) = error.provider {
+            body = body.from_provider(provider);
+        }
+        if let Some(retryable) = error.retryable {
+            body.error.retryable = retryable;
+        }
+        response = (status, axum::Json(body)).into_response();
+        if let Some(value) = retry_after {
+            response.headers_mut().insert(RETRY_AFTER, value);
+        }
+    }
+    if let Ok(value) = HeaderValue::from_str(&trace_id) {
+        response.headers_mut().insert("x-trace-id", value);
+    }
+    response
+}
+
+/// JSON body whose rejections speak the protocol: `payload_too_large` or `validation_error`.
+pub struct Body<T>(pub T);
+
+impl<S, T> FromRequest<S> for Body<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = HttpError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if !json_content_type(req.headers()) {
+            return Err(HttpError(ApiError::validation(
+                "",
+                "The request body must be JSON (Content-Type: application/json).",
+            )));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(ErrorCode::PayloadTooLarge, "The request body is too large.")
+            } else {
+                ApiError::validation("", rejection.body_text())
+            }
+        })?;
+        strict_json::check(&bytes).map_err(|why| {
+            ApiError::validation("", format!("The request body is ambiguous: {why}."))
+        })?;
+        match axum::Json::<T>::from_bytes(&bytes) {
+            Ok(axum::Json(value)) => Ok(Body(value)),
+            Err(rejection) => Err(HttpError(json_rejection(rejection))),
+        }
+    }
+}
+
+/// `application/json` or any `application/…+json`, parameters aside, as axum's own `Json` takes.
+fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
+    let Some(value) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+fn json_rejection(rejection: JsonRejection) -> ApiError {
+    ApiError::validation(
+        "",
+        format!(
+            "The request body does not match the schema: {}",
+            rejection.body_text()
+        ),
+    )
+}
+
+pub async fn fallback() -> HttpError {
+    HttpError(ApiError::new(ErrorCode::NotFound, "No such endpoint."))
+}
+
+/// A query string that does not parse, as the protocol's `validation_error`.
+pub fn query<T>(query: Result<Query<T>, QueryRejection>) -> HttpResult<T> {
+    query
+        .map(|Query(q)| q)
+        .map_err(|e| HttpError(ApiError::validation("", e.body_text())))
+}

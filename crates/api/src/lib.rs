@@ -1,0 +1,124 @@
+//! The gateway's HTTP API: the axum router `app(state)` over the engine, bearer-token auth,
+//! per-caller rate limits, the error contract of seed 002 on every answer, and the OpenAPI
+//! description of it all. Each handler is one call of an engine function.
+//!
+//! It depends on the engine and the pack interface, and never on MCP, SMTP, TLS or any pack:
+//! the server composes those around it, and the desktop's embedded demo serves it alone.
+
+mod auth;
+mod error;
+pub mod openapi;
+mod routes;
+mod schemas;
+pub mod throttle;
+
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+use countersign_engine::Engine;
+
+pub use auth::{bearer, resolved, Auth};
+pub use error::{respond, Body, HttpError, HttpResult, TraceId};
+pub use throttle::Throttle;
+
+/// Request bodies above this are refused with `payload_too_large` (PROTOCOL section 4).
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+/// The engine, and what serving it over HTTP adds.
+pub struct AppState {
+    pub engine: Arc<Engine>,
+    /// Seconds a console should wait between polls of the approval queue.
+    pub poll_interval: u32,
+    /// How often an idle event stream says it is alive.
+    pub heartbeat: Duration,
+    pub throttle: Throttle,
+    /// The OpenAPI description as served, made once.
+    openapi: OnceLock<String>,
+}
+
+/// The HTTP state reads as the engine it serves.
+impl Deref for AppState {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl AppState {
+    /// The state for `engine`, with rate limits from its limits, a 5 s poll interval and a 15 s
+    /// heartbeat.
+    pub fn new(engine: Arc<Engine>) -> Arc<AppState> {
+        AppState::with_heartbeat(engine, Duration::from_secs(15))
+    }
+
+    /// [`AppState::new`] whose event streams say they are alive every `heartbeat`. Idle rate
+    /// buckets are forgotten for as long as the state lives.
+    pub fn with_heartbeat(engine: Arc<Engine>, heartbeat: Duration) -> Arc<AppState> {
+        let state = Arc::new(AppState {
+            throttle: Throttle::new(&engine.limits),
+            engine,
+            poll_interval: 5,
+            heartbeat,
+            openapi: OnceLock::new(),
+        });
+        let weak: Weak<AppState> = Arc::downgrade(&state);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                let Some(state) = weak.upgrade() else {
+                    return;
+                };
+                state.throttle.forget_idle();
+            }
+        });
+        state
+    }
+}
+
+/// The HTTP API.
+pub fn app(state: Arc<AppState>) -> Router {
+    app_with(state, Router::new())
+}
+
+/// The HTTP API with `more` routes beside it (the server's `/mcp`), behind the same limits,
+/// trace ids and error contract.
+pub fn app_with(state: Arc<AppState>, more: Router<Arc<AppState>>) -> Router {
+    use routes::{agent, approver, decisions, events, invoke, plans};
+    Router::new()
+        .route("/v1/gateway", get(agent::gateway))
+        .route("/v1/capabilities", get(agent::capabilities))
+        .route("/v1/capabilities/{id}", get(agent::describe))
+        .route("/v1/capabilities/{id}/dry_run", post(agent::dry_run))
+        .route("/v1/capabilities/{id}/invoke", post(invoke::invoke))
+        .route("/v1/gateway/identity", post(approver::identity))
+        .route("/v1/approvers/enroll", post(approver::enroll))
+        .route("/v1/approvers/enroll/bound", post(approver::enroll_bound))
+        .route("/v1/approvers/keys", post(approver::rotate_key))
+        .route("/v1/agents/{id}/wallet", get(approver::wallet))
+        .route("/v1/approvals", get(approver::approvals))
+        .route("/v1/plans/{id}", get(plans::plan))
+        .route("/v1/plans/{id}/decisions", post(decisions::decide))
+        .route("/v1/plans/{id}/refresh", post(plans::refresh))
+        .route(
+            "/v1/plans/{id}/effects/{effect}/subjects",
+            get(plans::subjects),
+        )
+        .route("/v1/events", get(events::events))
+        .route("/v1/audit", get(plans::audit))
+        .route("/v1/openapi.json", get(openapi::serve))
+        .merge(more)
+        .fallback(error::fallback)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            throttle::limit,
+        ))
+        .layer(axum::middleware::from_fn(error::trace))
+        .with_state(state)
+}

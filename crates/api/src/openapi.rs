@@ -1,0 +1,81 @@
+//! The HTTP API as an OpenAPI 3.1 description, served at `GET /v1/openapi.json`. Bodies are the
+//! wire types of `countersign-proto` (their JSON Schemas derived from the Rust types); each
+//! operation is declared on its handler, so a handler that changes what it takes or answers
+//! changes the description. Every failure is the seed 002 error envelope. `docs/openapi.json` is
+//! the demo gateway's description committed; a test holds the two equal.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
+use countersign_engine::Registry;
+use countersign_proto::error::ErrorEnvelope;
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::routes::{agent, approver, decisions, events, invoke, plans};
+use crate::schemas::{DryRunAnswer, Wallet};
+use crate::AppState;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Countersign gateway", description = "Dry runs, plans, signed decisions, execution (spec/PROTOCOL.md)."),
+    paths(agent::gateway, agent::capabilities, agent::describe, agent::dry_run, invoke::invoke,
+          approver::identity, approver::enroll, approver::enroll_bound, approver::rotate_key,
+          approver::wallet, approver::approvals, plans::plan, decisions::decide, plans::refresh,
+          plans::subjects, events::events, plans::audit, serve),
+    components(schemas(ErrorEnvelope, DryRunAnswer, Wallet)),
+    modifiers(&Bearer),
+    security(("bearer" = [])),
+)]
+struct Api;
+
+/// The bearer scheme, which the derive cannot say.
+struct Bearer;
+
+impl Modify for Bearer {
+    fn modify(&self, api: &mut utoipa::openapi::OpenApi) {
+        let components = api.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The description of a gateway serving `registry`'s capabilities: an operation on a capability
+/// names which ids there are.
+pub fn description(registry: &'static Registry) -> utoipa::openapi::OpenApi {
+    let mut api = Api::openapi();
+    let ids: Vec<&str> = registry.all().map(|c| c.id()).collect();
+    for (path, item) in api.paths.paths.iter_mut() {
+        if !path.starts_with("/v1/capabilities/{id}") {
+            continue;
+        }
+        for operation in [&mut item.get, &mut item.post].into_iter().flatten() {
+            for param in operation.parameters.iter_mut().flatten() {
+                if param.name == "id" {
+                    param.schema = Some(
+                        ObjectBuilder::new()
+                            .schema_type(Type::String)
+                            .enum_values(Some(ids.clone()))
+                            .into(),
+                    );
+                }
+            }
+        }
+    }
+    api
+}
+
+/// This description, as text made on the first request: it never changes while the gateway runs.
+#[utoipa::path(get, path = "/v1/openapi.json", operation_id = "openapi", security(()),
+    responses((status = 200, body = Object)))]
+pub async fn serve(State(state): State<Arc<AppState>>) -> Response {
+    let text = state.openapi.get_or_init(|| {
+        serde_json::to_string(&description(state.registry)).expect("the description serializes")
+    });
+    ([(CONTENT_TYPE, "application/json")], text.clone()).into_response()
+}

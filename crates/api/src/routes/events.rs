@@ -1,0 +1,92 @@
+//! `GET /v1/events`: the queue as a server-sent event stream, resumable by `Last-Event-ID`.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use countersign_engine::accounts::Approver;
+use countersign_engine::events::{self, Logged};
+use countersign_engine::ApiError;
+use futures_util::stream::{self, Stream};
+use serde_json::json;
+use tokio::sync::watch;
+
+use crate::schemas::Refused;
+use crate::{AppState, Auth, HttpResult};
+
+struct Feed {
+    state: Arc<AppState>,
+    seen: i64,
+    ready: VecDeque<Event>,
+    commits: watch::Receiver<u64>,
+}
+
+/// The queue's changes as server-sent events, resumable with `Last-Event-ID`.
+#[utoipa::path(get, path = "/v1/events",
+    params(("Last-Event-ID" = Option<String>, Header)),
+    responses((status = 200, content_type = "text/event-stream", description = "An event stream."), Refused))]
+pub async fn events(
+    State(state): State<Arc<AppState>>,
+    _approver: Auth<Approver>,
+    headers: HeaderMap,
+) -> HttpResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let commits = state.store.commits();
+    // A header that is not text resumes nothing, like an id that is not one of ours.
+    let last = headers
+        .get("last-event-id")
+        .map(|v| v.to_str().unwrap_or(""));
+    let (seen, first) = events::start(&state.store, last)
+        .await
+        .map_err(ApiError::from)?;
+    let heartbeat = state.heartbeat;
+    let feed = Feed {
+        state,
+        seen,
+        ready: first.into_iter().map(event).collect(),
+        commits,
+    };
+    let stream = stream::unfold(feed, |mut feed| async move {
+        loop {
+            if let Some(event) = feed.ready.pop_front() {
+                return Some((Ok(event), feed));
+            }
+            match events::after(&feed.state.store, feed.seen).await {
+                Ok((seen, batch)) if seen > feed.seen => {
+                    feed.seen = seen;
+                    feed.ready.extend(batch.into_iter().map(event));
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = ?e, "event stream ends");
+                    return None;
+                }
+            }
+            if feed.commits.changed().await.is_err() {
+                return None;
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(heartbeat).text("heartbeat")))
+}
+
+fn event(logged: Logged) -> Event {
+    match logged {
+        Logged::Change {
+            revision,
+            kind,
+            summary,
+        } => Event::default()
+            .id(revision.to_string())
+            .event(kind)
+            .data(summary),
+        // Tells a client to list the queue again: the log cannot bring it up to date.
+        Logged::Resync { current } => Event::default()
+            .id(current.to_string())
+            .event("resync")
+            .data(json!({ "revision": current.to_string() }).to_string()),
+    }
+}

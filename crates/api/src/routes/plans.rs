@@ -1,0 +1,81 @@
+//! A plan, its parts and history, and a fresh preview of it.
+
+use std::sync::Arc;
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use countersign_engine::accounts::Caller;
+use countersign_engine::{reads, refresh as fresh};
+use countersign_proto::approvals::PlanRecord;
+use countersign_proto::guard::SubjectPage;
+use serde::Deserialize;
+
+use super::no_store;
+use crate::error::query;
+use crate::schemas::{Refused, WriteRefused};
+use crate::{AppState, Auth, HttpResult};
+
+/// A plan with its status, approvals and what moved.
+#[utoipa::path(get, path = "/v1/plans/{id}", params(("id" = String, Path)),
+    responses((status = 200, body = PlanRecord), Refused))]
+pub async fn plan(
+    State(state): State<Arc<AppState>>,
+    Auth(caller): Auth<Caller>,
+    Path(id): Path<String>,
+) -> HttpResult<Response> {
+    Ok(no_store(reads::plan(&state, &caller, &id).await?))
+}
+
+/// A fresh preview of a stale plan, superseding it.
+#[utoipa::path(post, path = "/v1/plans/{id}/refresh", params(("id" = String, Path)),
+    responses((status = 200, body = PlanRecord), WriteRefused))]
+pub async fn refresh(
+    State(state): State<Arc<AppState>>,
+    Auth(caller): Auth<Caller>,
+    Path(plan_id): Path<String>,
+) -> HttpResult<Response> {
+    Ok(no_store(fresh::run(&state, &caller, &plan_id).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    cursor: Option<String>,
+    limit: Option<u32>,
+}
+
+/// One page of an effect's subjects, ids ascending.
+#[utoipa::path(get, path = "/v1/plans/{id}/effects/{effect}/subjects",
+    params(("id" = String, Path), ("effect" = String, Path), ("cursor" = Option<String>, Query),
+           ("limit" = Option<u32>, Query)),
+    responses((status = 200, body = SubjectPage), Refused))]
+pub async fn subjects(
+    State(state): State<Arc<AppState>>,
+    Auth(caller): Auth<Caller>,
+    Path((plan_id, effect_id)): Path<(String, String)>,
+    page: Result<Query<PageQuery>, QueryRejection>,
+) -> HttpResult<Response> {
+    let page = query(page)?;
+    let (cursor, limit) = (page.cursor.as_deref(), page.limit);
+    let subjects = reads::subjects(&state, &caller, &plan_id, &effect_id, cursor, limit);
+    Ok(no_store(subjects.await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    plan_id: String,
+}
+
+/// A plan's previews, decisions and executions, with their journals.
+#[utoipa::path(get, path = "/v1/audit", params(("plan_id" = String, Query)),
+    responses((status = 200, body = Object), Refused))]
+pub async fn audit(
+    State(state): State<Arc<AppState>>,
+    Auth(caller): Auth<Caller>,
+    audit_query: Result<Query<AuditQuery>, QueryRejection>,
+) -> HttpResult<Response> {
+    let AuditQuery { plan_id } = query(audit_query)?;
+    Ok(no_store(reads::audit(&state, &caller, &plan_id).await?))
+}

@@ -1,0 +1,158 @@
+//! Bounds on what an agent writes: every string of a request may reach an approver (in the plan,
+//! its validation messages, the preview audit), so lengths and counts are capped before anything
+//! is stored or evaluated. What the characters may do on a screen is the console's and the CLI's
+//! to neutralise: they must not trust any gateway's text.
+
+use countersign_proto::plan::{DryRunRequest, InvokeRequest};
+use serde_json::Value;
+
+use crate::{ApiError, ApiResult};
+
+/// Characters in any string value of the params.
+pub const MAX_STRING: usize = 1000;
+/// Characters in an object key anywhere in the params.
+pub const MAX_KEY: usize = 100;
+/// Members of an object or items of an array anywhere in the params.
+pub const MAX_ITEMS: usize = 1000;
+/// Nesting of objects and arrays in the params.
+pub const MAX_DEPTH: usize = 8;
+/// Entries of `expected_revisions`.
+pub const MAX_EXPECTED: usize = 50;
+/// Characters in a key of `expected_revisions` (a resource such as `projects/prj_184`).
+pub const MAX_RESOURCE: usize = 200;
+/// Characters in a revision, an idempotency key or a plan id.
+pub const MAX_TOKEN: usize = 100;
+
+pub fn dry_run(request: &DryRunRequest) -> ApiResult<()> {
+    params(&request.params)?;
+    if let Some(expected) = &request.expected_revisions {
+        if expected.len() > MAX_EXPECTED {
+            return Err(ApiError::validation(
+                "/expected_revisions",
+                format!("expected_revisions holds at most {MAX_EXPECTED} entries."),
+            ));
+        }
+        for (resource, revision) in expected {
+            let pointer = format!("/expected_revisions/{}", escape(&clip(resource)));
+            text(&pointer, resource, MAX_RESOURCE, "A resource name")?;
+            text(&pointer, revision, MAX_TOKEN, "A revision")?;
+        }
+    }
+    if let Some(key) = &request.idempotency_key {
+        text("/idempotency_key", key, MAX_TOKEN, "The idempotency key")?;
+    }
+    Ok(())
+}
+
+pub fn invoke(request: &InvokeRequest) -> ApiResult<()> {
+    if let Some(params_value) = &request.params {
+        params(params_value)?;
+    }
+    if let Some(plan_id) = &request.plan_id {
+        text("/plan_id", plan_id, MAX_TOKEN, "The plan id")?;
+    }
+    if let Some(key) = &request.idempotency_key {
+        text("/idempotency_key", key, MAX_TOKEN, "The idempotency key")?;
+    }
+    Ok(())
+}
+
+fn params(value: &Value) -> ApiResult<()> {
+    walk("/params", value, 0)
+}
+
+fn walk(pointer: &str, value: &Value, depth: usize) -> ApiResult<()> {
+    if depth > MAX_DEPTH {
+        return Err(ApiError::validation(
+            pointer,
+            format!("Params nest at most {MAX_DEPTH} levels deep."),
+        ));
+    }
+    match value {
+        Value::String(s) => text(pointer, s, MAX_STRING, "A string"),
+        Value::Array(items) => {
+            if items.len() > MAX_ITEMS {
+                return Err(ApiError::validation(
+                    pointer,
+                    format!("An array holds at most {MAX_ITEMS} items."),
+                ));
+            }
+            for (i, item) in items.iter().enumerate() {
+                walk(&format!("{pointer}/{i}"), item, depth + 1)?;
+            }
+            Ok(())
+        }
+        Value::Object(members) => {
+            if members.len() > MAX_ITEMS {
+                return Err(ApiError::validation(
+                    pointer,
+                    format!("An object holds at most {MAX_ITEMS} members."),
+                ));
+            }
+            for (key, member) in members {
+                let inner = format!("{pointer}/{}", escape(&clip(key)));
+                text(&inner, key, MAX_KEY, "A member name")?;
+                walk(&inner, member, depth + 1)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn text(pointer: &str, value: &str, max: usize, what: &str) -> ApiResult<()> {
+    if value.chars().count() > max {
+        return Err(ApiError::validation(
+            pointer,
+            format!("{what} is at most {max} characters."),
+        ));
+    }
+    Ok(())
+}
+
+/// The start of an over-long key, so a refusal never echoes the whole of it.
+fn clip(key: &str) -> String {
+    key.chars().take(MAX_KEY).collect()
+}
+
+/// A JSON pointer segment (RFC 6901).
+fn escape(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pointer_of(error: ApiError) -> String {
+        error.details["violations"][0]["schema_pointer"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn long_strings_keys_and_arrays_are_refused_with_their_pointer() {
+        let long = "x".repeat(MAX_STRING + 1);
+        let error = params(&json!({"filter": {"users": ["usr_1", long]}})).unwrap_err();
+        assert_eq!(pointer_of(error), "/params/filter/users/1");
+        let key = "k".repeat(MAX_KEY + 1);
+        assert!(params(&json!({ key: 1 })).is_err());
+        let many: Vec<u32> = (0..=MAX_ITEMS as u32).collect();
+        assert_eq!(
+            pointer_of(params(&json!({ "a": many })).unwrap_err()),
+            "/params/a"
+        );
+        assert!(params(&json!({"project": "prj_184", "filename": "a.pdf"})).is_ok());
+    }
+
+    #[test]
+    fn deep_nesting_is_refused() {
+        let mut deep = json!(1);
+        for _ in 0..=MAX_DEPTH {
+            deep = json!([deep]);
+        }
+        assert!(params(&deep).is_err());
+    }
+}

@@ -1,0 +1,166 @@
+//! The agent's preview: schema, scopes and caps checked, the plan evaluated and stored, or the
+//! answer to a repeated idempotency key.
+
+use countersign_proto::describe::DryRunMode;
+use countersign_proto::plan::{DryRunRequest, InvalidPreview, Preview, Violation};
+use countersign_proto::{ErrorCode, INTERFACE_VERSION};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::accounts::Agent;
+use crate::previews::{self, Origin, PreviewAudit};
+use crate::registry::{Capability, Registry};
+use crate::store::Tx;
+use crate::{bounds, ids, plans, scopes, ApiError, ApiResult, Engine};
+
+/// Seed 000's `valid: false` answer, one violation naming every offending field.
+pub fn invalid_preview(
+    capability: Capability,
+    audit_id: &str,
+    details: Vec<countersign_proto::plan::ViolationDetail>,
+) -> InvalidPreview {
+    let first = details
+        .first()
+        .map_or_else(|| "/params".to_owned(), |d| d.schema_pointer.clone());
+    let message = if details.len() == 1 {
+        format!(
+            "Field '{}' is invalid.",
+            first.trim_start_matches("/params/")
+        )
+    } else {
+        format!("{} fields are invalid.", details.len())
+    };
+    InvalidPreview {
+        interface_version: INTERFACE_VERSION.to_owned(),
+        valid: false,
+        capability_id: capability.id().to_owned(),
+        audit_id: audit_id.to_owned(),
+        violations: vec![Violation {
+            code: "validation_error".to_owned(),
+            message,
+            hint: "Call describe(id) and resend params that match input_schema.".to_owned(),
+            retryable: false,
+            schema_pointer: first,
+            details,
+            audit_id: Some(audit_id.to_owned()),
+        }],
+        effects: vec![],
+    }
+}
+
+/// What a dry_run answers: a stored plan, seed 000's `valid: false`, or the first answer to a
+/// repeated idempotency key.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum DryRunAnswer {
+    Plan(Box<Preview>),
+    Invalid(InvalidPreview),
+    Repeated(Value),
+}
+
+/// The dry_run of capability `id` for `agent`, as the HTTP route and the MCP tools run it.
+pub async fn run(
+    engine: &Engine,
+    id: &str,
+    agent: &Agent,
+    request: DryRunRequest,
+) -> ApiResult<DryRunAnswer> {
+    let capability = engine.capability(id)?;
+    let registry = engine.registry;
+    {
+        let mut conn = engine.store.pool().acquire().await?;
+        scopes::authorize(&mut conn, registry, agent, capability, &request.params).await?;
+    }
+    bounds::dry_run(&request)?;
+    let describe = capability.describe();
+    if describe.dry_run == DryRunMode::NotApplicable {
+        return Err(ApiError::validation(
+            "",
+            format!("{id} has no preview; invoke it directly."),
+        ));
+    }
+    let request_json = serde_json::to_value(&request)?;
+    let mut w = engine.store.write().await?;
+    if let Some(key) = &request.idempotency_key {
+        let first = repeated(&mut w.tx, registry, agent, capability, key, &request_json);
+        if let Some(answer) = first.await? {
+            return Ok(DryRunAnswer::Repeated(answer));
+        }
+    }
+    let audit_id = ids::random_id("aud_", 8);
+    let audit = PreviewAudit {
+        audit_id: &audit_id,
+        request: &request_json,
+        idempotency_key: request.idempotency_key.as_deref(),
+    };
+    let violations = capability.violations(&request.params);
+    if !violations.is_empty() {
+        previews::write_audit(&mut w.tx, &audit, capability, &agent.id, None).await?;
+        w.commit().await?;
+        return Ok(DryRunAnswer::Invalid(invalid_preview(
+            capability, &audit_id, violations,
+        )));
+    }
+    let preview = previews::create(
+        &mut w.tx,
+        registry,
+        capability,
+        agent,
+        &request.params,
+        request.expected_revisions.as_ref(),
+        &audit,
+        Origin::DryRun(&engine.limits),
+    )
+    .await?;
+    w.commit().await?;
+    Ok(DryRunAnswer::Plan(Box::new(preview)))
+}
+
+/// A dry_run repeated with its idempotency key: the first plan again with its status now, or a
+/// conflict when the key came with another request.
+async fn repeated(
+    tx: &mut Tx,
+    registry: &'static Registry,
+    agent: &Agent,
+    capability: Capability,
+    key: &str,
+    request: &Value,
+) -> ApiResult<Option<Value>> {
+    let first: Option<(String, String, Option<String>, String)> = sqlx::query_as(
+        "SELECT id, request, plan_id, capability_id FROM preview_audit
+         WHERE agent_id = $1 AND idempotency_key = $2",
+    )
+    .bind(&agent.id)
+    .bind(key)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some((audit_id, first_request, plan_id, first_capability)) = first else {
+        return Ok(None);
+    };
+    let same = first_capability == capability.id()
+        && serde_json::from_str::<Value>(&first_request).ok().as_ref() == Some(request);
+    if !same {
+        return Err(ApiError::new(
+            ErrorCode::IdempotencyConflict,
+            "This idempotency key was used for another preview request.",
+        ));
+    }
+    let Some(plan_id) = plan_id else {
+        // The first request was invalid, and validation depends on nothing but the request.
+        let violations = capability.violations(&request["params"]);
+        return Ok(Some(serde_json::to_value(invalid_preview(
+            capability, &audit_id, violations,
+        ))?));
+    };
+    let plan = plans::load(tx, &plan_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("plan"))?;
+    // The stored plan as it stands now, never as if it were fresh: its digest covers only the
+    // plan core, so the members added here leave it intact.
+    let record = plans::record(tx, registry, plan).await?;
+    let mut answer = serde_json::to_value(&record.plan)?;
+    answer["status"] = serde_json::to_value(record.status)?;
+    answer["stale"] = serde_json::to_value(&record.stale)?;
+    answer["superseded_by"] = serde_json::to_value(&record.superseded_by)?;
+    Ok(Some(answer))
+}

@@ -1,0 +1,92 @@
+//! The Countersign engine: previews stored as plans, the approval queue, signed decisions,
+//! execution of exactly what was approved, accounts and scopes, quotas, revocation, the mail
+//! outbox's records, and the store they live in (SQLite, or PostgreSQL for several instances).
+//!
+//! It knows capabilities only through `countersign-pack`, as the packs a [`Registry`] holds.
+//! Every entry point takes an [`Engine`] and answers in the protocol's terms ([`ApiError`] and
+//! the wire types of `countersign-proto`), so a test drives it as the HTTP API and MCP do.
+//!
+//! It never depends on axum, rmcp, lettre or reqwest, nor on any pack or server crate: the
+//! transport, delivery and capabilities are composed around it.
+
+pub mod accounts;
+pub mod bounds;
+pub mod callers;
+pub mod decisions;
+pub mod dry_run;
+pub mod events;
+pub mod external;
+mod guard;
+pub mod identity;
+pub mod invoke;
+pub mod limits;
+pub mod mail;
+mod names;
+pub mod plans;
+pub mod previews;
+pub mod queue;
+pub mod quotas;
+pub mod reads;
+pub mod rederive;
+pub mod refresh;
+pub mod registry;
+pub mod revocation;
+pub mod scopes;
+pub mod secrets;
+pub mod store;
+mod sweeper;
+pub mod wallet;
+
+use std::sync::Arc;
+
+pub use countersign_pack::{ids, ApiError, ApiResult};
+pub use guard::pack as builtin_pack;
+pub use limits::Limits;
+pub use registry::{Capability, Registry};
+pub use store::Store;
+
+/// One gateway's engine: its store, identity, caps, and the capabilities it offers.
+pub struct Engine {
+    pub store: Store,
+    pub gateway_id: String,
+    /// Signs identity proofs and enrollment receipts; invites carry its fingerprint.
+    pub identity: ed25519_dalek::SigningKey,
+    pub name: String,
+    /// Caps per agent and rates per token.
+    pub limits: Limits,
+    pub registry: &'static Registry,
+}
+
+impl Engine {
+    /// The engine over `store`, its queue rebuilt where an older database lacks summaries, and
+    /// its sweeper running for as long as the engine lives.
+    pub async fn start(
+        store: Store,
+        name: &str,
+        limits: Limits,
+        registry: &'static Registry,
+    ) -> anyhow::Result<Arc<Engine>> {
+        let gateway_id = store.gateway_id().await?;
+        let identity = identity::load_or_create(&store).await?;
+        queue::backfill(&store, registry)
+            .await
+            .map_err(|e| anyhow::anyhow!("the queue could not be rebuilt: {}", e.message))?;
+        let engine = Arc::new(Engine {
+            store,
+            gateway_id,
+            identity,
+            name: name.to_owned(),
+            limits,
+            registry,
+        });
+        sweeper::spawn(&engine);
+        Ok(engine)
+    }
+
+    /// The registered capability `id`, or `not_found`.
+    pub fn capability(&self, id: &str) -> ApiResult<Capability> {
+        self.registry
+            .get(id)
+            .ok_or_else(|| ApiError::not_found("capability"))
+    }
+}

@@ -1,0 +1,558 @@
+//! Plans: turning an evaluation into a stored preview, and reading plans back with their status.
+
+use chrono::{DateTime, Duration, Utc};
+use countersign_proto::approvals::{
+    ApprovalEntry, Approvals, EffectCounts, MovedRevision, PlanRecord, PlanStatus, PlanSummary,
+    PlanWallet, RiskFlag, Staleness, ValidationCounts, ValidationSubjects,
+};
+use countersign_proto::decision::Decision;
+use countersign_proto::digest::{plan_digest, request_digest, subjects_digest};
+use countersign_proto::plan::{
+    Caller, PlanRequest, Preview, ReadRevision, Severity, Subjects, Validation,
+    SUBJECT_SAMPLE_LIMIT,
+};
+use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
+use countersign_proto::INTERFACE_VERSION;
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+use sqlx::AnyConnection;
+
+use std::sync::Arc;
+
+use countersign_pack::{ApprovalRule, Planned, Subject};
+
+use crate::accounts::Agent;
+use crate::registry::{Capability, Registry};
+use crate::store::Dialect;
+use crate::{ids, ApiResult};
+
+/// How long a plan stays executable (PROTOCOL section 4).
+pub const PLAN_LIFETIME: Duration = Duration::minutes(15);
+
+/// A plan as stored, with what the gateway needs beside the preview.
+#[derive(Debug, Clone)]
+pub struct StoredPlan {
+    pub preview: Preview,
+    pub agent_id: String,
+    pub status: PlanStatus,
+    pub required_approvals: u32,
+    pub execution: Option<Value>,
+    pub supersedes: Option<String>,
+    pub superseded_by: Option<String>,
+    /// The distinct subjects of all its effects, counted when it was stored (absent for a plan
+    /// whose subject rows were swept before the count was kept).
+    pub subjects_distinct: Option<u64>,
+    pub validation_subjects: Vec<ValidationSubjects>,
+}
+
+/// Turns an evaluation into a preview: ids, times, blocking checks, subjects, digests.
+pub fn build_preview(
+    capability: Capability,
+    agent: &Agent,
+    params: &Value,
+    expected: Option<&std::collections::BTreeMap<String, String>>,
+    mut planned: Planned,
+    audit_id: &str,
+) -> ApiResult<Preview> {
+    let describe = capability.describe();
+    if let Some(expected) = expected {
+        planned
+            .validation
+            .extend(version_conflicts(expected, &planned.read_revisions));
+    }
+    planned
+        .validation
+        .sort_by_key(|v| (v.severity, !v.blocks_execution));
+    let created_at = ids::now();
+    let mut preview = Preview {
+        interface_version: INTERFACE_VERSION.to_owned(),
+        mode: "preview".to_owned(),
+        valid: true,
+        executable: !planned.validation.iter().any(|v| v.blocks_execution),
+        capability_id: capability.id().to_owned(),
+        resolved_version: describe.version.clone(),
+        audit_id: audit_id.to_owned(),
+        plan_id: ids::random_id("plan_", 8),
+        created_at,
+        expires_at: created_at + PLAN_LIFETIME,
+        caller: Caller {
+            agent_id: agent.id.clone(),
+            on_behalf_of: agent.on_behalf_of.clone(),
+        },
+        request: PlanRequest {
+            params: params.clone(),
+        },
+        read_revisions: planned.read_revisions,
+        would_require_approval: false,
+        estimated_cost: planned.estimated_cost,
+        billing: describe.billing,
+        effects: planned
+            .effects
+            .into_iter()
+            .map(|planned| {
+                let mut effect = planned.effect;
+                if !planned.subjects.is_empty() {
+                    effect.subjects = Some(subjects_of(&effect.id, &planned.subjects));
+                }
+                effect
+            })
+            .collect(),
+        validation: planned.validation,
+        assumptions: planned.assumptions,
+        request_digest: request_digest(capability.id(), params).map_err(anyhow::Error::from)?,
+        plan_digest: String::new(),
+    };
+    let risky = risk_flags(&preview, default_high_cost_threshold())
+        .into_iter()
+        .any(|f| f != RiskFlag::Blocked);
+    // A plan that changes nothing has nothing to countersign: whatever its capability's policy,
+    // it waits for nobody and its validation tells the agent why (seed 004: no approval theatre).
+    preview.would_require_approval = !preview.effects.is_empty()
+        && match capability.approval() {
+            ApprovalRule::Always => true,
+            ApprovalRule::WhenRisky => risky,
+            ApprovalRule::AboveCost(limit) => {
+                preview.estimated_cost.amount_max.value() > limit.value()
+            }
+        };
+    preview.plan_digest =
+        plan_digest(&serde_json::to_value(&preview)?).map_err(anyhow::Error::from)?;
+    Ok(preview)
+}
+
+fn subjects_of(effect_id: &str, subjects: &[Subject]) -> Subjects {
+    let ids = sorted_ids(subjects);
+    let sample: Vec<String> = ids
+        .iter()
+        .take(SUBJECT_SAMPLE_LIMIT)
+        .map(|s| (*s).to_owned())
+        .collect();
+    Subjects {
+        total: ids.len() as u64,
+        cursor: (ids.len() > sample.len())
+            .then(|| cursor_after(effect_id, &sample[sample.len() - 1])),
+        sample,
+        digest: subjects_digest(ids),
+    }
+}
+
+fn sorted_ids(subjects: &[Subject]) -> Vec<&str> {
+    let mut ids: Vec<&str> = subjects.iter().map(|s| s.id.as_str()).collect();
+    if !ids.is_sorted() {
+        ids.sort_unstable();
+    }
+    ids
+}
+
+/// Where the subjects endpoint continues after `last_id`.
+pub fn cursor_after(effect_id: &str, last_id: &str) -> String {
+    format!("c_{effect_id}_{}", hex::encode(last_id))
+}
+
+/// The last id a cursor of `effect_id` stands after, if the cursor is one of ours.
+pub fn cursor_position(effect_id: &str, cursor: &str) -> Option<String> {
+    let encoded = cursor
+        .strip_prefix("c_")?
+        .strip_prefix(effect_id)?
+        .strip_prefix('_')?;
+    String::from_utf8(hex::decode(encoded).ok()?).ok()
+}
+
+fn version_conflicts(
+    expected: &std::collections::BTreeMap<String, String>,
+    read: &[ReadRevision],
+) -> Vec<Validation> {
+    expected
+        .iter()
+        .filter_map(|(resource, want)| {
+            let actual = read.iter().find(|r| &r.resource == resource);
+            let found = actual.map_or("not read by this request", |r| r.revision.as_str());
+            (actual.map(|r| &r.revision) != Some(want)).then(|| Validation {
+                severity: Severity::Error,
+                code: "version_conflict".to_owned(),
+                path: Some("/expected_revisions".to_owned()),
+                message: format!("{resource} is at revision {found}, not revision {want}."),
+                blocks_execution: true,
+                repair: Some("Fetch the current resource and create a new preview.".to_owned()),
+            })
+        })
+        .collect()
+}
+
+/// The rows [`insert`] writes to `plan_subjects` for these subject sets.
+pub fn subject_rows(planned_subjects: &[(String, Arc<Vec<Subject>>)]) -> u64 {
+    planned_subjects.iter().map(|(_, s)| s.len() as u64).sum()
+}
+
+/// How many different subjects these sets name together. Effects often share one set (the
+/// removal, its notification), which is counted once without looking at its ids.
+pub fn distinct_subjects(planned_subjects: &[(String, Arc<Vec<Subject>>)]) -> u64 {
+    let mut sets: Vec<&Arc<Vec<Subject>>> = Vec::new();
+    for (_, set) in planned_subjects {
+        if !set.is_empty() && !sets.iter().any(|s| Arc::ptr_eq(s, set)) {
+            sets.push(set);
+        }
+    }
+    match sets.as_slice() {
+        [] => 0,
+        [only] => only.len() as u64,
+        _ => {
+            let mut ids = std::collections::HashSet::new();
+            for set in sets {
+                ids.extend(set.iter().map(|s| s.id.as_str()));
+            }
+            ids.len() as u64
+        }
+    }
+}
+
+/// Subject rows per SQLite INSERT: five parameters each, under its limit of 32766.
+const SUBJECT_BATCH: usize = 5000;
+
+/// Stores a preview, the resources it read, its full subject sets and the items its validation
+/// names.
+pub async fn insert(
+    conn: &mut AnyConnection,
+    preview: &Preview,
+    planned_subjects: &[(String, Arc<Vec<Subject>>)],
+    named: &[ValidationSubjects],
+    required_approvals: u32,
+    supersedes: Option<&str>,
+) -> ApiResult<()> {
+    let status = if preview.would_require_approval {
+        PlanStatus::PendingApproval
+    } else {
+        PlanStatus::Approved
+    };
+    sqlx::query(
+        "INSERT INTO plans (id, capability_id, agent_id, plan_digest, preview, status,
+         required_approvals, created_at, expires_at, supersedes, subject_rows, subjects_distinct,
+         validation_subjects)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+    )
+    .bind(&preview.plan_id)
+    .bind(&preview.capability_id)
+    .bind(&preview.caller.agent_id)
+    .bind(&preview.plan_digest)
+    .bind(serde_json::to_string(preview)?)
+    .bind(status_text(status))
+    .bind(i64::from(required_approvals))
+    .bind(ids::to_text(preview.created_at))
+    .bind(ids::to_text(preview.expires_at))
+    .bind(supersedes)
+    .bind(subject_rows(planned_subjects) as i64)
+    .bind(distinct_subjects(planned_subjects) as i64)
+    .bind(if named.is_empty() {
+        None
+    } else {
+        Some(serde_json::to_string(named)?)
+    })
+    .execute(&mut *conn)
+    .await?;
+    for read in &preview.read_revisions {
+        sqlx::query(
+            "INSERT INTO plan_reads (resource, plan_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        )
+        .bind(&read.resource)
+        .bind(&preview.plan_id)
+        .execute(&mut *conn)
+        .await?;
+    }
+    for (effect_id, subjects) in planned_subjects {
+        insert_subjects(conn, &preview.plan_id, effect_id, subjects).await?;
+    }
+    Ok(())
+}
+
+/// An effect's whole subject set, in batches: on SQLite as multi-row INSERTs with anonymous `?`s
+/// (SQLite looks a named parameter up by a linear search, which makes binding thousands of them
+/// quadratic); on PostgreSQL each batch one JSON array that the database unnests.
+async fn insert_subjects(
+    conn: &mut AnyConnection,
+    plan_id: &str,
+    effect_id: &str,
+    subjects: &[Subject],
+) -> Result<(), sqlx::Error> {
+    let detail = |s: &Subject| s.detail.as_ref().map(Value::to_string);
+    match Dialect::of(conn) {
+        Dialect::Sqlite => {
+            for batch in subjects.chunks(SUBJECT_BATCH) {
+                let sql = format!(
+                    "INSERT INTO plan_subjects (plan_id, effect_id, subject_id, label, detail)
+                     VALUES {}",
+                    vec!["(?, ?, ?, ?, ?)"; batch.len()].join(", ")
+                );
+                let mut insert = sqlx::query(&sql);
+                for subject in batch {
+                    insert = insert
+                        .bind(plan_id)
+                        .bind(effect_id)
+                        .bind(&subject.id)
+                        .bind(&subject.label)
+                        .bind(detail(subject));
+                }
+                insert.execute(&mut *conn).await?;
+            }
+        }
+        Dialect::Postgres => {
+            for batch in subjects.chunks(SUBJECT_BATCH * 10) {
+                let rows: Vec<Value> = batch
+                    .iter()
+                    .map(|s| json!([s.id, s.label, detail(s)]))
+                    .collect();
+                sqlx::query(
+                    "INSERT INTO plan_subjects (plan_id, effect_id, subject_id, label, detail)
+                     SELECT $1, $2, s ->> 0, s ->> 1, s ->> 2
+                     FROM jsonb_array_elements($3::jsonb) AS s",
+                )
+                .bind(plan_id)
+                .bind(effect_id)
+                .bind(Value::Array(rows).to_string())
+                .execute(&mut *conn)
+                .await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn status_text(status: PlanStatus) -> String {
+    match serde_json::to_value(status) {
+        Ok(Value::String(s)) => s,
+        _ => "failed".to_owned(),
+    }
+}
+
+fn parse_status(text: &str) -> PlanStatus {
+    serde_json::from_value(Value::String(text.to_owned())).unwrap_or(PlanStatus::Failed)
+}
+
+pub async fn load(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<Option<StoredPlan>> {
+    type Row = (
+        String,
+        String,
+        String,
+        i64,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<i64>,
+        Option<String>,
+    );
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT preview, agent_id, status, required_approvals, execution, supersedes, superseded_by,
+                subjects_distinct, validation_subjects
+         FROM plans WHERE id = $1",
+    )
+    .bind(plan_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((
+        preview,
+        agent_id,
+        status,
+        required_approvals,
+        execution,
+        supersedes,
+        superseded_by,
+        subjects_distinct,
+        validation_subjects,
+    )) = row
+    else {
+        return Ok(None);
+    };
+    Ok(Some(StoredPlan {
+        preview: serde_json::from_str(&preview)?,
+        agent_id,
+        status: parse_status(&status),
+        required_approvals: u32::try_from(required_approvals).unwrap_or(u32::MAX),
+        execution: execution.map(|e| serde_json::from_str(&e)).transpose()?,
+        supersedes,
+        superseded_by,
+        subjects_distinct: subjects_distinct.map(|n| n as u64),
+        validation_subjects: validation_subjects
+            .map(|v| serde_json::from_str(&v))
+            .transpose()?
+            .unwrap_or_default(),
+    }))
+}
+
+pub async fn set_status(
+    conn: &mut AnyConnection,
+    plan_id: &str,
+    status: PlanStatus,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE plans SET status = $1 WHERE id = $2")
+        .bind(status_text(status))
+        .bind(plan_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// The read revisions that moved since the plan was made.
+pub async fn moved(
+    conn: &mut AnyConnection,
+    registry: &Registry,
+    read: &[ReadRevision],
+) -> Result<Vec<MovedRevision>, sqlx::Error> {
+    let mut moved = Vec::new();
+    for r in read {
+        let current = registry
+            .revision(conn, &r.resource)
+            .await?
+            .unwrap_or_else(|| "deleted".to_owned());
+        if current != r.revision {
+            moved.push(MovedRevision {
+                resource: r.resource.clone(),
+                planned: r.revision.clone(),
+                current,
+            });
+        }
+    }
+    Ok(moved)
+}
+
+pub async fn approvals(
+    conn: &mut AnyConnection,
+    plan_id: &str,
+    required: u32,
+) -> ApiResult<Approvals> {
+    let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+        "SELECT d.approver_id, a.display_name, d.decision, d.decided_at
+         FROM decisions d JOIN approvers a ON a.id = d.approver_id
+         WHERE d.plan_id = $1 AND d.withdrawn_at IS NULL ORDER BY d.id",
+    )
+    .bind(plan_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let received = rows
+        .into_iter()
+        .map(|(approver_id, display_name, decision, at)| {
+            Ok(ApprovalEntry {
+                approver_id,
+                display_name,
+                decision: if decision == "reject" {
+                    Decision::Reject
+                } else {
+                    Decision::Approve
+                },
+                at: ids::from_text(&at)?,
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok(Approvals { required, received })
+}
+
+/// The status a reader sees: time and moved revisions overtake a plan still waiting or approved.
+/// The distinct subjects of `plan`; for a plan stored before they were counted, whose rows are
+/// gone, the largest effect's, which is at least right about the size.
+pub fn subjects_total(plan: &StoredPlan) -> u64 {
+    plan.subjects_distinct.unwrap_or_else(|| {
+        plan.preview
+            .effects
+            .iter()
+            .filter_map(|e| e.subjects.as_ref())
+            .map(|s| s.total)
+            .max()
+            .unwrap_or(0)
+    })
+}
+
+pub fn effective_status(
+    plan: &StoredPlan,
+    now: DateTime<Utc>,
+    moved: &[MovedRevision],
+) -> PlanStatus {
+    match plan.status {
+        PlanStatus::PendingApproval | PlanStatus::Approved | PlanStatus::Stale => {
+            if now > plan.preview.expires_at {
+                PlanStatus::Expired
+            } else if !moved.is_empty() {
+                PlanStatus::Stale
+            } else {
+                plan.status
+            }
+        }
+        other => other,
+    }
+}
+
+pub async fn record(
+    conn: &mut AnyConnection,
+    registry: &'static Registry,
+    plan: StoredPlan,
+) -> ApiResult<PlanRecord> {
+    // Staleness concerns only a plan that may still be decided or run: an executed plan's own
+    // writes moved what it read, and that is its result, not staleness.
+    let open = matches!(
+        plan.status,
+        PlanStatus::PendingApproval | PlanStatus::Approved | PlanStatus::Stale
+    );
+    let moved = if open {
+        moved(conn, registry, &plan.preview.read_revisions).await?
+    } else {
+        Vec::new()
+    };
+    let status = effective_status(&plan, ids::now(), &moved);
+    let approvals = approvals(conn, &plan.preview.plan_id, plan.required_approvals).await?;
+    let wallet = crate::wallet::load(conn, &plan.agent_id).await?;
+    let mut execution = plan.execution;
+    if let Some(Value::Object(done)) = &mut execution {
+        done.insert(
+            "deliveries".to_owned(),
+            crate::mail::deliveries(conn, &plan.preview.plan_id).await?,
+        );
+    }
+    Ok(PlanRecord {
+        // What moved is reported while it is why the plan is held back; an expired plan is
+        // over whatever moved under it.
+        stale: (status == PlanStatus::Stale).then_some(Staleness { moved }),
+        status,
+        approvals,
+        supersedes: plan.supersedes,
+        superseded_by: plan.superseded_by,
+        execution,
+        title: Some(registry.title(&plan.preview.capability_id)),
+        wallet: Some(PlanWallet {
+            agent_id: plan.agent_id,
+            remaining_credits: wallet.check(Decimal::ZERO).remaining_credits,
+            limit_credits: wallet.limit,
+        }),
+        validation_subjects: plan.validation_subjects,
+        plan: plan.preview,
+    })
+}
+
+/// What the queue lists of a plan; `subjects_total` is the distinct count kept with the plan.
+pub fn summary(
+    registry: &'static Registry,
+    record: &PlanRecord,
+    subjects_total: u64,
+) -> PlanSummary {
+    let plan = &record.plan;
+    let count = |s: Severity| plan.validation.iter().filter(|v| v.severity == s).count() as u32;
+    PlanSummary {
+        plan_id: plan.plan_id.clone(),
+        plan_digest: plan.plan_digest.clone(),
+        capability_id: plan.capability_id.clone(),
+        title: registry.title(&plan.capability_id),
+        caller: plan.caller.clone(),
+        created_at: plan.created_at,
+        expires_at: plan.expires_at,
+        status: record.status,
+        estimated_cost: plan.estimated_cost.clone(),
+        effect_counts: EffectCounts {
+            direct: plan.effects.iter().filter(|e| !e.derived).count() as u32,
+            derived: plan.effects.iter().filter(|e| e.derived).count() as u32,
+        },
+        subjects_total,
+        validation_counts: ValidationCounts {
+            error: count(Severity::Error),
+            warning: count(Severity::Warning),
+            info: count(Severity::Info),
+        },
+        risk: risk_flags(plan, default_high_cost_threshold()),
+        approvals: record.approvals.clone(),
+    }
+}

@@ -1,0 +1,136 @@
+//! Making a plan: evaluate, build the preview, store it with its subjects and its preview-audit
+//! row, and tell the queue. Shared by `dry_run` and refresh; it writes nothing else.
+
+use std::collections::BTreeMap;
+
+use countersign_proto::plan::{EstimatedCost, Preview, Severity, Validation};
+use serde_json::Value;
+
+use crate::accounts::Agent;
+use crate::events::EventKind;
+use crate::limits::Limits;
+use crate::registry::{Capability, Registry};
+use crate::store::Tx;
+use crate::{ids, plans, queue, quotas, wallet, ApiResult};
+
+pub struct PreviewAudit<'a> {
+    pub audit_id: &'a str,
+    /// The request as received, kept in the preview audit.
+    pub request: &'a Value,
+    pub idempotency_key: Option<&'a str>,
+}
+
+pub async fn write_audit(
+    tx: &mut Tx,
+    audit: &PreviewAudit<'_>,
+    capability: Capability,
+    agent_id: &str,
+    plan_id: Option<&str>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO preview_audit
+         (id, capability_id, agent_id, plan_id, valid, request, at, idempotency_key)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(audit.audit_id)
+    .bind(capability.id())
+    .bind(agent_id)
+    .bind(plan_id)
+    .bind(i64::from(plan_id.is_some()))
+    .bind(audit.request.to_string())
+    .bind(ids::to_text(ids::now()))
+    .bind(audit.idempotency_key)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Why a plan is made.
+#[derive(Debug, Clone, Copy)]
+pub enum Origin<'a> {
+    /// An agent's dry_run, held to the agent's caps: over one, nothing is written.
+    DryRun(&'a Limits),
+    /// A refresh of plan `supersedes`, which it replaces one for one.
+    Refresh { supersedes: &'a str },
+}
+
+/// Evaluates `params` for `agent` now and stores the plan.
+#[allow(clippy::too_many_arguments)]
+pub async fn create(
+    tx: &mut Tx,
+    registry: &'static Registry,
+    capability: Capability,
+    agent: &Agent,
+    params: &Value,
+    expected: Option<&BTreeMap<String, String>>,
+    audit: &PreviewAudit<'_>,
+    origin: Origin<'_>,
+) -> ApiResult<Preview> {
+    let mut planned = capability.plan(tx, params).await?;
+    if let Some(short) = budget_shortfall(tx, &agent.id, &planned.estimated_cost).await? {
+        planned.validation.push(short);
+    }
+    let named = std::mem::take(&mut planned.named);
+    let subjects: Vec<_> = planned
+        .effects
+        .iter()
+        .filter(|e| !e.subjects.is_empty())
+        .map(|e| (e.effect.id.clone(), e.subjects.clone()))
+        .collect();
+    let preview =
+        plans::build_preview(capability, agent, params, expected, planned, audit.audit_id)?;
+    let supersedes = match origin {
+        Origin::DryRun(limits) => {
+            quotas::check(tx, &preview, plans::subject_rows(&subjects), limits).await?;
+            None
+        }
+        Origin::Refresh { supersedes } => Some(supersedes),
+    };
+    // A plan that runs without approval waits for nobody: its record says 0, not the
+    // capability's quorum for the plans that do.
+    let required = if preview.would_require_approval {
+        capability.describe().approval.required_approvals
+    } else {
+        0
+    };
+    plans::insert(tx, &preview, &subjects, &named, required, supersedes).await?;
+    write_audit(tx, audit, capability, &agent.id, Some(&preview.plan_id)).await?;
+    if preview.would_require_approval {
+        queue::publish(tx, registry, &preview.plan_id, EventKind::Created).await?;
+    }
+    Ok(preview)
+}
+
+/// Seed 000's cost preflight, answered in the plan itself: a plan whose most it may cost is more
+/// than its agent's wallet holds would be refused at invoke (`budget_exceeded`) against the same
+/// state, so it is blocked now (seed 004: what would not run is an error, not a warning), with
+/// the numbers and what to do.
+async fn budget_shortfall(
+    tx: &mut Tx,
+    agent_id: &str,
+    cost: &EstimatedCost,
+) -> ApiResult<Option<Validation>> {
+    if cost.currency != "credits" || cost.amount_max.value().is_zero() {
+        return Ok(None);
+    }
+    let wallet = wallet::load(tx, agent_id).await?;
+    let verdict = wallet.check(cost.amount_max.value());
+    if verdict.allowed {
+        return Ok(None);
+    }
+    Ok(Some(Validation {
+        severity: Severity::Error,
+        code: "insufficient_budget".to_owned(),
+        path: Some("/estimated_cost/amount_max".to_owned()),
+        message: format!(
+            "The plan may cost up to {} credits; {agent_id} has {} of its {} credits left.",
+            cost.amount_max, verdict.remaining_credits, verdict.limit_credits
+        ),
+        blocks_execution: true,
+        repair: Some(format!(
+            "Split the request into smaller plans of at most {} credits, or have the budget of \
+             {agent_id} raised, then preview again.",
+            verdict.remaining_credits
+        )),
+    }))
+}

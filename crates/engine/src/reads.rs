@@ -1,0 +1,225 @@
+//! Reading plans: a plan's record, the pages of an effect's subjects, a plan's audit trails, an
+//! agent's wallet. Approvers read every plan; an agent only its own.
+
+use countersign_proto::approvals::PlanRecord;
+use countersign_proto::guard::{SubjectItem, SubjectPage};
+use countersign_proto::ErrorCode;
+use serde_json::{json, Value};
+
+use crate::accounts::Caller;
+use crate::plans::{self, StoredPlan};
+use crate::{quotas, wallet, ApiError, ApiResult, Engine};
+
+pub const DEFAULT_PAGE: u32 = 1000;
+pub const MAX_PAGE: u32 = 5000;
+
+/// Approvers read every plan; an agent reads only its own.
+pub fn ensure_may_read(caller: &Caller, plan: &StoredPlan) -> ApiResult<()> {
+    match caller {
+        Caller::Agent(agent) if agent.id != plan.agent_id => Err(not_theirs()),
+        _ => Ok(()),
+    }
+}
+
+fn not_theirs() -> ApiError {
+    ApiError::new(ErrorCode::Forbidden, "Agents read only their own plans.")
+}
+
+/// A plan with its status, approvals and what moved: for any approver, and for its own agent.
+pub async fn plan(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<PlanRecord> {
+    let mut conn = engine.store.pool().begin().await?;
+    let plan = plans::load(&mut conn, plan_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("plan"))?;
+    ensure_may_read(caller, &plan)?;
+    plans::record(&mut conn, engine.registry, plan).await
+}
+
+/// One page of `effect_id`'s subjects, ids ascending, after `cursor`.
+pub async fn subjects(
+    engine: &Engine,
+    caller: &Caller,
+    plan_id: &str,
+    effect_id: &str,
+    cursor: Option<&str>,
+    limit: Option<u32>,
+) -> ApiResult<SubjectPage> {
+    let limit = limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::validation(
+            "/limit",
+            format!("limit is 1 to {MAX_PAGE}."),
+        ));
+    }
+    let after = match cursor {
+        Some(cursor) => plans::cursor_position(effect_id, cursor).ok_or_else(|| {
+            ApiError::validation("/cursor", "The cursor is not one of this effect's.")
+        })?,
+        None => String::new(),
+    };
+    let mut conn = engine.store.pool().begin().await?;
+    // An agent learns nothing of plans not its own, not even whether they exist.
+    let plan = match plans::load(&mut conn, plan_id).await? {
+        Some(plan) => plan,
+        None if matches!(caller, Caller::Agent(_)) => return Err(not_theirs()),
+        None => return Err(ApiError::not_found("plan")),
+    };
+    ensure_may_read(caller, &plan)?;
+    if quotas::swept_at(&mut conn, plan_id).await?.is_some() {
+        return Err(ApiError::new(
+            ErrorCode::PlanNotPending,
+            format!(
+                "Plan {plan_id} is {}; the subjects of closed plans are not kept.",
+                plans::status_text(plan.status)
+            ),
+        ));
+    }
+    let effect = plan
+        .preview
+        .effects
+        .iter()
+        .find(|e| e.id == effect_id)
+        .ok_or_else(|| ApiError::not_found("effect"))?;
+    let total = effect.subjects.as_ref().map_or(0, |s| s.total);
+    let mut rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT subject_id, label, detail FROM plan_subjects
+         WHERE plan_id = $1 AND effect_id = $2 AND subject_id > $3
+         ORDER BY subject_id LIMIT $4",
+    )
+    .bind(plan_id)
+    .bind(effect_id)
+    .bind(&after)
+    .bind(i64::from(limit) + 1)
+    .fetch_all(&mut *conn)
+    .await?;
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    let next_cursor = more
+        .then(|| {
+            rows.last()
+                .map(|(id, _, _)| plans::cursor_after(effect_id, id))
+        })
+        .flatten();
+    Ok(SubjectPage {
+        items: rows
+            .into_iter()
+            .map(|(id, label, detail)| {
+                Ok(SubjectItem {
+                    id,
+                    label,
+                    detail: detail
+                        .map(|d| serde_json::from_str(&d))
+                        .transpose()?
+                        .unwrap_or(Value::Null),
+                })
+            })
+            .collect::<serde_json::Result<_>>()?,
+        next_cursor,
+        total,
+    })
+}
+
+type DecisionAudit = (
+    String,
+    String,
+    String,
+    Option<String>,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+/// A plan's three audit trails: its previews, the decisions as received, its executions.
+pub async fn audit(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<Value> {
+    let mut conn = engine.store.pool().begin().await?;
+    let plan = plans::load(&mut conn, plan_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("plan"))?;
+    ensure_may_read(caller, &plan)?;
+    let previews: Vec<(String, String, String, String, String)> = sqlx::query_as(
+        "SELECT id, capability_id, agent_id, request, at FROM preview_audit
+         WHERE plan_id = $1 ORDER BY at, id",
+    )
+    .bind(plan_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    // The signing key's public half rides along, revoked or not, so every decision verifies.
+    let decisions: Vec<DecisionAudit> = sqlx::query_as(
+        "SELECT d.approver_id, d.key_id, d.decision, d.reason, d.envelope, d.decided_at,
+                k.public_key, k.revoked_at, d.withdrawn_at
+           FROM decisions d LEFT JOIN approver_keys k ON k.id = d.key_id
+          WHERE d.plan_id = $1 ORDER BY d.id",
+    )
+    .bind(plan_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let executions: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT id, journal, at FROM execution_audit WHERE plan_id = $1 ORDER BY at, id",
+    )
+    .bind(plan_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let previews: Vec<Value> = previews
+        .into_iter()
+        .map(|(audit_id, capability_id, agent_id, request, at)| {
+            let request: Value = serde_json::from_str(&request)?;
+            Ok(json!({"audit_id": audit_id, "capability_id": capability_id,
+                      "agent_id": agent_id, "request": request, "at": at}))
+        })
+        .collect::<serde_json::Result<_>>()?;
+    let decisions: Vec<Value> = decisions
+        .into_iter()
+        .map(
+            |(
+                approver_id,
+                key_id,
+                decision,
+                reason,
+                envelope,
+                at,
+                public_key,
+                revoked_at,
+                withdrawn_at,
+            )| {
+                json!({"approver_id": approver_id, "key_id": key_id, "decision": decision,
+                       "reason": reason, "at": at, "envelope": envelope,
+                       "public_key": public_key, "key_revoked_at": revoked_at,
+                       "withdrawn_at": withdrawn_at})
+            },
+        )
+        .collect();
+    let executions: Vec<Value> = executions
+        .into_iter()
+        .map(|(audit_id, journal, at)| {
+            let journal: Value = serde_json::from_str(&journal)?;
+            Ok(json!({"audit_id": audit_id, "at": at, "journal": journal}))
+        })
+        .collect::<serde_json::Result<_>>()?;
+    Ok(json!({
+        "plan_id": plan_id,
+        "previews": previews,
+        "decisions": decisions,
+        "executions": executions,
+    }))
+}
+
+/// An agent's budget, so approvers see what a plan's cost leaves of it.
+pub async fn wallet(engine: &Engine, agent_id: &str) -> ApiResult<Value> {
+    let mut conn = engine.store.pool().acquire().await?;
+    let known: Option<String> = sqlx::query_scalar("SELECT id FROM agents WHERE id = $1")
+        .bind(agent_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if known.is_none() {
+        return Err(ApiError::not_found("agent"));
+    }
+    let wallet = wallet::load(&mut conn, agent_id).await?;
+    Ok(json!({
+        "agent_id": agent_id,
+        "limit_credits": wallet.limit,
+        "spent_credits": wallet.spent,
+        "remaining_credits": countersign_proto::Credits::new(wallet.remaining()),
+    }))
+}

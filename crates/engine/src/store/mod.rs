@@ -1,0 +1,333 @@
+//! The store: SQLite (one process, the default) or PostgreSQL (several gateway instances on one
+//! database), behind one interface over sqlx's `Any` driver, so every query is written once.
+
+mod notify;
+
+use std::time::Duration;
+
+use sqlx::any::AnyPoolOptions;
+use sqlx::migrate::Migrator;
+use sqlx::{Any, AnyPool, Connection as _, Executor, Transaction};
+use tokio::sync::watch;
+
+pub use countersign_pack::{Dialect, Flag};
+
+use crate::ids;
+
+pub type Tx = Transaction<'static, Any>;
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations-postgres");
+
+/// Every write holds the database's one write lock, from BEGIN to COMMIT, whichever instance it
+/// runs in: SQLite's by `BEGIN IMMEDIATE`, PostgreSQL's as this transaction-scoped advisory lock.
+/// So every check-then-write (decisions, invoke, wallet charges, idempotency keys) sees the state
+/// it commits against, and event revisions commit in the order they were taken.
+const WRITE_LOCK: i64 = 0x0063_6f75_6e74_6572; // "counter"
+
+/// Reads run beside writes: on SQLite, read-only connections over WAL; on PostgreSQL, a pool of
+/// their own, so that writers waiting for the lock never starve the event streams.
+pub struct Store {
+    reads: AnyPool,
+    writer: AnyPool,
+    dialect: Dialect,
+    commits: watch::Sender<u64>,
+    /// This process's name in commit notices, so that it does not wake twice for its own.
+    instance: String,
+    listener: Option<tokio::task::JoinHandle<()>>,
+}
+
+pub struct WriteTx<'a> {
+    pub tx: Tx,
+    store: &'a Store,
+}
+
+impl WriteTx<'_> {
+    pub fn instance(&self) -> &str {
+        &self.store.instance
+    }
+
+    /// Commits and tells the event streams: this instance's at once, the others' through the
+    /// database (a PostgreSQL NOTIFY is delivered only if, and when, the transaction commits).
+    pub async fn commit(mut self) -> Result<(), sqlx::Error> {
+        if self.store.dialect == Dialect::Postgres {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(notify::CHANNEL)
+                .bind(&self.store.instance)
+                .execute(&mut *self.tx)
+                .await?;
+        }
+        self.tx.commit().await?;
+        self.store.commits.send_modify(|n| *n += 1);
+        Ok(())
+    }
+}
+
+/// Read connections: enough for the runtime's workers and a few slow readers (SSE, subject pages).
+const READERS: u32 = 8;
+
+/// PostgreSQL connections that may wait for the write lock at once, per instance.
+const POSTGRES_WRITERS: u32 = 4;
+
+/// How long a write may wait for its turn: long enough for a million-subject preview ahead of it.
+const WRITE_QUEUE_TIMEOUT: Duration = Duration::from_secs(120);
+
+impl Store {
+    /// Opens (creating if needed) `url`: `sqlite:///var/lib/cs.db`, `sqlite::memory:`, or
+    /// `postgres://user@host/db` (whose database must exist; its tables are made here).
+    pub async fn open(url: &str) -> anyhow::Result<Store> {
+        sqlx::any::install_default_drivers();
+        let dialect = Dialect::of_url(url)?;
+        let in_memory = dialect == Dialect::Sqlite && url.contains(":memory:");
+        let instance = ids::random_id("inst_", 8);
+        let (reads, writer) = match dialect {
+            Dialect::Sqlite => open_sqlite(url, in_memory).await?,
+            Dialect::Postgres => {
+                open_postgres(&with_param(url, "application_name", &instance)).await?
+            }
+        };
+        let commits = watch::Sender::new(0);
+        let listener = match dialect {
+            Dialect::Sqlite => None,
+            Dialect::Postgres => Some(
+                notify::listen(
+                    &with_param(url, "application_name", &instance),
+                    instance.clone(),
+                    commits.clone(),
+                )
+                .await?,
+            ),
+        };
+        Ok(Store {
+            reads,
+            writer,
+            dialect,
+            commits,
+            instance,
+            listener,
+        })
+    }
+
+    /// This process's name: in commit notices, and on PostgreSQL as its connections'
+    /// `application_name`, by which other instances see it alive.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Read connections (on an in-memory store, the writer's one connection).
+    pub fn pool(&self) -> &AnyPool {
+        &self.reads
+    }
+
+    pub async fn write(&self) -> Result<WriteTx<'_>, sqlx::Error> {
+        let tx = match self.dialect {
+            // IMMEDIATE: take SQLite's write lock now, so that a writer in another process makes
+            // this wait at BEGIN instead of failing it half-way.
+            Dialect::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await?,
+            Dialect::Postgres => {
+                let mut tx = self.writer.begin().await?;
+                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                    .bind(WRITE_LOCK)
+                    .execute(&mut *tx)
+                    .await?;
+                tx
+            }
+        };
+        Ok(WriteTx { tx, store: self })
+    }
+
+    /// Wakes after every committed write, in this instance or another on the same database; the
+    /// event streams read what changed from the store.
+    pub fn commits(&self) -> watch::Receiver<u64> {
+        self.commits.subscribe()
+    }
+
+    /// The gateway's id, made on first use and kept: instances on one database share it.
+    pub async fn gateway_id(&self) -> anyhow::Result<String> {
+        let mut w = self.write().await?;
+        let existing: Option<String> =
+            sqlx::query_scalar("SELECT value FROM meta WHERE key = 'gateway_id'")
+                .fetch_optional(&mut *w.tx)
+                .await?;
+        if let Some(id) = existing {
+            return Ok(id);
+        }
+        let id = ids::random_id("gw_", 8);
+        sqlx::query("INSERT INTO meta (key, value) VALUES ('gateway_id', $1)")
+            .bind(&id)
+            .execute(&mut *w.tx)
+            .await?;
+        w.commit().await?;
+        Ok(id)
+    }
+}
+
+impl Store {
+    /// Closes every connection now, rather than as the pools wind down.
+    pub async fn close(&self) {
+        if let Some(listener) = &self.listener {
+            listener.abort();
+        }
+        self.reads.close().await;
+        self.writer.close().await;
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Some(listener) = &self.listener {
+            listener.abort();
+        }
+    }
+}
+
+async fn open_sqlite(url: &str, in_memory: bool) -> anyhow::Result<(AnyPool, AnyPool)> {
+    let writer = AnyPoolOptions::new()
+        .max_connections(1)
+        .min_connections(1)
+        .acquire_timeout(WRITE_QUEUE_TIMEOUT)
+        .idle_timeout(None)
+        .max_lifetime(None)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                conn.execute(sqlite_pragmas(true).as_str()).await?;
+                Ok(())
+            })
+        })
+        // A COMMIT that a full disk refused leaves sqlx counting a transaction still open on the
+        // writer connection, which would then begin none again: every write would fail until a
+        // restart. Such a connection is not handed out; the pool closes it (SQLite rolls back
+        // what it held) and opens a fresh one. Not in memory: there the connection is the
+        // database.
+        .before_acquire(move |conn, _| {
+            let usable = in_memory || !conn.is_in_transaction();
+            if !usable {
+                tracing::warn!("the writer connection was left mid-transaction; replacing it");
+            }
+            Box::pin(async move { Ok(usable) })
+        })
+        .connect(&with_param(url, "mode", "rwc"))
+        .await?;
+    SQLITE_MIGRATIONS.run(&writer).await?;
+    // An in-memory database exists per connection: its reads share the writer's.
+    let reads = if in_memory {
+        writer.clone()
+    } else {
+        AnyPoolOptions::new()
+            .max_connections(READERS)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    conn.execute(sqlite_pragmas(false).as_str()).await?;
+                    Ok(())
+                })
+            })
+            .connect(&with_param(url, "mode", "ro"))
+            .await?
+    };
+    Ok((reads, writer))
+}
+
+/// What `SqliteConnectOptions` would set, which the `Any` driver takes only from the URL.
+fn sqlite_pragmas(writer: bool) -> String {
+    // Another process's writer (the admin commands) makes ours wait, not fail.
+    let mut pragmas = format!(
+        "PRAGMA foreign_keys = ON; PRAGMA busy_timeout = {};",
+        WRITE_QUEUE_TIMEOUT.as_millis()
+    );
+    if writer {
+        pragmas.push_str(" PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
+    }
+    pragmas
+}
+
+async fn open_postgres(url: &str) -> anyhow::Result<(AnyPool, AnyPool)> {
+    let writer = AnyPoolOptions::new()
+        .max_connections(POSTGRES_WRITERS)
+        // One connection stays open, so that other instances see this one alive.
+        .min_connections(1)
+        .idle_timeout(None)
+        .acquire_timeout(WRITE_QUEUE_TIMEOUT)
+        .connect(url)
+        .await?;
+    // The migrator holds PostgreSQL's migration lock: instances starting together take turns.
+    POSTGRES_MIGRATIONS.run(&writer).await?;
+    let reads = AnyPoolOptions::new()
+        .max_connections(READERS)
+        .connect(url)
+        .await?;
+    Ok((reads, writer))
+}
+
+/// A new database on the PostgreSQL server that `server` reaches (through any database its user
+/// may connect to), for tests and benchmarks that each want a store of their own: empty, or a copy
+/// of `template`. The URL of the new database.
+pub async fn scratch_postgres(server: &str, template: Option<&str>) -> anyhow::Result<String> {
+    use sqlx::Connection as _;
+    let mut admin = sqlx::PgConnection::connect(server).await?;
+    let name = ids::random_id("cs_scratch_", 8);
+    let copy = template
+        .map(|t| format!(" TEMPLATE \"{t}\""))
+        .unwrap_or_default();
+    admin
+        .execute(format!("CREATE DATABASE \"{name}\"{copy}").as_str())
+        .await?;
+    admin.close().await?;
+    database_url(server, &name)
+}
+
+/// `server` naming the database `name` instead.
+pub fn database_url(server: &str, name: &str) -> anyhow::Result<String> {
+    let mut url = url::Url::parse(server)?;
+    url.set_path(name);
+    Ok(url.into())
+}
+
+/// `url` with `key=value` in its query, unless it names `key` already.
+pub fn with_param(url: &str, key: &str, value: &str) -> String {
+    let query = url.split_once('?').map(|(_, q)| q).unwrap_or("");
+    if query.split('&').any(|p| p.split('=').next() == Some(key)) {
+        url.to_owned()
+    } else if url.contains('?') {
+        format!("{url}&{key}={value}")
+    } else {
+        format!("{url}?{key}={value}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parameter_is_added_once() {
+        assert_eq!(
+            with_param("sqlite:///a.db", "mode", "ro"),
+            "sqlite:///a.db?mode=ro"
+        );
+        assert_eq!(
+            with_param("sqlite:///a.db?x=1", "mode", "ro"),
+            "sqlite:///a.db?x=1&mode=ro"
+        );
+        assert_eq!(
+            with_param("sqlite:///a.db?mode=rw", "mode", "ro"),
+            "sqlite:///a.db?mode=rw"
+        );
+    }
+
+    #[test]
+    fn both_stores_migrate_in_step() {
+        let steps = |m: &Migrator| {
+            m.iter()
+                .map(|m| (m.version, m.description.to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(steps(&SQLITE_MIGRATIONS), steps(&POSTGRES_MIGRATIONS));
+        assert!(steps(&SQLITE_MIGRATIONS).len() >= 11);
+    }
+}

@@ -1,0 +1,124 @@
+//! The traits a capability implements, and the pack it ships in.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use countersign_proto::describe::Describe;
+use serde_json::Value;
+
+use crate::error::ApiResult;
+use crate::external::{Called, ExternalCall};
+use crate::handle::Handle;
+use crate::plan::{Applied, ApprovalRule, EffectProfile, Execution, Planned, Target};
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What every capability declares and how it evaluates a request. `plan` is the one evaluation
+/// that preview and execution share; it writes nothing.
+pub trait Definition: Send + Sync + 'static {
+    fn id(&self) -> &'static str;
+    fn title(&self) -> &'static str;
+    fn describe(&self) -> Describe;
+    fn effects(&self) -> EffectProfile;
+    /// The kind of resource a request names, for scopes; `None` acts on no named resource.
+    fn target(&self) -> Option<Target> {
+        None
+    }
+    fn approval(&self) -> ApprovalRule {
+        ApprovalRule::WhenRisky
+    }
+    /// Evaluates `params` (already schema-valid) against the state `handle` sees.
+    fn plan<'a>(
+        &'a self,
+        handle: &'a mut Handle<'_>,
+        params: &'a Value,
+    ) -> BoxFuture<'a, ApiResult<Planned>>;
+}
+
+/// A capability whose effects are rows of the gateway's own world: applied inside the write
+/// transaction that re-derived the plan, so they commit together or not at all.
+pub trait WorldCapability: Definition {
+    fn apply<'a>(
+        &'a self,
+        handle: &'a mut Handle<'_>,
+        params: &'a Value,
+        planned: &'a Planned,
+        execution: Execution<'a>,
+    ) -> BoxFuture<'a, ApiResult<Applied>>;
+}
+
+/// A capability whose effect is a call outside the gateway (a model provider). The engine
+/// reserves the plan's maximum cost and marks the plan executing before the call, and settles
+/// what the call says it spent after it: no transaction is held across the network.
+pub trait ExternalCapability: Definition {
+    /// Whether this gateway can make the call at all (an endpoint is configured), asked before
+    /// anything is reserved: a plan that cannot run is not used up.
+    fn ready(&self) -> ApiResult<()>;
+    fn call<'a>(&'a self, call: ExternalCall<'a>) -> BoxFuture<'a, ApiResult<Called>>;
+}
+
+/// The state a pack's capabilities act on, as far as the engine must know it: the revision of
+/// each resource a plan read, so that a plan whose reads moved is refused; whether the person an
+/// agent acts for may act on the resource a request names; and where a person's mail goes.
+pub trait Domain: Send + Sync + 'static {
+    /// The kinds of resource (`projects` in `projects/prj_184`) whose revisions this domain keeps.
+    fn kinds(&self) -> &'static [&'static str];
+    /// The current revision of `resource`, or `None` when it does not exist (or has none).
+    fn revision<'a>(
+        &'a self,
+        handle: &'a mut Handle<'_>,
+        resource: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, sqlx::Error>>;
+    /// Whether `person` may have an agent act for them on `resource` (of kind `target`); `None`
+    /// when this domain does not know the person.
+    fn may_act<'a>(
+        &'a self,
+        handle: &'a mut Handle<'_>,
+        person: &'a str,
+        target: Option<Target>,
+        resource: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<bool>, sqlx::Error>>;
+    /// Where mail for `person` goes now, checked again right before a message leaves (seed
+    /// 004); `None` when this domain does not know the person.
+    fn address<'a>(
+        &'a self,
+        handle: &'a mut Handle<'_>,
+        person: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, sqlx::Error>>;
+}
+
+pub enum Kind {
+    World(Box<dyn WorldCapability>),
+    External(Box<dyn ExternalCapability>),
+}
+
+impl Kind {
+    pub fn definition(&self) -> &dyn Definition {
+        match self {
+            Kind::World(c) => c.as_ref(),
+            Kind::External(c) => c.as_ref(),
+        }
+    }
+}
+
+/// A named set of capabilities a team ships together, with the domain they act on, if any.
+pub struct Pack {
+    pub name: &'static str,
+    pub capabilities: Vec<Kind>,
+    pub domain: Option<Box<dyn Domain>>,
+}
+
+impl Pack {
+    pub fn new(name: &'static str, capabilities: Vec<Kind>) -> Pack {
+        Pack {
+            name,
+            capabilities,
+            domain: None,
+        }
+    }
+
+    pub fn with_domain(mut self, domain: impl Domain) -> Pack {
+        self.domain = Some(Box::new(domain));
+        self
+    }
+}

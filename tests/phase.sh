@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# `phase.sh FILE NAME COMMAND...` runs COMMAND and adds its wall time to phase NAME in FILE;
+# `phase.sh FILE --table` prints each phase's total in the order phases first ran, and the sum.
+set -uo pipefail
+file=$1
+shift
+if [ "${1:-}" = --table ]; then
+  [ -s "$file" ] || exit 0
+  awk -F'\t' '
+    !($1 in total) { order[++n] = $1 }
+    { total[$1] += $2; if ($3 != 0) failed[$1] = 1; sum += $2 }
+    END {
+      printf "\n%-14s %9s\n", "phase", "wall time"
+      for (i = 1; i <= n; i++) {
+        p = order[i]
+        printf "%-14s %6d:%02d%s\n", p, total[p] / 60, total[p] % 60, (p in failed) ? "  FAILED" : ""
+      }
+      printf "%-14s %6d:%02d\n", "total", sum / 60, sum % 60
+    }' "$file"
+  exit 0
+fi
+name=$1
+shift
+start=$(date +%s)
+"$@"
+status=$?
+mkdir -p "$(dirname "$file")"
+printf '%s\t%d\t%d\n' "$name" "$(( $(date +%s) - start ))" "$status" >> "$file"
+exit "$status"
