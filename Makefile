@@ -17,7 +17,7 @@ endif
 
 .PHONY: run test deps system-deps tauri-driver nextest ui ui-test desktop lint rust-test \
 	desktop-test bench bench-quick bench-deps bench-build bench-build-quick soak fuzz \
-	phases-start phases layering
+	phases-start phases layering fmt
 
 ## Build and start the desktop app on its embedded demo gateway.
 run: desktop
@@ -25,8 +25,15 @@ run: desktop
 
 ## Every test: front end, lints, Rust (with a real Secret Service), desktop end-to-end,
 ## the gateway again on PostgreSQL, the .deb; then each phase's wall time.
-test: phases-start deps ui ui-test lint layering desktop rust-test desktop-test postgres-test deb-check
+test: phases-start deps ui ui-test fmt layering desktop rust-test desktop-test postgres-test deb-check
 	@$(MAKE) --no-print-directory phases
+
+# `make test` lints as it builds: clippy's driver compiles the workspace's own crates (what
+# `cargo clippy` does, with the same arguments), so the dependencies compile once, for the tests,
+# instead of a second time for a separate clippy pass. Every cargo command `make test` runs
+# inherits this, so none compiles the workspace again without it.
+test: export RUSTC_WORKSPACE_WRAPPER := $(shell rustc --print sysroot)/bin/clippy-driver
+test: export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 
 # Each phase of `make test` runs through $(PHASE) with its name, which records its wall time.
 PHASES := $(abspath $(or $(CARGO_TARGET_DIR),target))/phases.tsv
@@ -56,16 +63,19 @@ endef
 system-deps:
 	$(call apt_install_missing,$(APT_PACKAGES))
 
+# Tools are not the workspace's crates: `make test`'s clippy driver stays out of their builds.
+INSTALL := $(PHASE) tools env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS cargo install --locked
+
 tauri-driver:
-	@command -v tauri-driver >/dev/null || cargo install tauri-driver --locked --version $(TAURI_DRIVER_VERSION)
+	@command -v tauri-driver >/dev/null || $(INSTALL) tauri-driver --version $(TAURI_DRIVER_VERSION)
 
 # Runs the test binaries side by side, each test in a process of its own (.config/nextest.toml).
 NEXTEST_VERSION := 0.9.143
 nextest:
-	@cargo nextest --version >/dev/null 2>&1 || cargo install cargo-nextest --locked --version $(NEXTEST_VERSION)
+	@cargo nextest --version >/dev/null 2>&1 || $(INSTALL) cargo-nextest --version $(NEXTEST_VERSION)
 
 ui/node_modules/.installed: ui/package.json ui/package-lock.json
-	cd ui && npm ci --no-audit --no-fund
+	$(PHASE) npm npm --prefix ui ci --no-audit --no-fund
 	touch $@
 
 ui: deps
@@ -75,17 +85,20 @@ ui-test: deps
 	$(PHASE) ui-test npm --prefix ui run check
 	$(PHASE) ui-test npm --prefix ui test
 
-lint: ui
+fmt:
 	$(PHASE) fmt cargo fmt --all -- --check
-	$(PHASE) clippy cargo clippy --workspace --all-targets -- -D warnings
+
+## fmt and clippy, as `make test` holds the tree to them (it lints while it builds).
+lint: fmt ui
+	cargo clippy --workspace --all-targets -- -D warnings
 
 ## The crates' layering: a pack depends on the pack interface and proto alone, the engine on no
 ## transport, the desktop on no server part (tests/layering.sh reads `cargo metadata`).
 layering:
 	$(PHASE) layering tests/layering.sh
 
-# One build of everything the tests run: every later cargo command resolves the same features
-# for the whole workspace, so nothing compiles twice.
+# One build of everything the tests run (and, under `make test`, clippy's lints): every later cargo
+# command resolves the same features for the whole workspace, so nothing compiles twice.
 desktop: ui
 	$(PHASE) build cargo build --workspace --all-targets
 
