@@ -73,6 +73,12 @@ impl Gateway {
                 // back, thousands of dry_runs a second from one token. Measured, not throttled.
                 "--rate-limit",
                 "off",
+                "--approver-rate-limit",
+                "off",
+                "--max-previews-in-flight",
+                "64",
+                "--max-streams",
+                "1000",
                 "--max-pending-plans",
                 "1000000",
                 "--max-subject-rows",

@@ -19,6 +19,7 @@ use std::time::Duration;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
+use countersign_engine::inflight::InFlight;
 use countersign_engine::Engine;
 
 pub use auth::{bearer, resolved, Auth};
@@ -36,6 +37,11 @@ pub struct AppState {
     /// How often an idle event stream says it is alive.
     pub heartbeat: Duration,
     pub throttle: Throttle,
+    /// Event streams open, per approver.
+    pub streams: Arc<InFlight>,
+    /// MCP waits open, per agent: here rather than in the MCP service, so that every router made
+    /// over this state counts them together.
+    pub waits: Arc<InFlight>,
     /// The OpenAPI description as served, made once.
     openapi: OnceLock<String>,
 }
@@ -61,6 +67,8 @@ impl AppState {
     pub fn with_heartbeat(engine: Arc<Engine>, heartbeat: Duration) -> Arc<AppState> {
         let state = Arc::new(AppState {
             throttle: Throttle::new(&engine.limits),
+            streams: InFlight::new("event streams", engine.limits.max_streams),
+            waits: InFlight::new("waits", engine.limits.max_waits),
             engine,
             poll_interval: 5,
             heartbeat,

@@ -20,7 +20,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use countersign_engine::{accounts, revocation, Store};
+use countersign_engine::{accounts, revocation, Registry, Store};
 
 /// Where the gateway remembers its current co-approver, so a restart revokes the last one (its
 /// key lived in memory only) instead of piling up approvers nobody can sign for.
@@ -66,13 +66,18 @@ pub struct Running {
 impl CoApprover {
     /// Enrolls it with the gateway at `url` over `store` (the embedded gateway's own), revoking
     /// the one a previous start enrolled.
-    pub async fn enroll(&self, store: &Store, url: &str) -> anyhow::Result<Running> {
+    pub async fn enroll(
+        &self,
+        store: &Store,
+        registry: &'static Registry,
+        url: &str,
+    ) -> anyhow::Result<Running> {
         let previous: Option<String> = sqlx::query_scalar("SELECT value FROM meta WHERE key = $1")
             .bind(META_KEY)
             .fetch_optional(store.pool())
             .await?;
         if let Some(previous) = previous {
-            if let Err(e) = revocation::revoke_approver(store, &previous).await {
+            if let Err(e) = revocation::revoke_approver(store, registry, &previous).await {
                 tracing::debug!(error = %e, "the previous co-approver is gone already");
             }
         }

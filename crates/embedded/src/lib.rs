@@ -127,7 +127,7 @@ impl Embedded {
         let mut tasks = vec![server];
         let mut co_approver_id = None;
         if let Some(co_approver) = co_approver {
-            let running = co_approver.enroll(&state.store, &url).await?;
+            let running = co_approver.enroll(&state.store, registry, &url).await?;
             co_approver_id = Some(running.approver_id.clone());
             tasks.push(tokio::spawn(running.run()));
         }

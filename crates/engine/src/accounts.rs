@@ -7,7 +7,7 @@ use countersign_proto::enrollment::{
 };
 use countersign_proto::ErrorCode;
 use ed25519_dalek::{SigningKey, VerifyingKey};
-use sqlx::AnyPool;
+use sqlx::{AnyConnection, AnyPool};
 
 pub use crate::callers::{Agent, Approver, Caller};
 use crate::scopes::{self, Scope};
@@ -101,6 +101,12 @@ pub async fn invite_approver_for(
         valid_for > chrono::Duration::zero() && valid_for <= chrono::Duration::days(365),
         "an enrollment code is valid for more than nothing and at most a year"
     );
+    if let Some(person) = user_id {
+        let mut conn = store.pool().acquire().await?;
+        if let Some(active) = active_approver_of(&mut conn, person).await? {
+            anyhow::bail!("{}", one_account(person, &active).message);
+        }
+    }
     let identity = identity::load_or_create(store).await?;
     let code = secrets::new_secret("cse_");
     let now = ids::now();
@@ -234,20 +240,21 @@ async fn register(
             "The enrollment code is unknown or already used.",
         )
     };
-    let mut w = store.write().await?;
+    // Looked up on a read connection: a flood of made-up codes never waits for the writer, nor
+    // makes anyone else wait.
     let select = "SELECT code_hash, display_name, user_id, used_at, expires_at
                   FROM enrollment_codes WHERE ";
     let row: Option<CodeRow> = match &code {
         CodeRef::Plain(code) => {
             sqlx::query_as(&format!("{select} code_hash = $1"))
                 .bind(secrets::secret_hash(code))
-                .fetch_optional(&mut *w.tx)
+                .fetch_optional(store.pool())
                 .await?
         }
         CodeRef::Proven { code_id, .. } => {
             sqlx::query_as(&format!("{select} code_id = $1"))
                 .bind(code_id)
-                .fetch_optional(&mut *w.tx)
+                .fetch_optional(store.pool())
                 .await?
         }
     };
@@ -288,11 +295,23 @@ async fn register(
         }
     }
     let now = ids::to_text(now);
-    sqlx::query("UPDATE enrollment_codes SET used_at = $1 WHERE code_hash = $2")
-        .bind(&now)
-        .bind(&code_hash)
-        .execute(&mut *w.tx)
-        .await?;
+    let mut w = store.write().await?;
+    if let Some(person) = &user_id {
+        if let Some(active) = active_approver_of(&mut w.tx, person).await? {
+            return Err(one_account(person, &active));
+        }
+    }
+    // Spent now, unless another enrollment spent it since it was looked up.
+    let spent = sqlx::query(
+        "UPDATE enrollment_codes SET used_at = $1 WHERE code_hash = $2 AND used_at IS NULL",
+    )
+    .bind(&now)
+    .bind(&code_hash)
+    .execute(&mut *w.tx)
+    .await?;
+    if spent.rows_affected() != 1 {
+        return Err(unknown());
+    }
     let approver_id = ids::random_id("apr_", 6);
     let key_id = ids::random_id("key_", 6);
     let token = secrets::new_secret("csp_");
@@ -324,6 +343,28 @@ async fn register(
         token,
         display_name: invited,
     })
+}
+
+/// The approver account person `person` holds now, if any: one person is one approver account
+/// (and so one approval), so a second is refused at the invite and at the enrollment.
+async fn active_approver_of(
+    conn: &mut AnyConnection,
+    person: &str,
+) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT id FROM approvers WHERE user_id = $1 AND revoked_at IS NULL LIMIT 1")
+        .bind(person)
+        .fetch_optional(conn)
+        .await
+}
+
+fn one_account(person: &str, active: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::NotEligible,
+        format!(
+            "{person} already approves as {active}: one person holds one approver account. \
+             Revoke {active} first (revoke-approver) to give {person} a new one."
+        ),
+    )
 }
 
 /// Whoever holds `token`, agent or approver, unless revoked, in one lookup: every request pays

@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::accounts::{self, Approver};
 use crate::events::EventKind;
 use crate::store::Flag;
-use crate::{ids, plans, queue, ApiError, ApiResult, Engine};
+use crate::{eligibility, ids, plans, queue, ApiError, ApiResult, Engine};
 
 /// How far an approver's clock may run ahead.
 const CLOCK_SKEW: Duration = Duration::seconds(60);
@@ -155,13 +155,8 @@ pub async fn decide(
             "This approver already decided this plan.",
         ));
     }
-    let own_plan =
-        approver.user_id.is_some() && approver.user_id == plan.preview.caller.on_behalf_of;
-    if own_plan {
-        return Err(err(
-            ErrorCode::NotEligible,
-            "The plan acts on this approver's own behalf; someone else must decide it.",
-        ));
+    if let Some(why) = eligibility::refusal(&mut w.tx, approver, &plan).await? {
+        return Err(err(ErrorCode::NotEligible, why));
     }
     let nonce_used: Option<i64> = sqlx::query_scalar("SELECT id FROM decisions WHERE nonce = $1")
         .bind(&statement.nonce)
@@ -264,22 +259,7 @@ pub async fn decide(
     .execute(&mut *w.tx)
     .await?;
     let approvals = plans::approvals(&mut w.tx, &plan_id, plan.required_approvals).await?;
-    let approved = approvals
-        .received
-        .iter()
-        .filter(|a| a.decision == Decision::Approve)
-        .count() as u32;
-    let status = if approvals
-        .received
-        .iter()
-        .any(|a| a.decision == Decision::Reject)
-    {
-        PlanStatus::Rejected
-    } else if approved >= plan.required_approvals {
-        PlanStatus::Approved
-    } else {
-        PlanStatus::PendingApproval
-    };
+    let status = plans::standing(&mut w.tx, &plan_id, plan.required_approvals).await?;
     plans::set_status(&mut w.tx, &plan_id, status).await?;
     queue::publish(&mut w.tx, registry, &plan_id, EventKind::Updated).await?;
     w.commit().await?;

@@ -1,6 +1,7 @@
 //! The agent's preview: schema, scopes and caps checked, the plan evaluated and stored, or the
 //! answer to a repeated idempotency key.
 
+use countersign_pack::ApprovalRule;
 use countersign_proto::describe::DryRunMode;
 use countersign_proto::plan::{DryRunRequest, InvalidPreview, Preview, Violation};
 use countersign_proto::{ErrorCode, INTERFACE_VERSION};
@@ -10,8 +11,9 @@ use serde_json::Value;
 use crate::accounts::Agent;
 use crate::previews::{self, Origin, PreviewAudit};
 use crate::registry::{Capability, Registry};
-use crate::store::Tx;
-use crate::{bounds, ids, plans, scopes, ApiError, ApiResult, Engine};
+use sqlx::AnyConnection;
+
+use crate::{bounds, ids, plans, quotas, scopes, ApiError, ApiResult, Engine};
 
 /// Seed 000's `valid: false` answer, one violation naming every offending field.
 pub fn invalid_preview(
@@ -80,9 +82,12 @@ pub async fn run(
         ));
     }
     let request_json = serde_json::to_value(&request)?;
-    let mut w = engine.store.write().await?;
-    if let Some(key) = &request.idempotency_key {
-        let first = repeated(&mut w.tx, registry, agent, capability, key, &request_json);
+    let key = request.idempotency_key.as_deref();
+    // A repeated key answers the first plan: looked up first on a read connection, and again
+    // under the writer, where two senders of one key meet.
+    if let Some(key) = key {
+        let mut conn = engine.store.pool().acquire().await?;
+        let first = repeated(&mut conn, registry, agent, capability, key, &request_json);
         if let Some(answer) = first.await? {
             return Ok(DryRunAnswer::Repeated(answer));
         }
@@ -91,25 +96,51 @@ pub async fn run(
     let audit = PreviewAudit {
         audit_id: &audit_id,
         request: &request_json,
-        idempotency_key: request.idempotency_key.as_deref(),
+        idempotency_key: key,
     };
     let violations = capability.violations(&request.params);
     if !violations.is_empty() {
+        let mut w = engine.store.write().await?;
+        if let Some(key) = key {
+            let first = repeated(&mut w.tx, registry, agent, capability, key, &request_json);
+            if let Some(answer) = first.await? {
+                return Ok(DryRunAnswer::Repeated(answer));
+            }
+        }
         previews::write_audit(&mut w.tx, &audit, capability, &agent.id, None).await?;
         w.commit().await?;
         return Ok(DryRunAnswer::Invalid(invalid_preview(
             capability, &audit_id, violations,
         )));
     }
+    let _evaluating = engine.previews.enter(&agent.id)?;
+    // Only where the answer is known before evaluating: a plan that waits for nobody is not
+    // held to the caps, and other rules decide that from the evaluation.
+    if capability.approval() == ApprovalRule::Always {
+        let mut conn = engine.store.pool().acquire().await?;
+        quotas::at_cap(&mut conn, &agent.id, &engine.limits).await?;
+    }
+    let planned = previews::evaluate(&engine.store, capability, &request.params).await?;
+    let mut w = engine.store.write().await?;
+    if let Some(key) = key {
+        let first = repeated(&mut w.tx, registry, agent, capability, key, &request_json);
+        if let Some(answer) = first.await? {
+            return Ok(DryRunAnswer::Repeated(answer));
+        }
+    }
+    let planned =
+        previews::current(&mut w.tx, registry, capability, &request.params, planned).await?;
     let preview = previews::create(
         &mut w.tx,
         registry,
+        &engine.limits,
         capability,
         agent,
         &request.params,
         request.expected_revisions.as_ref(),
         &audit,
-        Origin::DryRun(&engine.limits),
+        Origin::DryRun,
+        planned,
     )
     .await?;
     w.commit().await?;
@@ -119,7 +150,7 @@ pub async fn run(
 /// A dry_run repeated with its idempotency key: the first plan again with its status now, or a
 /// conflict when the key came with another request.
 async fn repeated(
-    tx: &mut Tx,
+    conn: &mut AnyConnection,
     registry: &'static Registry,
     agent: &Agent,
     capability: Capability,
@@ -132,7 +163,7 @@ async fn repeated(
     )
     .bind(&agent.id)
     .bind(key)
-    .fetch_optional(&mut **tx)
+    .fetch_optional(&mut *conn)
     .await?;
     let Some((audit_id, first_request, plan_id, first_capability)) = first else {
         return Ok(None);
@@ -152,12 +183,12 @@ async fn repeated(
             capability, &audit_id, violations,
         ))?));
     };
-    let plan = plans::load(tx, &plan_id)
+    let plan = plans::load(conn, &plan_id)
         .await?
         .ok_or_else(|| ApiError::not_found("plan"))?;
     // The stored plan as it stands now, never as if it were fresh: its digest covers only the
     // plan core, so the members added here leave it intact.
-    let record = plans::record(tx, registry, plan).await?;
+    let record = plans::record(conn, registry, plan).await?;
     let mut answer = serde_json::to_value(&record.plan)?;
     answer["status"] = serde_json::to_value(record.status)?;
     answer["stale"] = serde_json::to_value(&record.stale)?;

@@ -14,6 +14,7 @@ use serde_json::{json, Map, Value};
 use crate::accounts::Agent;
 use crate::dry_run::invalid_preview;
 use crate::events::EventKind;
+use crate::reads::no_such_plan;
 use crate::rederive::{blocked, rederive, stale};
 use crate::registry::{Capability, Registry};
 use crate::store::Tx;
@@ -215,14 +216,10 @@ async fn approved_plan(
     agent: &Agent,
     plan_id: &str,
 ) -> ApiResult<Preview> {
-    let plan = plans::load(tx, plan_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("plan"))?;
+    let plan = plans::load(tx, plan_id).await?.ok_or_else(no_such_plan)?;
     if plan.agent_id != agent.id {
-        return Err(ApiError::new(
-            ErrorCode::Forbidden,
-            "Only the agent that previewed a plan may execute it.",
-        ));
+        // Another agent's plan answers as a missing one.
+        return Err(no_such_plan());
     }
     if plan.preview.capability_id != capability.id() {
         return Err(ApiError::validation(
@@ -272,6 +269,16 @@ async fn approved_plan(
                 approvals.received.len(),
                 plan.required_approvals
             ),
+        ));
+    }
+    // Checked again here, whatever the status says: an approval withdrawn (its key or approver
+    // revoked) stops counting at once.
+    if plan.status == PlanStatus::Approved
+        && plans::standing(tx, plan_id, plan.required_approvals).await? != PlanStatus::Approved
+    {
+        return Err(ApiError::new(
+            ErrorCode::ApprovalRequired,
+            format!("Plan {plan_id} no longer has the approvals it needs."),
         ));
     }
     if let Some(first) = moved.first() {

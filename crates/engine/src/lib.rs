@@ -14,10 +14,12 @@ pub mod bounds;
 pub mod callers;
 pub mod decisions;
 pub mod dry_run;
+pub mod eligibility;
 pub mod events;
 pub mod external;
 mod guard;
 pub mod identity;
+pub mod inflight;
 pub mod invoke;
 pub mod limits;
 pub mod mail;
@@ -55,6 +57,8 @@ pub struct Engine {
     /// Caps per agent and rates per token.
     pub limits: Limits,
     pub registry: &'static Registry,
+    /// Previews being evaluated, per agent.
+    pub previews: Arc<inflight::InFlight>,
 }
 
 impl Engine {
@@ -76,6 +80,7 @@ impl Engine {
             gateway_id,
             identity,
             name: name.to_owned(),
+            previews: inflight::InFlight::new("previews", limits.max_previews_in_flight),
             limits,
             registry,
         });

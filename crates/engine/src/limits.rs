@@ -17,14 +17,33 @@ pub const DEFAULT_RATE: Rate = Rate {
     burst: NonZeroU32::new(1000).unwrap(),
 };
 
+/// Approver tokens: a console polls every few seconds and follows one event stream; this leaves
+/// room for a queue of thousands read at start, and none for a token used to flood the writer.
+pub const DEFAULT_APPROVER_RATE: Rate = Rate {
+    per_second: NonZeroU32::new(200).unwrap(),
+    burst: NonZeroU32::new(2000).unwrap(),
+};
+/// Previews of one agent evaluated at once: each may read a hundred thousand subjects.
+pub const DEFAULT_MAX_PREVIEWS_IN_FLIGHT: usize = 2;
+/// Event streams one approver may hold open (a console holds one).
+pub const DEFAULT_MAX_STREAMS: usize = 8;
+/// `countersign_wait` calls one agent may have open.
+pub const DEFAULT_MAX_WAITS: usize = 8;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub max_pending_plans: u32,
     pub max_subject_rows: u64,
     /// Per agent token, and per peer address for requests without a token; `None`: unlimited.
     pub rate: Option<Rate>,
-    /// Per approver token; `None` (the default): unlimited, for consoles that poll hard.
+    /// Per approver token; `None`: unlimited (benchmarks that poll as hard as they can).
     pub approver_rate: Option<Rate>,
+    /// Previews (dry runs and refreshes) of one agent evaluated at once.
+    pub max_previews_in_flight: usize,
+    /// Event streams one approver may hold open.
+    pub max_streams: usize,
+    /// MCP waits one agent may hold open.
+    pub max_waits: usize,
 }
 
 impl Default for Limits {
@@ -33,7 +52,10 @@ impl Default for Limits {
             max_pending_plans: DEFAULT_MAX_PENDING_PLANS,
             max_subject_rows: DEFAULT_MAX_SUBJECT_ROWS,
             rate: Some(DEFAULT_RATE),
-            approver_rate: None,
+            approver_rate: Some(DEFAULT_APPROVER_RATE),
+            max_previews_in_flight: DEFAULT_MAX_PREVIEWS_IN_FLIGHT,
+            max_streams: DEFAULT_MAX_STREAMS,
+            max_waits: DEFAULT_MAX_WAITS,
         }
     }
 }

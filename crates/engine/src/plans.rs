@@ -323,7 +323,7 @@ pub fn status_text(status: PlanStatus) -> String {
     }
 }
 
-fn parse_status(text: &str) -> PlanStatus {
+pub fn parse_status(text: &str) -> PlanStatus {
     serde_json::from_value(Value::String(text.to_owned())).unwrap_or(PlanStatus::Failed)
 }
 
@@ -444,7 +444,33 @@ pub async fn approvals(
     Ok(Approvals { required, received })
 }
 
-/// The status a reader sees: time and moved revisions overtake a plan still waiting or approved.
+/// Where a plan's decisions leave it: rejected by any rejection standing, approved once as many
+/// distinct people as `required` approved (an approver invited without a person counts as one),
+/// else waiting.
+pub async fn standing(
+    conn: &mut AnyConnection,
+    plan_id: &str,
+    required: u32,
+) -> Result<PlanStatus, sqlx::Error> {
+    let (people, rejections): (i64, i64) = sqlx::query_as(
+        "SELECT COUNT(DISTINCT CASE WHEN d.decision = 'approve'
+                                    THEN COALESCE(a.user_id, a.id) END),
+                COUNT(CASE WHEN d.decision = 'reject' THEN 1 END)
+         FROM decisions d JOIN approvers a ON a.id = d.approver_id
+         WHERE d.plan_id = $1 AND d.withdrawn_at IS NULL",
+    )
+    .bind(plan_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(if rejections > 0 {
+        PlanStatus::Rejected
+    } else if people >= i64::from(required) {
+        PlanStatus::Approved
+    } else {
+        PlanStatus::PendingApproval
+    })
+}
+
 /// The distinct subjects of `plan`; for a plan stored before they were counted, whose rows are
 /// gone, the largest effect's, which is at least right about the size.
 pub fn subjects_total(plan: &StoredPlan) -> u64 {
@@ -520,6 +546,7 @@ pub async fn record(
             limit_credits: wallet.limit,
         }),
         validation_subjects: plan.validation_subjects,
+        eligibility: None,
         plan: plan.preview,
     })
 }

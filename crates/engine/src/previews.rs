@@ -6,11 +6,13 @@ use std::collections::BTreeMap;
 use countersign_proto::plan::{EstimatedCost, Preview, Severity, Validation};
 use serde_json::Value;
 
-use crate::accounts::Agent;
+use countersign_pack::Planned;
+
+use crate::callers::Agent;
 use crate::events::EventKind;
 use crate::limits::Limits;
 use crate::registry::{Capability, Registry};
-use crate::store::Tx;
+use crate::store::{Store, Tx};
 use crate::{ids, plans, queue, quotas, wallet, ApiResult};
 
 pub struct PreviewAudit<'a> {
@@ -48,25 +50,58 @@ pub async fn write_audit(
 /// Why a plan is made.
 #[derive(Debug, Clone, Copy)]
 pub enum Origin<'a> {
-    /// An agent's dry_run, held to the agent's caps: over one, nothing is written.
-    DryRun(&'a Limits),
-    /// A refresh of plan `supersedes`, which it replaces one for one.
-    Refresh { supersedes: &'a str },
+    /// An agent's dry_run.
+    DryRun,
+    /// A refresh of plan `supersedes`, which it replaces one for one: what that plan holds of its
+    /// agent's caps (a place in the queue, subject rows) is its successor's to take.
+    Refresh {
+        supersedes: &'a str,
+        freed: quotas::Freed,
+    },
 }
 
-/// Evaluates `params` for `agent` now and stores the plan.
+/// Evaluates `params` against a snapshot on a read connection: the writer is not held while a
+/// plan of a hundred thousand subjects is worked out. [`current`] checks it under the writer.
+pub async fn evaluate(store: &Store, capability: Capability, params: &Value) -> ApiResult<Planned> {
+    let mut snapshot = store.snapshot().await?;
+    let planned = capability.plan(&mut snapshot, params).await?;
+    snapshot.commit().await?;
+    Ok(planned)
+}
+
+/// `planned` when what it read is still at the revisions it read; otherwise `params` evaluated
+/// again here, under the writer, against the state the plan is stored in.
+pub async fn current(
+    tx: &mut Tx,
+    registry: &'static Registry,
+    capability: Capability,
+    params: &Value,
+    planned: Planned,
+) -> ApiResult<Planned> {
+    if plans::moved(tx, registry, &planned.read_revisions)
+        .await?
+        .is_empty()
+    {
+        return Ok(planned);
+    }
+    capability.plan(tx, params).await
+}
+
+/// Stores the plan `planned` (an evaluation of `params` for `agent`, current in `tx`), held to
+/// the agent's caps.
 #[allow(clippy::too_many_arguments)]
 pub async fn create(
     tx: &mut Tx,
     registry: &'static Registry,
+    limits: &Limits,
     capability: Capability,
     agent: &Agent,
     params: &Value,
     expected: Option<&BTreeMap<String, String>>,
     audit: &PreviewAudit<'_>,
     origin: Origin<'_>,
+    mut planned: Planned,
 ) -> ApiResult<Preview> {
-    let mut planned = capability.plan(tx, params).await?;
     if let Some(short) = budget_shortfall(tx, &agent.id, &planned.estimated_cost).await? {
         planned.validation.push(short);
     }
@@ -79,13 +114,12 @@ pub async fn create(
         .collect();
     let preview =
         plans::build_preview(capability, agent, params, expected, planned, audit.audit_id)?;
-    let supersedes = match origin {
-        Origin::DryRun(limits) => {
-            quotas::check(tx, &preview, plans::subject_rows(&subjects), limits).await?;
-            None
-        }
-        Origin::Refresh { supersedes } => Some(supersedes),
+    let (supersedes, freed) = match origin {
+        Origin::DryRun => (None, quotas::Freed::default()),
+        Origin::Refresh { supersedes, freed } => (Some(supersedes), freed),
     };
+    let rows = plans::subject_rows(&subjects);
+    quotas::check(tx, &preview, rows, limits, freed).await?;
     // A plan that runs without approval waits for nobody: its record says 0, not the
     // capability's quorum for the plans that do.
     let required = if preview.would_require_approval {

@@ -1,28 +1,32 @@
 //! Reading plans: a plan's record, the pages of an effect's subjects, a plan's audit trails, an
 //! agent's wallet. Approvers read every plan; an agent only its own.
 
-use countersign_proto::approvals::PlanRecord;
+use countersign_proto::approvals::{PlanRecord, PlanStatus};
 use countersign_proto::guard::{SubjectItem, SubjectPage};
 use countersign_proto::ErrorCode;
 use serde_json::{json, Value};
 
 use crate::accounts::Caller;
 use crate::plans::{self, StoredPlan};
-use crate::{quotas, wallet, ApiError, ApiResult, Engine};
+use crate::store::Flag;
+use crate::{eligibility, quotas, wallet, ApiError, ApiResult, Engine};
 
 pub const DEFAULT_PAGE: u32 = 1000;
 pub const MAX_PAGE: u32 = 5000;
 
-/// Approvers read every plan; an agent reads only its own.
+/// Approvers read every plan; an agent reads only its own, and another agent's plan answers
+/// exactly as a plan that does not exist: an agent learns nothing of others' plans, not even
+/// that they are there.
 pub fn ensure_may_read(caller: &Caller, plan: &StoredPlan) -> ApiResult<()> {
     match caller {
-        Caller::Agent(agent) if agent.id != plan.agent_id => Err(not_theirs()),
+        Caller::Agent(agent) if agent.id != plan.agent_id => Err(no_such_plan()),
         _ => Ok(()),
     }
 }
 
-fn not_theirs() -> ApiError {
-    ApiError::new(ErrorCode::Forbidden, "Agents read only their own plans.")
+/// The one answer about a plan an agent may not see, or that is not there.
+pub fn no_such_plan() -> ApiError {
+    ApiError::not_found("plan")
 }
 
 /// A plan with its status, approvals and what moved: for any approver, and for its own agent.
@@ -30,9 +34,12 @@ pub async fn plan(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<
     let mut conn = engine.store.pool().begin().await?;
     let plan = plans::load(&mut conn, plan_id)
         .await?
-        .ok_or_else(|| ApiError::not_found("plan"))?;
+        .ok_or_else(no_such_plan)?;
     ensure_may_read(caller, &plan)?;
-    plans::record(&mut conn, engine.registry, plan).await
+    let eligibility = eligibility::of(&mut conn, caller, &plan).await?;
+    let mut record = plans::record(&mut conn, engine.registry, plan).await?;
+    record.eligibility = eligibility;
+    Ok(record)
 }
 
 /// One page of `effect_id`'s subjects, ids ascending, after `cursor`.
@@ -58,12 +65,9 @@ pub async fn subjects(
         None => String::new(),
     };
     let mut conn = engine.store.pool().begin().await?;
-    // An agent learns nothing of plans not its own, not even whether they exist.
-    let plan = match plans::load(&mut conn, plan_id).await? {
-        Some(plan) => plan,
-        None if matches!(caller, Caller::Agent(_)) => return Err(not_theirs()),
-        None => return Err(ApiError::not_found("plan")),
-    };
+    let plan = plans::load(&mut conn, plan_id)
+        .await?
+        .ok_or_else(no_such_plan)?;
     ensure_may_read(caller, &plan)?;
     if quotas::swept_at(&mut conn, plan_id).await?.is_some() {
         return Err(ApiError::new(
@@ -136,7 +140,7 @@ pub async fn audit(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult
     let mut conn = engine.store.pool().begin().await?;
     let plan = plans::load(&mut conn, plan_id)
         .await?
-        .ok_or_else(|| ApiError::not_found("plan"))?;
+        .ok_or_else(no_such_plan)?;
     ensure_may_read(caller, &plan)?;
     let previews: Vec<(String, String, String, String, String)> = sqlx::query_as(
         "SELECT id, capability_id, agent_id, request, at FROM preview_audit
@@ -222,4 +226,18 @@ pub async fn wallet(engine: &Engine, agent_id: &str) -> ApiResult<Value> {
         "spent_credits": wallet.spent,
         "remaining_credits": countersign_proto::Credits::new(wallet.remaining()),
     }))
+}
+
+/// A plan's status as stored and whether its agent still holds a valid token: the one cheap
+/// look a waiter takes when something was committed, before it reads the whole plan again.
+pub async fn glance(engine: &Engine, plan_id: &str) -> ApiResult<(PlanStatus, bool)> {
+    let (status, active): (String, Flag) = sqlx::query_as(
+        "SELECT p.status, CASE WHEN a.revoked_at IS NULL THEN 1 ELSE 0 END
+         FROM plans p JOIN agents a ON a.id = p.agent_id WHERE p.id = $1",
+    )
+    .bind(plan_id)
+    .fetch_optional(engine.store.pool())
+    .await?
+    .ok_or_else(|| ApiError::not_found("plan"))?;
+    Ok((plans::parse_status(&status), active.0))
 }

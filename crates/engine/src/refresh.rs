@@ -1,21 +1,100 @@
 //! A fresh preview of a plan, by its approver or its agent: the same request against the state
-//! now, stored as the successor, the old plan superseded.
+//! now, stored as the successor, the old plan superseded. It counts as a preview of the plan's
+//! agent (one of its previews in flight, held to its caps net of the plan it replaces), and the
+//! replaced plan's subject rows are freed at once.
 
 use countersign_proto::approvals::{PlanRecord, PlanStatus};
 use countersign_proto::ErrorCode;
 use serde_json::json;
+use sqlx::AnyConnection;
 
 use crate::accounts::{Agent, Caller};
 use crate::events::EventKind;
+use crate::plans::StoredPlan;
 use crate::previews::{self, Origin, PreviewAudit};
+use crate::quotas::{self, Freed};
 use crate::reads::ensure_may_read;
-use crate::{ids, plans, queue, scopes, ApiError, ApiResult, Engine};
+use crate::{eligibility, ids, plans, queue, scopes, ApiError, ApiResult, Engine};
 
 pub async fn run(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<PlanRecord> {
-    let plan_id = plan_id.to_owned();
     let registry = engine.registry;
+    let (capability, agent, params) = {
+        let mut conn = engine.store.pool().acquire().await?;
+        let old = refreshable(&mut conn, engine, caller, plan_id).await?;
+        let capability = registry
+            .get(&old.preview.capability_id)
+            .ok_or_else(|| anyhow::anyhow!("plan {plan_id} names an unknown capability"))?;
+        let agent = Agent {
+            id: old.agent_id.clone(),
+            on_behalf_of: old.preview.caller.on_behalf_of.clone(),
+        };
+        let params = old.preview.request.params;
+        scopes::authorize(&mut conn, registry, &agent, capability, &params).await?;
+        (capability, agent, params)
+    };
+    let _evaluating = engine.previews.enter(&agent.id)?;
+    let planned = previews::evaluate(&engine.store, capability, &params).await?;
+
     let mut w = engine.store.write().await?;
-    let old = plans::load(&mut w.tx, &plan_id)
+    // Looked at again under the writer: another refresh, a decision or the sweep may have come
+    // first.
+    let old = refreshable(&mut w.tx, engine, caller, plan_id).await?;
+    let rows: i64 = sqlx::query_scalar("SELECT subject_rows FROM plans WHERE id = $1")
+        .bind(plan_id)
+        .fetch_one(&mut *w.tx)
+        .await?;
+    let freed = Freed::by(&old, rows.max(0) as u64);
+    let planned = previews::current(&mut w.tx, registry, capability, &params, planned).await?;
+    let audit_id = ids::random_id("aud_", 8);
+    let request = json!({"params": params, "refresh_of": plan_id});
+    let audit = PreviewAudit {
+        audit_id: &audit_id,
+        request: &request,
+        idempotency_key: None,
+    };
+    let origin = Origin::Refresh {
+        supersedes: plan_id,
+        freed,
+    };
+    let fresh = previews::create(
+        &mut w.tx,
+        registry,
+        &engine.limits,
+        capability,
+        &agent,
+        &params,
+        None,
+        &audit,
+        origin,
+        planned,
+    )
+    .await?;
+    sqlx::query("UPDATE plans SET status = 'superseded', superseded_by = $1 WHERE id = $2")
+        .bind(&fresh.plan_id)
+        .bind(plan_id)
+        .execute(&mut *w.tx)
+        .await?;
+    quotas::free_subjects(&mut w.tx, plan_id).await?;
+    queue::publish(&mut w.tx, registry, plan_id, EventKind::Updated).await?;
+    let stored = plans::load(&mut w.tx, &fresh.plan_id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("the refreshed plan vanished"))?;
+    let eligibility = eligibility::of(&mut w.tx, caller, &stored).await?;
+    let mut record = plans::record(&mut w.tx, registry, stored).await?;
+    record.eligibility = eligibility;
+    w.commit().await?;
+    Ok(record)
+}
+
+/// Plan `plan_id`, if `caller` may replace it now: it is theirs to read, not closed, and (for an
+/// approver) not a plan approved and current, which only its agent may replace.
+async fn refreshable(
+    conn: &mut AnyConnection,
+    engine: &Engine,
+    caller: &Caller,
+    plan_id: &str,
+) -> ApiResult<StoredPlan> {
+    let old = plans::load(conn, plan_id)
         .await?
         .ok_or_else(|| ApiError::not_found("plan"))?;
     ensure_may_read(caller, &old)?;
@@ -32,7 +111,7 @@ pub async fn run(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<P
         ));
     }
     if matches!(caller, Caller::Approver(_)) && old.status == PlanStatus::Approved {
-        let moved = plans::moved(&mut w.tx, registry, &old.preview.read_revisions).await?;
+        let moved = plans::moved(conn, engine.registry, &old.preview.read_revisions).await?;
         if plans::effective_status(&old, ids::now(), &moved) == PlanStatus::Approved {
             return Err(ApiError::new(
                 ErrorCode::PlanNotPending,
@@ -40,45 +119,5 @@ pub async fn run(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<P
             ));
         }
     }
-    let capability = registry
-        .get(&old.preview.capability_id)
-        .ok_or_else(|| anyhow::anyhow!("plan {plan_id} names an unknown capability"))?;
-    let agent = Agent {
-        id: old.agent_id.clone(),
-        on_behalf_of: old.preview.caller.on_behalf_of.clone(),
-    };
-    let params = &old.preview.request.params;
-    scopes::authorize(&mut w.tx, registry, &agent, capability, params).await?;
-    let audit_id = ids::random_id("aud_", 8);
-    let request = json!({"params": old.preview.request.params, "refresh_of": plan_id});
-    let audit = PreviewAudit {
-        audit_id: &audit_id,
-        request: &request,
-        idempotency_key: None,
-    };
-    let fresh = previews::create(
-        &mut w.tx,
-        registry,
-        capability,
-        &agent,
-        params,
-        None,
-        &audit,
-        Origin::Refresh {
-            supersedes: &plan_id,
-        },
-    )
-    .await?;
-    sqlx::query("UPDATE plans SET status = 'superseded', superseded_by = $1 WHERE id = $2")
-        .bind(&fresh.plan_id)
-        .bind(&plan_id)
-        .execute(&mut *w.tx)
-        .await?;
-    queue::publish(&mut w.tx, registry, &plan_id, EventKind::Updated).await?;
-    let stored = plans::load(&mut w.tx, &fresh.plan_id)
-        .await?
-        .ok_or_else(|| anyhow::anyhow!("the refreshed plan vanished"))?;
-    let record = plans::record(&mut w.tx, registry, stored).await?;
-    w.commit().await?;
-    Ok(record)
+    Ok(old)
 }

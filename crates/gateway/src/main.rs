@@ -67,9 +67,8 @@ enum Command {
     Mcp {
         #[arg(long, env = "COUNTERSIGN_DATABASE")]
         database: String,
-        /// The agent's token (`agents add` prints it).
-        #[arg(long, env = "COUNTERSIGN_AGENT_TOKEN", hide_env_values = true)]
-        token: String,
+        #[command(flatten)]
+        token: AgentToken,
         #[arg(long, default_value = "Countersign gateway")]
         name: String,
         #[command(flatten)]
@@ -113,8 +112,8 @@ enum Command {
     AgentSim {
         #[arg(long)]
         url: String,
-        #[arg(long, env = "COUNTERSIGN_AGENT_TOKEN")]
-        token: String,
+        #[command(flatten)]
+        token: AgentToken,
         #[arg(long, default_value_t = 3000)]
         interval_ms: u64,
     },
@@ -154,6 +153,36 @@ enum AgentCommand {
         #[arg(long = "scope", value_name = "CAPABILITY[:RESOURCE]", value_parser = scope)]
         scopes: Vec<Scope>,
     },
+}
+
+/// An agent's token, never on the command line, where every user of the machine can read it: from
+/// `COUNTERSIGN_AGENT_TOKEN`, or the first line of a file.
+#[derive(clap::Args)]
+struct AgentToken {
+    /// A file whose first line is the agent's token (`agents add` prints it); without it,
+    /// COUNTERSIGN_AGENT_TOKEN.
+    #[arg(long, value_name = "PATH")]
+    token_file: Option<PathBuf>,
+}
+
+impl AgentToken {
+    fn read(&self) -> anyhow::Result<String> {
+        let token = match &self.token_file {
+            Some(path) => std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_owned(),
+            None => std::env::var("COUNTERSIGN_AGENT_TOKEN").unwrap_or_default(),
+        };
+        anyhow::ensure!(
+            !token.is_empty(),
+            "no agent token: set COUNTERSIGN_AGENT_TOKEN or give --token-file"
+        );
+        Ok(token)
+    }
 }
 
 /// A scope of one of the shipped capabilities.
@@ -215,8 +244,17 @@ struct LimitArgs {
     #[arg(long, default_value_t = RateSetting(Some(limits::DEFAULT_RATE)))]
     rate_limit: RateSetting,
     /// Requests per second per approver token: RATE[/BURST] or off.
-    #[arg(long, default_value_t = RateSetting(None))]
+    #[arg(long, default_value_t = RateSetting(Some(limits::DEFAULT_APPROVER_RATE)))]
     approver_rate_limit: RateSetting,
+    /// Previews (dry runs, refreshes) one agent may have evaluated at once.
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_PREVIEWS_IN_FLIGHT)]
+    max_previews_in_flight: usize,
+    /// Event streams one approver may hold open.
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_STREAMS)]
+    max_streams: usize,
+    /// MCP waits (`countersign_wait`) one agent may hold open.
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_WAITS)]
+    max_waits: usize,
 }
 
 impl LimitArgs {
@@ -226,6 +264,9 @@ impl LimitArgs {
             max_subject_rows: self.max_subject_rows,
             rate: self.rate_limit.0,
             approver_rate: self.approver_rate_limit.0,
+            max_previews_in_flight: self.max_previews_in_flight,
+            max_streams: self.max_streams,
+            max_waits: self.max_waits,
         }
     }
 }
@@ -312,7 +353,7 @@ async fn main() -> anyhow::Result<()> {
             let registry = providers.registry(providers.providers()?)?;
             let state =
                 countersign_embedded::state(store, &name, Limits::default(), registry).await?;
-            mcp::serve_stdio(state, &token).await?;
+            mcp::serve_stdio(state, &token.read()?).await?;
         }
         Command::Approvers {
             command:
@@ -335,12 +376,19 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::RevokeApprover { database, approver } => {
             let store = Store::open(&database).await?;
-            revocation::revoke_approver(&store, &approver).await?;
+            revocation::revoke_approver(
+                &store,
+                countersign_embedded::default_registry(),
+                &approver,
+            )
+            .await?;
             println!("Revoked approver {approver} and every key of theirs.");
         }
         Command::RevokeKey { database, key } => {
             let store = Store::open(&database).await?;
-            let approver = revocation::revoke_key(&store, &key).await?;
+            let approver =
+                revocation::revoke_key(&store, countersign_embedded::default_registry(), &key)
+                    .await?;
             println!("Revoked key {key} of approver {approver}.");
         }
         Command::RevokeAgent { database, agent } => {
@@ -374,7 +422,7 @@ async fn main() -> anyhow::Result<()> {
             token,
             interval_ms,
         } => {
-            AgentSim::new(&url, &token)
+            AgentSim::new(&url, &token.read()?)
                 .run(Duration::from_millis(interval_ms))
                 .await;
         }

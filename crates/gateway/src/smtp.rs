@@ -5,8 +5,8 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use countersign_api::AppState;
-use countersign_engine::ids;
 use countersign_engine::mail::{self, Outcome, Queued, Sender, MAX_ATTEMPTS};
+use countersign_engine::{ids, secrets};
 use lettre::message::header::ContentType;
 use lettre::message::Mailbox;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
@@ -30,7 +30,10 @@ impl Relay {
     /// (STARTTLS) or `smtps://host` (TLS); credentials as `smtp://user:pass@host`.
     pub fn new(url: &str, from: &str) -> anyhow::Result<Relay> {
         let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
-            .map_err(|e| anyhow::anyhow!("the SMTP relay URL {url:?} is not usable: {e}"))?
+            .map_err(|e| {
+                let url = secrets::redacted_url(url);
+                anyhow::anyhow!("the SMTP relay URL {url} is not usable: {e}")
+            })?
             .timeout(Some(Duration::from_secs(30)))
             .build();
         let from = from

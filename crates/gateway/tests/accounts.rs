@@ -58,7 +58,7 @@ async fn a_revoked_approver_token_is_unauthenticated() {
         .call("GET", "/v1/approvals", Some(&dana.token), None)
         .await;
     assert_eq!(queue.status, 200);
-    revocation::revoke_approver(&gw.state.store, &dana.id)
+    revocation::revoke_approver(&gw.state.store, gw.state.registry, &dana.id)
         .await
         .unwrap();
     let reply = gw
@@ -81,7 +81,7 @@ async fn a_decision_signed_with_a_revoked_key_is_refused_and_older_ones_stay_ver
     let first_id = first["plan_id"].as_str().unwrap();
     approve_by(&gw, &first, &[&dana]).await;
 
-    let owner = revocation::revoke_key(&gw.state.store, &dana.key_id)
+    let owner = revocation::revoke_key(&gw.state.store, gw.state.registry, &dana.key_id)
         .await
         .unwrap();
     assert_eq!(owner, dana.id);
@@ -123,7 +123,7 @@ async fn a_decision_signed_with_a_revoked_key_is_refused_and_older_ones_stay_ver
 async fn a_rotation_signed_with_a_revoked_key_is_refused() {
     let gw = Gateway::new().await;
     let dana = gw.enroll("Dana").await;
-    revocation::revoke_key(&gw.state.store, &dana.key_id)
+    revocation::revoke_key(&gw.state.store, gw.state.registry, &dana.key_id)
         .await
         .unwrap();
     let next = SigningKey::generate(&mut rand::rngs::OsRng);

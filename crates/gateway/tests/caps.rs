@@ -4,7 +4,11 @@
 
 mod common;
 
-use axum::http::StatusCode;
+use std::net::SocketAddr;
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{Request, StatusCode};
 use common::{approve_by, assert_error, Gateway};
 use countersign_engine::{quotas, Limits};
 use serde_json::{json, Value};
@@ -251,7 +255,7 @@ async fn an_agent_over_its_rate_gets_429_with_retry_after() {
         wait
     );
 
-    // Approver tokens are not limited by default, and other agents have their own buckets.
+    // Approvers and other agents have buckets of their own.
     for _ in 0..10 {
         let polled = gw
             .call("GET", "/v1/approvals", Some(&dana.token), None)
@@ -261,8 +265,15 @@ async fn an_agent_over_its_rate_gets_429_with_retry_after() {
     let (_, other) = countersign_engine::accounts::add_agent(&gw.state.store, "other", None)
         .await
         .unwrap();
-    let fresh = gw.call("GET", "/v1/capabilities", Some(&other), None).await;
-    assert_eq!(fresh.status, StatusCode::OK);
+    // From a peer of its own: a token the gateway has not seen yet pays its peer's bucket first,
+    // and this test's requests, from no peer, have used that one up.
+    let mut request = Request::get("/v1/capabilities")
+        .header("authorization", format!("Bearer {other}"))
+        .body(Body::empty())
+        .unwrap();
+    let peer: SocketAddr = "192.0.2.9:4000".parse().unwrap();
+    request.extensions_mut().insert(ConnectInfo(peer));
+    assert_eq!(gw.send(request).await.status, StatusCode::OK);
 }
 
 #[tokio::test]
@@ -282,7 +293,8 @@ async fn requests_without_a_token_share_a_limited_bucket() {
 }
 
 /// Made-up tokens, approver-looking or fresh on every request, are not callers: they share the
-/// bucket of requests without a token, and a real approver keeps being served meanwhile.
+/// bucket of requests without a token, and a real approver the gateway knows keeps being served
+/// meanwhile.
 #[tokio::test]
 async fn invented_tokens_buy_no_fresh_buckets() {
     let gw = Gateway::limited(Limits {
@@ -291,6 +303,10 @@ async fn invented_tokens_buy_no_fresh_buckets() {
     })
     .await;
     let dana = gw.enroll("Dana").await;
+    let known = gw
+        .call("GET", "/v1/approvals", Some(&dana.token), None)
+        .await;
+    assert_eq!(known.status, StatusCode::OK);
     let mut codes = Vec::new();
     for n in 0..10 {
         let forged = if n % 2 == 0 {
@@ -320,7 +336,7 @@ async fn invented_tokens_buy_no_fresh_buckets() {
 }
 
 #[tokio::test]
-async fn an_approver_rate_applies_only_when_configured() {
+async fn an_approver_is_held_to_a_configured_rate() {
     let gw = Gateway::limited(Limits {
         approver_rate: Some("1/1".parse().unwrap()),
         ..Limits::default()

@@ -292,7 +292,10 @@ fn a_stdio_mcp_session_ends_with_its_revoked_token() {
     let dir = tempfile::tempdir().unwrap();
     let database = format!("sqlite://{}", dir.path().join("gw.db").display());
     let token = last_line(&["agents", "add", "--database", &database, "--name", "ops"]);
-    let mut session = McpStdio::start(&["--database", &database, "--token", &token], &[]);
+    let token_file = dir.path().join("agent-token");
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    let token_file = token_file.display().to_string();
+    let mut session = McpStdio::start(&["--database", &database, "--token-file", &token_file], &[]);
     let check = |id: u32| {
         serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
             "name": "wallet.agent_budget.guard.check",
@@ -316,6 +319,52 @@ fn a_stdio_mcp_session_ends_with_its_revoked_token() {
         after["result"]["structuredContent"]["error"]["code"], "unauthenticated",
         "{after}"
     );
+}
+
+/// Secrets stay off command lines, where every user of the machine can read them, and out of
+/// error messages: an agent token is refused as a flag, and URLs' passwords are not repeated.
+#[test]
+fn secrets_stay_off_command_lines_and_out_of_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let url = "http://127.0.0.1:1";
+    for (command, flag, value) in [
+        ("mcp", "--database", &*database),
+        ("agent-sim", "--url", url),
+    ] {
+        let (ok, stderr) = run(&[command, flag, value, "--token", "csa_visible"]);
+        assert!(!ok && stderr.contains("--token"), "{command}: {stderr}");
+        let without = Command::new(BIN)
+            .args([command, flag, value])
+            .env_remove("COUNTERSIGN_AGENT_TOKEN")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&without.stderr);
+        assert!(
+            !without.status.success() && stderr.contains("COUNTERSIGN_AGENT_TOKEN"),
+            "{command}: {stderr}"
+        );
+    }
+    // A setting PostgreSQL does not know: refused before any connection is tried.
+    let unreachable = "postgres://countersign:hunter2@127.0.0.1:1/countersign?sslmode=sometimes";
+    let (ok, stderr) = run(&["serve", "--database", unreachable, "--addr", "127.0.0.1:0"]);
+    assert!(!ok, "{stderr}");
+    assert!(stderr.contains("countersign:***@127.0.0.1"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+    let relay = "smtp://mail:hunter2@relay.example?tls=sometimes";
+    let (ok, stderr) = run(&[
+        "serve",
+        "--database",
+        &database,
+        "--addr",
+        "127.0.0.1:0",
+        "--smtp-relay",
+        relay,
+    ]);
+    assert!(!ok, "{stderr}");
+    assert!(stderr.contains("mail:***@relay.example"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
 }
 
 #[test]
@@ -389,12 +438,11 @@ async fn a_stdio_mcp_session_calls_the_configured_provider() {
             "5.00",
         ];
         let mut session = McpStdio::start(
+            &[&["--database", &database][..], &flags[..]].concat(),
             &[
-                &["--database", &database, "--token", &token][..],
-                &flags[..],
-            ]
-            .concat(),
-            &[("COUNTERSIGN_OPENAI_API_KEY", &key)],
+                ("COUNTERSIGN_OPENAI_API_KEY", &key),
+                ("COUNTERSIGN_AGENT_TOKEN", &token),
+            ],
         );
         // At most 2.06 credits: over the default threshold of 1.00, under the 5.00 given.
         let answer = session.ask(serde_json::json!({"jsonrpc": "2.0", "id": 2,

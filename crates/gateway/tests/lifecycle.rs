@@ -140,7 +140,7 @@ async fn another_agent_cannot_execute_a_plan_and_nothing_runs() {
         json!({"plan_id": plan["plan_id"], "idempotency_key": "theirs"}),
     ] {
         let reply = gw.invoke_as(&other, RETENTION, body).await;
-        assert_error(&reply, "forbidden", 403);
+        assert_error(&reply, "not_found", 404);
     }
     assert_eq!(gw.snapshot().await, before, "nothing ran");
     let record = gw

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use common::Gateway;
+use countersign_embedded::default_registry;
+use countersign_engine::Limits;
 use serde_json::{json, Value};
 
 fn ids(list: &Value) -> Vec<String> {
@@ -252,10 +254,12 @@ async fn read_connections_cannot_write() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writes_succeed_while_polls_keep_every_reader_busy() {
-    let dir = tempfile::tempdir().unwrap();
-    let database =
-        common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display())).await;
-    let gw = Arc::new(Gateway::at(&database).await);
+    // Unlimited: the pollers are here to keep every reader busy, not to be turned away.
+    let limits = Limits {
+        approver_rate: None,
+        ..Limits::default()
+    };
+    let gw = Arc::new(Gateway::serving_apart(limits, default_registry()).await);
     let dana = gw.enroll("Dana").await;
     for days in 1..=20 {
         gw.dry_run(json!({"project": "prj_184", "retention_days": days}))

@@ -7,24 +7,26 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use common::{at_once, Gateway};
+use countersign_embedded::default_registry;
+use countersign_engine::Limits;
 use serde_json::{json, Value};
 
 const RETENTION: &str = "projects.settings.update";
 const REMOVE: &str = "groups.members.remove";
 
 /// A gateway on a database of its own that several connections share: a file, or on PostgreSQL a
-/// database; the file's directory and the database go when the test lets go of them.
-async fn on_file() -> ((tempfile::TempDir, common::TestDatabase), Arc<Gateway>) {
-    let dir = tempfile::tempdir().unwrap();
-    let database =
-        common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display())).await;
-    let gw = Arc::new(Gateway::at(&database).await);
-    ((dir, database), gw)
+/// database. Its agent may have as many previews in flight as a race sends at once.
+async fn on_file() -> Arc<Gateway> {
+    let limits = Limits {
+        max_previews_in_flight: 16,
+        ..Limits::default()
+    };
+    Arc::new(Gateway::serving_apart(limits, default_registry()).await)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixteen_invokes_of_one_approved_plan_execute_it_once() {
-    let (_dir, gw) = on_file().await;
+    let gw = on_file().await;
     let dana = gw.enroll("Dana").await;
     let plan = gw
         .approved_by(
@@ -53,7 +55,7 @@ async fn sixteen_invokes_of_one_approved_plan_execute_it_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_preview_key_sent_eight_times_at_once_makes_one_plan() {
-    let (_dir, gw) = on_file().await;
+    let gw = on_file().await;
     let uri = format!("/v1/capabilities/{RETENTION}/dry_run");
     let body =
         json!({"params": {"project": "prj_200", "retention_days": 30}, "idempotency_key": "same"});
@@ -79,7 +81,7 @@ async fn one_preview_key_sent_eight_times_at_once_makes_one_plan() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_approvers_racing_to_a_quorum_of_two_both_count() {
-    let (_dir, gw) = on_file().await;
+    let gw = on_file().await;
     let plan = gw
         .preview(
             REMOVE,

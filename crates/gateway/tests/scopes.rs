@@ -204,39 +204,81 @@ async fn on_behalf_of_follows_the_persons_employment_and_roles() {
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
 }
 
+/// What an agent is told about a plan id: the HTTP status and error, or the MCP tool's error,
+/// without the trace id that differs on every answer.
+fn told(reply: &Reply) -> (u16, Value) {
+    let mut error = reply.body["error"].clone();
+    if let Some(error) = error.as_object_mut() {
+        error.remove("trace_id");
+    }
+    (reply.status.as_u16(), error)
+}
+
+fn tool_told(answer: &Value) -> Value {
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    answer["result"]["structuredContent"]["error"].clone()
+}
+
+/// Every route that takes a plan id answers another agent's plan exactly as a plan that is not
+/// there: an agent learns nothing of what other agents asked for, not even that it exists.
 #[tokio::test]
-async fn subject_pages_of_other_agents_plans_are_forbidden_like_missing_ones() {
+async fn another_agents_plan_answers_as_a_missing_one_on_every_route() {
     let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
     let plan = gw
-        .preview(
+        .approved_by(
             REMOVE,
             json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
+            &[&dana],
         )
         .await;
-    let other = scoped_agent(&gw, "other", Some("usr_lead"), &[]).await;
-    let page = |plan_id: &str| format!("/v1/plans/{plan_id}/effects/eff_1/subjects");
-    let theirs = gw
-        .call(
-            "GET",
-            &page(plan["plan_id"].as_str().unwrap()),
-            Some(&other),
-            None,
-        )
-        .await;
-    assert_error(&theirs, "forbidden", 403);
-    let missing = gw
-        .call("GET", &page("plan_missing"), Some(&other), None)
-        .await;
-    assert_eq!(missing.body["error"], theirs.body["error"]);
-    let own = gw
-        .call(
-            "GET",
-            &page(plan["plan_id"].as_str().unwrap()),
-            Some(&gw.agent),
-            None,
-        )
-        .await;
-    assert_eq!(own.status, StatusCode::OK, "{}", own.body);
+    let theirs = plan["plan_id"].as_str().unwrap();
+    // Same principal, same scopes: only the agent differs.
+    let (_, other) = accounts::add_agent(&gw.state.store, "other", Some("usr_lead"))
+        .await
+        .unwrap();
+    let before = gw.snapshot().await;
+    for missing in ["plan_0000000000000000", "plan_missing"] {
+        let routes = |id: &str| {
+            [
+                ("GET", format!("/v1/plans/{id}"), None),
+                (
+                    "GET",
+                    format!("/v1/plans/{id}/effects/eff_1/subjects"),
+                    None,
+                ),
+                ("POST", format!("/v1/plans/{id}/refresh"), None),
+                ("GET", format!("/v1/audit?plan_id={id}"), None),
+                (
+                    "POST",
+                    format!("/v1/capabilities/{REMOVE}/invoke"),
+                    Some(json!({"plan_id": id})),
+                ),
+            ]
+        };
+        for ((method, to_theirs, body), (_, to_missing, missing_body)) in
+            routes(theirs).into_iter().zip(routes(missing))
+        {
+            let a = gw.call(method, &to_theirs, Some(&other), body).await;
+            let b = gw
+                .call(method, &to_missing, Some(&other), missing_body)
+                .await;
+            let (status, error) = told(&a);
+            assert_eq!(status, 404, "{to_theirs}: {}", a.body);
+            assert_eq!((status, error), told(&b), "{to_theirs}");
+        }
+        for tool in ["countersign_execute", "countersign_wait"] {
+            let arguments = |id: &str| match tool {
+                "countersign_wait" => json!({"plan_id": id, "timeout_seconds": 1}),
+                _ => json!({"plan_id": id}),
+            };
+            let a = tool_told(&gw.tool(&other, tool, arguments(theirs)).await);
+            let b = tool_told(&gw.tool(&other, tool, arguments(missing)).await);
+            assert_eq!(a["code"], "not_found", "{tool}: {a}");
+            assert_eq!(a, b, "{tool}");
+        }
+    }
+    assert_eq!(gw.snapshot().await, before, "nothing ran");
 }
 
 #[tokio::test]

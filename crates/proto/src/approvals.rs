@@ -170,6 +170,20 @@ pub struct PlanRecord {
     /// The items a validation entry counts, by name, as the gateway found them for the preview.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub validation_subjects: Vec<ValidationSubjects>,
+    /// Whether the approver reading the record may decide the plan, and why not (an addition to
+    /// PROTOCOL's plan record; absent for an agent's read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eligibility: Option<Eligibility>,
+}
+
+/// Whether the approver who reads a plan may decide it: not a plan made on their own behalf, not a
+/// plan that grants access to them, not a second decision of one person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Eligibility {
+    pub eligible: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// An agent's budget as a plan record shows it (an addition to PROTOCOL's plan record).

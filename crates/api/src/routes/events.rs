@@ -3,12 +3,15 @@
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use countersign_engine::accounts::Approver;
 use countersign_engine::events::{self, Logged};
+use countersign_engine::inflight::Slot;
+use countersign_engine::revocation;
 use countersign_engine::ApiError;
 use futures_util::stream::{self, Stream};
 use serde_json::json;
@@ -17,8 +20,15 @@ use tokio::sync::watch;
 use crate::schemas::Refused;
 use crate::{AppState, Auth, HttpResult};
 
+/// How soon a stream whose approver was revoked in another process ends (one in this process is
+/// woken by the revocation's commit).
+const REVOCATION_CHECK: Duration = Duration::from_secs(1);
+
 struct Feed {
     state: Arc<AppState>,
+    /// The approver's place among their open streams, given back when the stream ends.
+    _open: Slot,
+    approver_id: String,
     seen: i64,
     ready: VecDeque<Event>,
     commits: watch::Receiver<u64>,
@@ -30,9 +40,10 @@ struct Feed {
     responses((status = 200, content_type = "text/event-stream", description = "An event stream."), Refused))]
 pub async fn events(
     State(state): State<Arc<AppState>>,
-    _approver: Auth<Approver>,
+    Auth(approver): Auth<Approver>,
     headers: HeaderMap,
 ) -> HttpResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let open = state.streams.enter(&approver.id)?;
     let commits = state.store.commits();
     // A header that is not text resumes nothing, like an id that is not one of ours.
     let last = headers
@@ -44,6 +55,8 @@ pub async fn events(
     let heartbeat = state.heartbeat;
     let feed = Feed {
         state,
+        _open: open,
+        approver_id: approver.id,
         seen,
         ready: first.into_iter().map(event).collect(),
         commits,
@@ -65,7 +78,16 @@ pub async fn events(
                     return None;
                 }
             }
-            if feed.commits.changed().await.is_err() {
+            tokio::select! {
+                changed = feed.commits.changed() => if changed.is_err() { return None },
+                () = tokio::time::sleep(REVOCATION_CHECK) => {}
+            }
+            // A revoked approver's stream ends: what it would tell is no longer theirs to see.
+            let store = &feed.state.store;
+            if !revocation::approver_active(store, &feed.approver_id)
+                .await
+                .unwrap_or(false)
+            {
                 return None;
             }
         }

@@ -76,6 +76,16 @@ impl Store {
     /// Opens (creating if needed) `url`: `sqlite:///var/lib/cs.db`, `sqlite::memory:`, or
     /// `postgres://user@host/db` (whose database must exist; its tables are made here).
     pub async fn open(url: &str) -> anyhow::Result<Store> {
+        Store::connect(url).await.map_err(|e| {
+            // The URL may carry a password: the message names it without.
+            anyhow::anyhow!(
+                "the store at {} could not be opened: {e}",
+                crate::secrets::redacted_url(url)
+            )
+        })
+    }
+
+    async fn connect(url: &str) -> anyhow::Result<Store> {
         sqlx::any::install_default_drivers();
         let dialect = Dialect::of_url(url)?;
         let in_memory = dialect == Dialect::Sqlite && url.contains(":memory:");
@@ -121,6 +131,20 @@ impl Store {
     /// Read connections (on an in-memory store, the writer's one connection).
     pub fn pool(&self) -> &AnyPool {
         &self.reads
+    }
+
+    /// A read-only transaction that sees one state throughout (SQLite's read transaction over WAL;
+    /// on PostgreSQL, repeatable read), on a read connection: an evaluation reads everything it
+    /// needs from one moment without holding the writer.
+    pub async fn snapshot(&self) -> Result<Tx, sqlx::Error> {
+        match self.dialect {
+            Dialect::Sqlite => self.reads.begin().await,
+            Dialect::Postgres => {
+                self.reads
+                    .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .await
+            }
+        }
     }
 
     pub async fn write(&self) -> Result<WriteTx<'_>, sqlx::Error> {

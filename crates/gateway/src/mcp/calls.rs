@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use countersign_api::AppState;
-use countersign_engine::accounts::{Agent, Caller};
+use countersign_engine::accounts::{self, Agent, Caller};
 use countersign_engine::dry_run::{self, DryRunAnswer};
 use countersign_engine::{ids, invoke, plans, reads, rederive, ApiError, ApiResult, Capability};
 
@@ -126,8 +126,9 @@ struct WaitArgs {
     timeout_seconds: Option<u64>,
 }
 
-/// Blocks until the plan leaves `pending_approval`, the timeout passes or the client cancels;
-/// every commit of this gateway wakes it to read the plan again.
+/// Blocks until the plan leaves `pending_approval`, the timeout passes, the client cancels or the
+/// agent's token is revoked; a commit wakes it to look at this plan's status, and only a change
+/// of it reads the plan again. An agent holds at most `max_waits` of these at once.
 pub async fn wait(
     state: &Arc<AppState>,
     agent: &Agent,
@@ -137,15 +138,16 @@ pub async fn wait(
     let args: WaitArgs = parse(tools::wait_schema(), arguments)?;
     let timeout = Duration::from_secs(args.timeout_seconds.unwrap_or(DEFAULT_WAIT_SECONDS));
     let deadline = tokio::time::Instant::now() + timeout;
+    let _open = state.waits.enter(&agent.id)?;
     let caller = Caller::Agent(agent.clone());
     let mut commits = state.store.commits();
     tokio::pin!(cancelled);
+    let mut record = reads::plan(state, &caller, &args.plan_id).await?;
     loop {
-        commits.mark_unchanged();
-        let record = reads::plan(state, &caller, &args.plan_id).await?;
         if record.status != PlanStatus::PendingApproval {
             return Ok(decided(&record, false));
         }
+        commits.mark_unchanged();
         tokio::select! {
             changed = commits.changed() => {
                 if changed.is_err() {
@@ -155,6 +157,17 @@ pub async fn wait(
             () = tokio::time::sleep(FOREIGN_WRITES_SEEN_WITHIN) => {}
             () = tokio::time::sleep_until(deadline) => return Ok(decided(&record, true)),
             () = &mut cancelled => return Ok(decided(&record, true)),
+        }
+        // Woken by any commit: the whole record is read again only when this plan moved.
+        let (status, agent_active) = reads::glance(state, &args.plan_id).await?;
+        if !agent_active {
+            return Err(accounts::unknown_token());
+        }
+        if status != PlanStatus::PendingApproval
+            || tokio::time::Instant::now() >= deadline
+            || ids::now() > record.plan.expires_at
+        {
+            record = reads::plan(state, &caller, &args.plan_id).await?;
         }
     }
 }

@@ -12,6 +12,9 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use countersign_api::{resolved, AppState, HttpResult, BODY_LIMIT};
+use countersign_engine::ApiError;
+use countersign_proto::strict_json;
+use countersign_proto::ErrorCode;
 
 use super::{tools, McpGateway};
 
@@ -41,8 +44,21 @@ pub fn routes(state: Arc<AppState>) -> Router<Arc<AppState>> {
         .route_layer(middleware::from_fn(authenticate))
 }
 
+/// The agent's token checked, and a body that names a key twice refused as the HTTP API refuses
+/// one: a JSON-RPC message with two meanings is never handed to the MCP layer.
 async fn authenticate(mut request: Request, next: Next) -> HttpResult<Response> {
     let agent = resolved(request.headers(), request.extensions())?.into_agent()?;
     request.extensions_mut().insert(agent);
-    Ok(next.run(request).await)
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, BODY_LIMIT)
+        .await
+        .map_err(|_| ApiError::new(ErrorCode::PayloadTooLarge, "The request body is too large."))?;
+    if !bytes.is_empty() {
+        strict_json::check(&bytes).map_err(|why| {
+            ApiError::validation("", format!("The request body is ambiguous: {why}."))
+        })?;
+    }
+    Ok(next
+        .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await)
 }

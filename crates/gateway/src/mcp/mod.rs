@@ -37,6 +37,7 @@ pub struct McpGateway {
     state: Arc<AppState>,
     /// The tools of this gateway's capabilities, made once.
     tools: Arc<[rmcp::model::Tool]>,
+    /// `countersign_wait` calls open, per agent, over every session.
     /// The stdio server's agent token, checked on every call as a header would be (it may be
     /// revoked mid-session); over HTTP each request carries its own.
     token: Option<String>,
@@ -67,7 +68,8 @@ impl McpGateway {
         match request.name.as_ref() {
             tools::EXECUTE => calls::execute(&self.state, &agent, arguments, trace_id).await,
             tools::WAIT => {
-                calls::wait(&self.state, &agent, arguments, context.ct.cancelled()).await
+                let cancelled = context.ct.cancelled();
+                calls::wait(&self.state, &agent, arguments, cancelled).await
             }
             name => {
                 let capability = self.state.registry.get(name).ok_or_else(|| {

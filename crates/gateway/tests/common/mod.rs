@@ -48,6 +48,8 @@ pub struct Approver {
 pub struct TestDatabase {
     pub url: String,
     _dropped_with: Option<Scratch>,
+    /// On SQLite, the directory of a database that is a file; gone with the test.
+    _directory: Option<tempfile::TempDir>,
 }
 
 impl std::ops::Deref for TestDatabase {
@@ -77,13 +79,27 @@ async fn test_database(sqlite: &str, seeded: bool) -> TestDatabase {
             TestDatabase {
                 _dropped_with: Some(Scratch::of(&server, &url)),
                 url,
+                _directory: None,
             }
         }
         Err(_) => TestDatabase {
             url: sqlite.to_owned(),
             _dropped_with: None,
+            _directory: None,
         },
     }
+}
+
+/// A database of its own, on SQLite a file rather than memory: an in-memory store has one
+/// connection, which its reads share with its writer.
+async fn on_disk(seeded: bool) -> TestDatabase {
+    let directory = tempfile::tempdir().unwrap();
+    let file = format!("sqlite://{}", directory.path().join("test.db").display());
+    let mut database = test_database(&file, seeded).await;
+    if database._dropped_with.is_none() {
+        database._directory = Some(directory);
+    }
+    database
 }
 
 /// A store of its own for one test, and, on PostgreSQL, the guard that drops its database.
@@ -240,6 +256,23 @@ impl Gateway {
     /// The demo gateway, held to `limits`, offering `registry`'s capabilities.
     pub async fn serving(limits: Limits, registry: &'static Registry) -> Gateway {
         let (store, database) = own_store(true).await;
+        Gateway::serving_store(store, database, limits, registry).await
+    }
+
+    /// Like [`Gateway::serving`], with reads on connections apart from the writer's, as in a
+    /// deployed gateway: for tests of what happens while the writer is held.
+    pub async fn serving_apart(limits: Limits, registry: &'static Registry) -> Gateway {
+        let database = on_disk(true).await;
+        let store = Store::open(&database).await.unwrap();
+        Gateway::serving_store(store, database, limits, registry).await
+    }
+
+    async fn serving_store(
+        store: Store,
+        database: TestDatabase,
+        limits: Limits,
+        registry: &'static Registry,
+    ) -> Gateway {
         seed_demo(&store).await.unwrap();
         Gateway {
             database: Some(database),
@@ -382,6 +415,21 @@ impl Gateway {
     }
 
     /// `dry_run` of `capability` as the test agent; the preview, which must be 200.
+    /// A tool call over MCP's HTTP transport as `token`: the JSON-RPC answer.
+    pub async fn tool(&self, token: &str, name: &str, arguments: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                          "params": {"name": name, "arguments": arguments}});
+        let request = Request::post("/mcp")
+            .header("host", "gateway.example")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .header("authorization", format!("Bearer {token}"))
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        self.send(request).await.body
+    }
+
     pub async fn preview(&self, capability: &str, params: Value) -> Value {
         let reply = self
             .call(
@@ -503,6 +551,14 @@ impl Gateway {
 
     pub async fn enroll(&self, name: &str) -> Approver {
         let code = accounts::invite_approver(&self.state.store, name, None)
+            .await
+            .unwrap();
+        self.enroll_with_code(name, &code).await
+    }
+
+    /// An approver enrolled as person `person` of the demo world.
+    pub async fn enroll_as(&self, name: &str, person: &str) -> Approver {
+        let code = accounts::invite_approver(&self.state.store, name, Some(person))
             .await
             .unwrap();
         self.enroll_with_code(name, &code).await

@@ -45,6 +45,18 @@ impl Events {
         }
     }
 
+    /// Whether the stream ends within `within`, whatever it sends before it does.
+    pub async fn ends_within(mut self, within: Duration) -> bool {
+        let to_the_end = async {
+            while let Some(frame) = self.body.frame().await {
+                if frame.is_err() {
+                    return;
+                }
+            }
+        };
+        tokio::time::timeout(within, to_the_end).await.is_ok()
+    }
+
     /// The next event (comments included as `event: None, data: ""` only if `comments`).
     pub async fn next(&mut self, comments: bool) -> Sse {
         loop {
