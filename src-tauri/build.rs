@@ -15,6 +15,7 @@ const COMMANDS: &[&str] = &[
     "settings",
     "save_settings",
     "enroll",
+    "move_credential",
     "linked_plan",
 ];
 

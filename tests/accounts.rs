@@ -1,17 +1,13 @@
 //! Transport, enrollment, rotation and history across console and gateway, with a relay in the
 //! middle where it matters. The keys go to the Secret Service: run under `tests/with-keyring.sh`.
 
-use std::sync::{Arc, Mutex};
-
-use axum::extract::{Request, State};
-use axum::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, IF_NONE_MATCH};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use countersign_api::app;
 use countersign_console::journal::Journal;
 use countersign_console::session::{Session, SessionConfig};
 use countersign_console::signer::Signer;
 use countersign_console::{transport, Console, GatewayClient};
+use countersign_e2e::proxy::FaultProxy;
+use countersign_e2e::relay::{Relay, Tamper};
 use countersign_e2e::TestGateway;
 use countersign_embedded::{default_registry, seed_demo};
 use countersign_engine::{Limits, Store};
@@ -28,114 +24,6 @@ fn require_secret_service() {
         std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
         "no D-Bus session: run this test through tests/with-keyring.sh (make test does)"
     );
-}
-
-/// A path and what to do to the JSON that travels on it.
-type Rewrite = Option<(&'static str, fn(&mut Value))>;
-
-/// What the relay does to the traffic of one path.
-#[derive(Default)]
-struct Tamper {
-    /// Rewrites the JSON request sent to this path.
-    request: Rewrite,
-    /// Rewrites the JSON answer of this path.
-    answer: Rewrite,
-    /// Answers this path itself (status, body), without asking the gateway.
-    forged: Mutex<Option<(&'static str, u16, String)>>,
-    /// Passes this path's request to the gateway, then loses its answer (a 502 instead).
-    lost: Mutex<Option<&'static str>>,
-}
-
-struct RelayState {
-    upstream: String,
-    http: reqwest::Client,
-    tamper: Tamper,
-}
-
-/// A relay between console and gateway: an HTTP proxy that can rewrite and forge.
-struct Relay {
-    url: String,
-    state: Arc<RelayState>,
-}
-
-impl Relay {
-    async fn start(upstream: &str, tamper: Tamper) -> anyhow::Result<Relay> {
-        let state = Arc::new(RelayState {
-            upstream: upstream.to_owned(),
-            http: reqwest::Client::new(),
-            tamper,
-        });
-        let router = axum::Router::new()
-            .fallback(relay)
-            .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let url = format!("http://{}", listener.local_addr()?);
-        tokio::spawn(async move { axum::serve(listener, router).await });
-        Ok(Relay { url, state })
-    }
-
-    fn forge(&self, path: &'static str, status: u16, body: &str) {
-        *self.state.tamper.forged.lock().unwrap() = Some((path, status, body.to_owned()));
-    }
-
-    fn lose_answers(&self, path: &'static str) {
-        *self.state.tamper.lost.lock().unwrap() = Some(path);
-    }
-
-    fn pass(&self) {
-        *self.state.tamper.forged.lock().unwrap() = None;
-        *self.state.tamper.lost.lock().unwrap() = None;
-    }
-}
-
-fn rewritten(rule: Rewrite, path: &str, bytes: Vec<u8>) -> Vec<u8> {
-    match rule {
-        Some((on, rewrite)) if on == path => {
-            let mut value: Value = serde_json::from_slice(&bytes).unwrap();
-            rewrite(&mut value);
-            serde_json::to_vec(&value).unwrap()
-        }
-        _ => bytes,
-    }
-}
-
-async fn relay(State(relay): State<Arc<RelayState>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let path = parts.uri.path().to_owned();
-    let forged = relay.tamper.forged.lock().unwrap().clone();
-    if let Some((_, status, body)) = forged.filter(|(on, ..)| *on == path) {
-        let status = StatusCode::from_u16(status).unwrap();
-        return (status, [(CONTENT_TYPE, "application/json")], body).into_response();
-    }
-    let bytes = axum::body::to_bytes(body, usize::MAX)
-        .await
-        .unwrap()
-        .to_vec();
-    let bytes = rewritten(relay.tamper.request, &path, bytes);
-    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let mut forwarded = relay
-        .http
-        .request(parts.method.clone(), format!("{}{target}", relay.upstream))
-        .body(bytes);
-    for name in [AUTHORIZATION, CONTENT_TYPE, IF_NONE_MATCH, ACCEPT] {
-        if let Some(value) = parts.headers.get(&name) {
-            forwarded = forwarded.header(name, value);
-        }
-    }
-    let answer = forwarded.send().await.unwrap();
-    if *relay.tamper.lost.lock().unwrap() == Some(path.as_str()) {
-        drop(answer);
-        let page = "<html>502 Bad gateway</html>";
-        return (StatusCode::BAD_GATEWAY, [(CONTENT_TYPE, "text/html")], page).into_response();
-    }
-    let status = answer.status();
-    let bytes = answer.bytes().await.unwrap().to_vec();
-    let bytes = if status.is_success() {
-        rewritten(relay.tamper.answer, &path, bytes)
-    } else {
-        bytes
-    };
-    (status, [(CONTENT_TYPE, "application/json")], bytes).into_response()
 }
 
 /// The error an enrollment that must fail ends with.
@@ -309,12 +197,14 @@ fn envelope_of(code: &str) -> String {
 async fn a_rotation_keeps_its_pending_key_unless_definitively_refused() -> anyhow::Result<()> {
     require_secret_service();
     let gateway = TestGateway::start().await?;
-    let enrolled = Console::enroll(&gateway.url, &gateway.invite("Dana").await?, "Dana").await?;
+    let relay = Relay::start(&gateway.url, Tamper::default()).await?;
+    // The console reaches the relay through a proxy that can play a gateway gone.
+    let line = FaultProxy::start(relay.url.trim_start_matches("http://")).await?;
+    let enrolled = Console::enroll(&line.url, &gateway.invite("Dana").await?, "Dana").await?;
     let gateway_id = enrolled.signer().gateway_id().to_owned();
     let old_key = enrolled.signer().key_id().to_owned();
     drop(enrolled);
-    let relay = Relay::start(&gateway.url, Tamper::default()).await?;
-    let mut console = Console::with_signer(&relay.url, Signer::load(&gateway_id)?.unwrap())?;
+    let mut console = Console::with_signer(&line.url, Signer::load(&gateway_id)?.unwrap())?;
 
     let keys = "/v1/approvers/keys";
     let forgeries = [
@@ -334,15 +224,15 @@ async fn a_rotation_keeps_its_pending_key_unless_definitively_refused() -> anyho
         assert!(stored.rotation_pending(), "kept in the keyring: {status}");
         assert_eq!(stored.key_id(), old_key);
     }
-    let mut unreachable =
-        Console::with_signer("http://127.0.0.1:9", Signer::load(&gateway_id)?.unwrap())?;
+    line.down(true);
     assert_eq!(
-        unreachable.rotate_key().await.unwrap_err().code(),
+        console.rotate_key().await.unwrap_err().code(),
         "unreachable"
     );
     assert!(Signer::load(&gateway_id)?.unwrap().rotation_pending());
 
     // Resent as it was, the rotation goes through.
+    line.down(false);
     relay.pass();
     console.rotate_key().await?;
     assert!(!console.signer().rotation_pending());
@@ -366,10 +256,10 @@ async fn a_rotation_keeps_its_pending_key_unless_definitively_refused() -> anyho
 async fn a_rotation_whose_answer_was_lost_is_resent_and_taken_once() -> anyhow::Result<()> {
     require_secret_service();
     let gateway = TestGateway::start().await?;
-    let enrolled = Console::enroll(&gateway.url, &gateway.invite("Dana").await?, "Dana").await?;
+    let relay = Relay::start(&gateway.url, Tamper::default()).await?;
+    let enrolled = Console::enroll(&relay.url, &gateway.invite("Dana").await?, "Dana").await?;
     let gateway_id = enrolled.signer().gateway_id().to_owned();
     drop(enrolled);
-    let relay = Relay::start(&gateway.url, Tamper::default()).await?;
     let mut console = Console::with_signer(&relay.url, Signer::load(&gateway_id)?.unwrap())?;
     let keys = "/v1/approvers/keys";
 
@@ -476,7 +366,7 @@ async fn the_desktop_demo_enrolls_through_the_bound_flow() -> anyhow::Result<()>
         enrollment_code: Some(demo.invite("Dana").await?),
         display_name: "Dana".to_owned(),
         data_dir: dir.path().to_owned(),
-        demo: true,
+        demo: Some(demo.gateway_id().to_owned()),
     })
     .await?;
     let status = session.status();

@@ -2,6 +2,7 @@
 
 pub mod fuzz_targets;
 pub mod proxy;
+pub mod relay;
 pub mod webdriver;
 
 use std::path::PathBuf;
@@ -39,9 +40,27 @@ impl Drop for TestGateway {
 
 impl TestGateway {
     pub async fn start() -> anyhow::Result<TestGateway> {
+        TestGateway::start_as(None).await
+    }
+
+    /// A gateway of its own (its own identity key) that calls itself `gateway_id`: another
+    /// gateway's id, to play an impostor.
+    pub async fn claiming(gateway_id: &str) -> anyhow::Result<TestGateway> {
+        TestGateway::start_as(Some(gateway_id)).await
+    }
+
+    async fn start_as(claimed: Option<&str>) -> anyhow::Result<TestGateway> {
         let dir = tempfile::tempdir()?;
         let database = format!("sqlite://{}", dir.path().join("gateway.db").display());
         let store = Store::open(&database).await?;
+        if let Some(id) = claimed {
+            let mut w = store.write().await?;
+            sqlx::query("INSERT INTO meta (key, value) VALUES ('gateway_id', $1)")
+                .bind(id)
+                .execute(&mut *w.tx)
+                .await?;
+            w.commit().await?;
+        }
         seed_demo(&store).await?;
         let providers = LocalProviders::start().await?;
         let registry = registry(&Default::default(), providers.providers())

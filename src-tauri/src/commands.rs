@@ -193,3 +193,13 @@ pub async fn enroll(app: AppHandle, gateway_url: String, code: String) -> Answer
         .session
         .status())
 }
+
+/// Moves the credential of the gateway followed now to `gateway_url`; the native dialog it asks
+/// first is outside the page's reach.
+#[tauri::command]
+pub async fn move_credential(app: AppHandle, gateway_url: String) -> Answer<StatusView> {
+    Ok(shell::move_credential(&app, gateway_url)
+        .await?
+        .session
+        .status())
+}

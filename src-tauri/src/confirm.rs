@@ -2,25 +2,44 @@
 //! a script in the page cannot answer it.
 
 use countersign_console::confirm::Confirm;
+use countersign_console::text::visible;
 use tauri::{AppHandle, Manager};
 use tauri_plugin_dialog::{DialogExt, MessageDialogButtons, MessageDialogKind};
 
 pub struct NativeConfirm {
     app: AppHandle,
+    /// The label of the button that says yes.
+    yes: &'static str,
 }
 
 impl NativeConfirm {
+    /// The confirmation before a risky signature.
     pub fn new(app: &AppHandle) -> NativeConfirm {
-        NativeConfirm { app: app.clone() }
+        NativeConfirm {
+            app: app.clone(),
+            yes: "Approve and sign",
+        }
+    }
+
+    /// The confirmation before a credential is sent to another URL.
+    pub fn moving(app: &AppHandle) -> NativeConfirm {
+        NativeConfirm {
+            app: app.clone(),
+            yes: "Move credential",
+        }
     }
 }
 
-/// The dialog's text: the consequence in words, then each plan and the digest it signs.
+/// The dialog's text: the consequence in words, then each plan and the digest it signs, every
+/// character visible (agent text reaches it through the plan).
 pub fn text(consequence: &str, lines: &[String]) -> String {
     if lines.is_empty() {
-        return consequence.to_owned();
+        return visible(consequence);
     }
-    format!("{consequence}\n\nThis signs:\n{}", lines.join("\n"))
+    visible(&format!(
+        "{consequence}\n\nThis signs:\n{}",
+        lines.join("\n")
+    ))
 }
 
 impl Confirm for NativeConfirm {
@@ -30,10 +49,10 @@ impl Confirm for NativeConfirm {
             .app
             .dialog()
             .message(text(consequence, lines))
-            .title(title)
+            .title(visible(title))
             .kind(MessageDialogKind::Warning)
             .buttons(MessageDialogButtons::OkCancelCustom(
-                "Approve and sign".to_owned(),
+                self.yes.to_owned(),
                 "Cancel".to_owned(),
             ));
         if let Some(window) = self.app.get_webview_window("main") {
@@ -57,5 +76,9 @@ mod tests {
         assert!(shown.starts_with("removes 37 members"));
         assert!(shown.contains("pln_1  grp_support −37 · sha256:abcd…wxyz\npln_2"));
         assert_eq!(text("irreversible", &[]), "irreversible");
+        assert_eq!(
+            text("grants admin to usr_\u{202E}29", &[]),
+            "grants admin to usr_\u{FFFD}29"
+        );
     }
 }

@@ -8,6 +8,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 const LOCK: &str = "instance.lock";
+/// The longest a later start may take to hand over its arguments, and their most bytes.
+#[cfg(unix)]
+const HANDOVER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+#[cfg(unix)]
+const HANDOVER_LIMIT: u64 = 64 * 1024;
 #[cfg(unix)]
 const SOCKET: &str = "instance.sock";
 
@@ -28,7 +33,8 @@ pub struct Instance {
 
 /// Takes the data directory for this process, or hands `args` to the process that has it.
 pub fn claim(data_dir: &Path, args: &[String]) -> io::Result<Claim> {
-    fs::create_dir_all(data_dir)?;
+    countersign_console::private_files::create_dir(data_dir)
+        .map_err(|e| io::Error::other(e.to_string()))?;
     let lock = OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -78,7 +84,12 @@ impl Instance {
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let mut text = String::new();
-                let read = stream.and_then(|mut s| s.read_to_string(&mut text));
+                // Any local process may connect: one that sends nothing, or sends without end,
+                // holds the hand-over for a moment and never more.
+                let read = stream.and_then(|s| {
+                    s.set_read_timeout(Some(HANDOVER_TIMEOUT))?;
+                    s.take(HANDOVER_LIMIT).read_to_string(&mut text)
+                });
                 match read.map(|_| serde_json::from_str::<Vec<String>>(&text)) {
                     Ok(Ok(args)) => on_args(args),
                     Ok(Err(e)) => tracing::warn!(error = %e, "a second start sent no arguments"),
@@ -185,5 +196,42 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(5)).unwrap(),
             args(&["x"])
         );
+    }
+
+    #[test]
+    fn a_connection_that_stalls_or_floods_does_not_keep_the_next_start_out() {
+        use std::io::Write as _;
+        use std::os::unix::net::UnixStream;
+        let dir = tempfile::tempdir().unwrap();
+        let Claim::First(mut first) = claim(dir.path(), &[]).unwrap() else {
+            panic!("the first start is the instance");
+        };
+        let (tx, rx) = mpsc::channel();
+        first.serve(move |a| tx.send(a).unwrap());
+        // One local process connects and says nothing; another sends without end.
+        let _silent = UnixStream::connect(dir.path().join(SOCKET)).unwrap();
+        let mut flood = UnixStream::connect(dir.path().join(SOCKET)).unwrap();
+        std::thread::spawn(move || {
+            let chunk = vec![b'['; 64 * 1024];
+            while flood.write_all(&chunk).is_ok() {}
+        });
+        assert!(matches!(
+            claim(dir.path(), &args(&["countersign://plan/plan_2"])).unwrap(),
+            Claim::Forwarded
+        ));
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(10)).unwrap(),
+            args(&["countersign://plan/plan_2"])
+        );
+    }
+
+    #[test]
+    fn the_data_dir_is_made_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("fresh");
+        let _first = claim(&dir, &[]).unwrap();
+        let mode = fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
     }
 }

@@ -83,6 +83,7 @@ fn main() {
             commands::settings,
             commands::save_settings,
             commands::enroll,
+            commands::move_credential,
             commands::linked_plan,
         ])
         .on_window_event(|window, event| match event {

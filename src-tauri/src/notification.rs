@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use countersign_console::console::Console;
 use countersign_console::review::PlanView;
+use countersign_console::text::{notification_body, visible};
 use notify_rust::Notification;
 use tauri::{AppHandle, Manager};
 
@@ -29,15 +30,22 @@ pub async fn announce(app: AppHandle, console: Arc<Console>, plan_id: String) {
     std::thread::spawn(move || show(&app, &plan_id, &summary, &body));
 }
 
+/// The notification's summary and body, every character visible and the body's markup escaped:
+/// notification servers read bodies as markup, and the words come from an agent's plan. Only
+/// words the plan signs: its capability and what its effects do, never the gateway's label.
 fn words(plan: &PlanView) -> (String, String) {
     let what = if plan.consequence.is_empty() {
         &plan.gist
     } else {
         &plan.consequence
     };
+    texts(&plan.capability_id, what, &plan.plan_id, &plan.agent_id)
+}
+
+fn texts(capability: &str, what: &str, plan_id: &str, agent_id: &str) -> (String, String) {
     (
-        format!("To approve: {}", plan.title),
-        format!("{what}\n{} · agent {}", plan.plan_id, plan.agent_id),
+        visible(&format!("To approve: {capability}")),
+        notification_body(&format!("{what}\n{plan_id} · agent {agent_id}")),
     )
 }
 
@@ -61,5 +69,25 @@ fn show(app: &AppHandle, plan_id: &str, summary: &str, body: &str) {
             let _ = (app, plan_id);
         }
         Err(e) => tracing::warn!(plan_id, error = %e, "the notification could not be shown"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::texts;
+
+    #[test]
+    fn agent_words_reach_a_notification_visible_and_never_as_markup() {
+        let (summary, body) = texts(
+            "Rename \u{202E}txt.exe",
+            "grants <b>admin</b> & more",
+            "plan_1",
+            "agt_ops",
+        );
+        assert_eq!(summary, "To approve: Rename \u{FFFD}txt.exe");
+        assert_eq!(
+            body,
+            "grants &lt;b&gt;admin&lt;/b&gt; &amp; more\nplan_1 · agent agt_ops"
+        );
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use countersign_console::error::{ConsoleError, ErrorView};
 use countersign_console::notify::NotifyRules;
-use countersign_console::session::{Session, SessionConfig};
+use countersign_console::session::{self, Session, SessionConfig};
 use countersign_console::settings::{self, Settings, SettingsView};
 use countersign_console::sync::Backoff;
 use countersign_embedded::{CoApprover, Embedded};
@@ -16,6 +16,7 @@ use tauri::async_runtime::JoinHandle;
 use tauri::{AppHandle, Emitter, Manager};
 
 use crate::config::Env;
+use crate::confirm::NativeConfirm;
 use crate::{follow, window};
 
 pub struct Shell {
@@ -145,7 +146,13 @@ pub fn restart(app: &AppHandle) {
             let outcome = match shell.settings() {
                 Ok(view) => {
                     shell.apply(&view.settings);
-                    let code = shell.env.enrollment_code.clone();
+                    // The environment's code is for a first enrollment only: after it, a
+                    // changed URL with the code still set would otherwise enroll anywhere.
+                    let code = shell
+                        .env
+                        .enrollment_code
+                        .clone()
+                        .filter(|_| !session::enrolled_anywhere(&shell.env.data_dir));
                     open(&app, view.settings.gateway_url, code).await
                 }
                 Err(e) => Err(e),
@@ -175,7 +182,6 @@ pub fn restart(app: &AppHandle) {
 /// Enrolls with `url` using `code`, then follows that gateway and keeps it in the settings.
 /// The session before stays in place until the new one stands.
 pub async fn enroll(app: &AppHandle, url: String, code: String) -> Result<Arc<Running>, ErrorView> {
-    let shell = app.state::<Shell>();
     let url = url.trim().to_owned();
     if url.is_empty() || code.trim().is_empty() {
         return Err(ConsoleError::Invalid(
@@ -184,6 +190,16 @@ pub async fn enroll(app: &AppHandle, url: String, code: String) -> Result<Arc<Ru
         .view());
     }
     let session = open(app, Some(url.clone()), Some(code.trim().to_owned())).await?;
+    follow_at(app, url, session)
+}
+
+/// Keeps `url` in the settings and makes `session` (on it) the current one.
+fn follow_at(
+    app: &AppHandle,
+    url: String,
+    session: (Session, Option<Embedded>),
+) -> Result<Arc<Running>, ErrorView> {
+    let shell = app.state::<Shell>();
     let mut saved = shell.settings()?.settings;
     saved.gateway_url = Some(url);
     settings::save_settings(&shell.env.config_dir, &saved).map_err(|e| e.view())?;
@@ -192,10 +208,43 @@ pub async fn enroll(app: &AppHandle, url: String, code: String) -> Result<Arc<Ru
     shell.running()
 }
 
-/// Saves the settings; a new gateway means a new session, the rest applies as it is.
+/// Moves the current gateway's credential to `url` (the gateway moved), after a native
+/// confirmation naming both URLs and a fresh identity proof; then follows it there.
+pub async fn move_credential(app: &AppHandle, url: String) -> Result<Arc<Running>, ErrorView> {
+    let shell = app.state::<Shell>();
+    let running = shell.running()?;
+    let status = running.session.status();
+    if status.demo {
+        return Err(ConsoleError::Invalid(
+            "the demo gateway's credential follows it by itself".to_owned(),
+        )
+        .view());
+    }
+    let url = url.trim().to_owned();
+    let gateway_id = running.session.console().signer().gateway_id().to_owned();
+    let confirm = NativeConfirm::moving(app);
+    session::move_credential(&shell.env.data_dir, &gateway_id, &url, &confirm)
+        .await
+        .map_err(|e| e.view())?;
+    let session = open(app, Some(url.clone()), None).await?;
+    follow_at(app, url, session)
+}
+
+/// Saves the settings; a new gateway means a new session, the rest applies as it is. The URL
+/// changes only to a gateway this machine holds a credential for there (or to the demo): a new
+/// gateway is enrolled with, a moved one is moved to.
 pub fn save(app: &AppHandle, settings: &Settings) -> Result<SettingsView, ErrorView> {
     let shell = app.state::<Shell>();
     let before = shell.settings()?.settings.gateway_url;
+    if let Some(url) = settings.gateway_url.as_deref().map(str::trim) {
+        let changed = before.as_deref() != Some(url);
+        if changed && !url.is_empty() && session::gateway_at(&shell.env.data_dir, url).is_none() {
+            return Err(ConsoleError::NotEnrolled.view_with(format!(
+                "this machine holds no credential for {url}: enroll with it (a new gateway), or \
+                 move your credential there (the same gateway at a new URL)"
+            )));
+        }
+    }
     let view = settings::save_settings(&shell.env.config_dir, settings).map_err(|e| e.view())?;
     shell.apply(&view.settings);
     if view.settings.gateway_url != before {
@@ -239,7 +288,7 @@ async fn open(
         enrollment_code,
         display_name: env.display_name.clone(),
         data_dir: env.data_dir.clone(),
-        demo: demo.is_some(),
+        demo: demo.as_ref().map(|d| d.gateway_id().to_owned()),
     })
     .await
     .map_err(|e| e.view())?;

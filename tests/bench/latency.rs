@@ -1,9 +1,12 @@
 //! Latency as an approver feels it, through the console core on loopback: a plan created by an
 //! agent until the console's live queue holds it (over SSE; DESIGN: ≤ 100 ms p50), and a decision's
 //! round trip — fetch, digest, sign, journal, send, the gateway's verification and record (DESIGN:
-//! ≤ 10 ms p50) — next to Ed25519 sign + verify alone, its floor.
+//! ≤ 10 ms p50) — next to Ed25519 sign + verify alone, its floor; and the same round trip while
+//! another agent floods the gateway with previews of its largest plan (issue 23: a preview is
+//! evaluated off the writer, so the decision keeps its bar).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,7 +15,7 @@ use countersign_console::live::{Link, Live, Timing};
 use countersign_console::signer::Signer;
 use countersign_console::Console;
 
-use crate::gateway::{pending_plan, Gateway};
+use crate::gateway::{bulk_plan, pending_plan, Gateway};
 use crate::settings::{keyring_missing, Settings};
 use crate::stats::{ns, Summary};
 use crate::table::{Goal, Row, Unit};
@@ -23,6 +26,9 @@ const DECISION_P50: Duration = Duration::from_millis(10);
 const ARRIVAL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Between samples, so that one sample's work does not queue behind the last.
 const GAP: Duration = Duration::from_millis(20);
+/// The flooding agent's previews under way at once: more than one agent may hold (two), which
+/// the bench's gateway allows, so the flood is heavier than a real one.
+const FLOOD_WORKERS: usize = 4;
 
 fn percentile_row(row: Row, samples: &[f64], p: f64) -> Row {
     row.result(Summary::percentile(samples, p).ok_or_else(|| anyhow::anyhow!("no samples")))
@@ -52,6 +58,15 @@ pub async fn rows(settings: &Settings, floor: Option<f64>) -> Vec<Row> {
             "decision round trip (console `approve`, journaled), p99",
             Unit::Time,
         ),
+        Row::new(
+            "decision round trip while an agent floods 100,000-subject previews, p50",
+            Unit::Time,
+        )
+        .goal(Goal::AtMost(ns(DECISION_P50))),
+        Row::new(
+            "decision round trip while an agent floods 100,000-subject previews, p99",
+            Unit::Time,
+        ),
     ]
     .map(|row| match &floor_text {
         Some(text) => row.reference(text.clone()),
@@ -79,7 +94,7 @@ pub async fn rows(settings: &Settings, floor: Option<f64>) -> Vec<Row> {
 async fn measure(
     settings: &Settings,
     sse: [Row; 2],
-    decisions: [Row; 2],
+    decisions: [Row; 4],
 ) -> anyhow::Result<Vec<Row>> {
     let gateway = Gateway::start(settings).await?;
     let agent = gateway.agent("latency").await?;
@@ -140,6 +155,13 @@ async fn measure(
     }
     watcher.abort();
     live.abort();
+    let samples = settings.latency_samples();
+    let under_flood: Vec<String> = gateway
+        .seed(&agent, samples, move |i| pending_plan(samples + i))
+        .await?
+        .iter()
+        .map(|p| p["plan_id"].as_str().unwrap_or_default().to_owned())
+        .collect();
 
     let mut round_trips = Vec::new();
     for plan_id in &plans {
@@ -149,19 +171,59 @@ async fn measure(
         round_trips.push(ns(started.elapsed()));
         tokio::time::sleep(GAP).await;
     }
+
+    let flooder = gateway.agent("flood").await?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let made = Arc::new(AtomicUsize::new(0));
+    let mut flood = tokio::task::JoinSet::new();
+    for _ in 0..FLOOD_WORKERS {
+        let (api, token) = (gateway.api.clone(), flooder.clone());
+        let (stop, made) = (stop.clone(), made.clone());
+        flood.spawn(async move {
+            let (capability, params) = bulk_plan();
+            while !stop.load(Ordering::Relaxed) {
+                match api.dry_run(&token, capability, &params).await {
+                    Ok(_) => {
+                        made.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(_) => tokio::time::sleep(GAP).await,
+                }
+            }
+        });
+    }
+    // Every worker's first preview under way before the first decision.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut flooded = Vec::new();
+    for plan_id in &under_flood {
+        let view = console.plan_view(plan_id).await?;
+        let started = Instant::now();
+        console.approve(plan_id, &view.digest, None, &Yes).await?;
+        flooded.push(ns(started.elapsed()));
+        tokio::time::sleep(GAP).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    while flood.join_next().await.is_some() {}
     Signer::forget(&gateway.gateway_id)?;
+    let made = made.load(Ordering::Relaxed);
 
     let dry_run = Summary::median(&answered).map(|s| Unit::Time.format(s.value));
     let [p50, p99] = sse.map(|row| match &dry_run {
         Some(text) => row.reference(format!("dry_run answered (p50): {text}")),
         None => row,
     });
-    let [d50, d99] = decisions;
+    let [d50, d99, f50, f99] = decisions;
+    let [f50, f99] = [f50, f99].map(|row| {
+        row.reference(format!(
+            "{made} previews of 90,000 removals made meanwhile, {FLOOD_WORKERS} at a time"
+        ))
+    });
     Ok(vec![
         percentile_row(p50, &arrivals, 50.0),
         percentile_row(p99, &arrivals, 99.0),
         percentile_row(d50, &round_trips, 50.0),
         percentile_row(d99, &round_trips, 99.0),
+        percentile_row(f50, &flooded, 50.0),
+        percentile_row(f99, &flooded, 99.0),
     ])
 }
 

@@ -221,7 +221,7 @@ describe('the console', () => {
 describe('a long queue', () => {
   it('renders a screenful of 10,000 pending plans and walks them with j', async () => {
     const plans = Array.from({ length: 10_000 }, (_, n) =>
-      plan({ plan_id: `plan_${String(n).padStart(5, '0')}`, title: `Plan ${n}`, expires_at: new Date(Date.now() + 60_000 + n * 1000).toISOString() }));
+      plan({ plan_id: `plan_${String(n).padStart(5, '0')}`, label: `Plan ${n}`, expires_at: new Date(Date.now() + 60_000 + n * 1000).toISOString() }));
     render(App, { props: { backend: new FakeBackend({ plans }) } });
     await waitFor(() => expect(screen.getByTestId('pending-count').textContent).toContain('10000 pending'));
     await shown('plan_00000');
@@ -310,6 +310,27 @@ describe('history and settings', () => {
     await fireEvent.input(screen.getByTestId('enroll-code'), { target: { value: 'ENR-1234' } });
     await fireEvent.click(screen.getByTestId('enroll'));
     await waitFor(() => expect(screen.getByTestId('enrolled').textContent).toContain('key_dana1'));
+  });
+
+  it('refuses a new gateway URL without a credential there, and moves the credential only when confirmed', async () => {
+    const asked: string[] = [];
+    let answer = false;
+    const backend = new FakeBackend({ confirm: (title) => { asked.push(title); return answer; } });
+    await backend.enroll('https://gw.example.com', 'ENR-1234');
+    render(App, { props: { backend } });
+    await fireEvent.click(await screen.findByTestId('nav-settings'));
+    await fireEvent.input(await screen.findByTestId('gateway-url'), { target: { value: 'https://elsewhere.example.com' } });
+    await fireEvent.click(screen.getByTestId('save-settings'));
+    await waitFor(() => expect(screen.getByTestId('settings-error').textContent).toContain('not_enrolled'));
+    expect((await backend.settings()).settings.gateway_url).toBe('https://gw.example.com');
+    await fireEvent.click(screen.getByTestId('move-credential'));
+    await waitFor(() => expect(screen.getByTestId('settings-error').textContent).toContain('cancelled'));
+    expect(asked).toEqual(['Move your credential to another URL?']);
+    expect((await backend.status()).gateway_url).toBe('https://gw.example.com');
+    answer = true;
+    await fireEvent.click(screen.getByTestId('move-credential'));
+    await waitFor(() => expect(screen.getByTestId('enrolled').textContent).toContain('https://elsewhere.example.com'));
+    expect((await backend.settings()).settings.gateway_url).toBe('https://elsewhere.example.com');
   });
 });
 

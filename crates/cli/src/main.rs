@@ -92,6 +92,16 @@ enum Command {
     },
     /// Replace the signing key; the old one's public half is kept for history.
     RotateKey,
+    /// Send the credential of the current gateway to a new URL from now on (the gateway moved):
+    /// only after the gateway there proves the identity key it was enrolled under.
+    MoveCredential {
+        /// The gateway's new URL.
+        #[arg(long)]
+        to: String,
+        /// Do not ask before moving.
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 /// An outcome for the exit code: usage problems are the caller's to fix.
@@ -393,6 +403,18 @@ async fn run(cli: Cli) -> Outcome {
                 format!("Now signing with {}.\n", signer.key_id())
             });
         }
+        Command::MoveCredential { to, yes } => {
+            let dir = data_dir(&cli)?;
+            let from = gateway_url(&cli, &dir)?;
+            let gateway_id = session::gateway_at(&dir, &from).ok_or(ConsoleError::NotEnrolled)?;
+            session::move_credential(&dir, &gateway_id, to, &Prompt { yes: *yes }).await?;
+            let to = to.trim();
+            countersign_console::private_files::write(&dir.join(CURRENT), to.as_bytes())?;
+            let out = serde_json::json!({"gateway_id": gateway_id, "from": from, "to": to});
+            print(json, &out, || {
+                format!("The credential for {gateway_id} is sent to {to} from now on.\n")
+            });
+        }
     }
     Ok(())
 }
@@ -438,11 +460,12 @@ impl Confirm for Prompt {
             .iter()
             .map(|l| format!("  {}\n", style::clean(l)))
             .collect();
+        let consequence: Vec<String> = consequence.lines().map(style::clean).collect();
         eprint!(
             "{}\n{}{} [y/N] ",
             style::clean(title),
             listed,
-            style::clean(consequence)
+            consequence.join("\n")
         );
         let mut answer = String::new();
         if std::io::stdin().lock().read_line(&mut answer).is_err() {

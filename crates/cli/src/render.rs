@@ -8,7 +8,9 @@ use countersign_console::console::SubjectCheck;
 use countersign_console::diff::ValueDiff;
 use countersign_console::journal::JournalEntry;
 use countersign_console::live::Link;
+use countersign_console::request::RequestView;
 use countersign_console::review::{DecisionView, EffectView, PlanView, QueueView};
+use countersign_console::sample::SampleCheck;
 
 use crate::style::{clean, Style};
 
@@ -157,10 +159,10 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{}  {} {}",
-        style.bold(&clean(&view.title)),
-        clean(&view.capability_id),
-        clean(&view.version)
+        "{} {}  \"{}\" (the gateway's label, not signed)",
+        style.bold(&clean(&view.capability_id)),
+        clean(&view.version),
+        clean(&view.label)
     );
     let digest = if view.digest_matches {
         style.green("digest ok")
@@ -199,6 +201,7 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
     if !view.risk.is_empty() {
         let _ = writeln!(out, "risk {}", style.yellow(&clean(&view.risk.join(", "))));
     }
+    request(style, &view.request, &mut out);
     if !view.changes.is_empty() {
         let _ = writeln!(out, "\n{}", style.bold("Changes"));
         for change in &view.changes {
@@ -248,9 +251,14 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
         );
         if let Some(total) = effect.subjects_total {
             let more = total.saturating_sub(effect.sample.len() as u64);
+            let checked = match effect.sample_check {
+                Some(SampleCheck::Unchecked) => " (the gateway's sample, not yet checked)",
+                Some(SampleCheck::Mismatch) => " (the gateway's sample contradicts the signed set)",
+                _ => "",
+            };
             let _ = writeln!(
                 out,
-                "{indent}    {} subjects: {}{}",
+                "{indent}    {} subjects: {}{}{checked}",
                 total,
                 clean(&effect.sample.join(", ")),
                 if more > 0 {
@@ -341,6 +349,27 @@ pub fn decision(view: &DecisionView) -> String {
     )
 }
 
+/// The parameters the plan signs, every value in full: the prompt a provider plan sends is read
+/// before it is signed.
+fn request(style: &Style, request: &RequestView, out: &mut String) {
+    let heading = if request.leaves {
+        "Request as signed (sent to an outside service if this plan runs)"
+    } else {
+        "Request as signed"
+    };
+    let _ = writeln!(out, "\n{}", style.bold(heading));
+    for param in &request.params {
+        if param.text.contains('\n') {
+            let _ = writeln!(out, "  {}:", clean(&param.path));
+            for line in param.text.lines() {
+                let _ = writeln!(out, "    {}", clean(line));
+            }
+        } else {
+            let _ = writeln!(out, "  {}: {}", clean(&param.path), clean(&param.text));
+        }
+    }
+}
+
 pub fn changed(style: &Style, changed: &WhatChanged) -> String {
     let mut out = format!(
         "{} supersedes {}\n",
@@ -349,6 +378,10 @@ pub fn changed(style: &Style, changed: &WhatChanged) -> String {
     );
     if changed.is_empty() {
         out.push_str("Nothing changed but the revisions read.\n");
+    }
+    for r in &changed.request {
+        let _ = write!(out, "{} {}:", style.red("request changed"), clean(&r.path));
+        diff(style, &r.diff, &mut out);
     }
     for e in &changed.effects_added {
         let _ = writeln!(

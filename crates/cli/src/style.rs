@@ -49,22 +49,7 @@ impl Style {
 const OPEN: char = '\u{E000}';
 const CLOSE: char = '\u{E001}';
 
-/// Characters that reorder, hide or break text on a terminal: bidirectional controls, zero-width
-/// and invisible marks, the soft hyphen, Unicode line and paragraph separators, tag characters.
-pub fn hidden(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00AD}'
-            | '\u{061C}'
-            | '\u{180E}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{2028}'..='\u{202E}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{2069}'
-            | '\u{FEFF}'
-            | '\u{E0000}'..='\u{E007F}'
-    )
-}
+pub use countersign_console::text::hidden;
 
 /// Gateway- and agent-written text as one terminal line: no control characters, no line breaks,
 /// no bidirectional tricks, no style marks.

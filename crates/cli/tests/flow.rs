@@ -158,18 +158,24 @@ fn enroll_review_and_approve_from_the_terminal() {
     let shown = world.cli().args(["show", &plan]).output().unwrap();
     let text = String::from_utf8(shown.stdout).unwrap();
     assert!(
-        text.starts_with("Update project settings  projects.settings.update"),
-        "the title, then the id: {text}"
+        text.starts_with(
+            "projects.settings.update 1.0.0  \"Update project settings\" (the gateway's label, not signed)"
+        ),
+        "the capability the plan signs, then the gateway's label, marked: {text}"
     );
     let link = format!("countersign://plan/{plan}");
     assert!(text.contains(&format!("open {link}\n")), "{text}");
     assert!(text.contains("/retention_days: 30 → 14"), "{text}");
+    assert!(
+        text.contains("\nRequest as signed\n"),
+        "params shown even without a provider: {text}"
+    );
     assert!(text.contains("└ eff_2"), "derived under its cause: {text}");
     assert!(text.contains("legal_hold_items_skipped"));
     assert!(text.contains("Approvable."));
     let view = world.json(&["show", &plan]);
     assert_eq!(view["plan"]["digest_matches"], true);
-    assert_eq!(view["plan"]["title"], "Update project settings");
+    assert_eq!(view["plan"]["label"], "Update project settings");
     assert_eq!(view["link"], link.as_str());
     assert!(view["budget"].as_str().unwrap().contains("50.00"));
 
@@ -247,8 +253,8 @@ fn enroll_review_and_approve_from_the_terminal() {
     let executed = world.json(&["show", &plan]);
     assert_eq!(executed["plan"]["status"], "executed");
     assert_eq!(
-        executed["plan"]["title"], "Update project settings",
-        "titled out of the queue too"
+        executed["plan"]["label"], "Update project settings",
+        "labelled out of the queue too"
     );
     // A plan that changes nothing (the retention is 14 now) needs nobody's approval, and says so.
     let unchanged = world.dry_run(
@@ -408,6 +414,15 @@ fn an_executed_provider_call_reads_from_its_envelope() {
         "text.generate",
         json!({"model": "gpt-4o", "max_tokens": 2048,
                "messages": [{"role": "user", "content": "Summarize this week."}]}),
+    );
+    // The prompt that will leave for the provider is on screen before anyone signs it.
+    let before = world.cli().args(["show", &plan]).output().unwrap();
+    let before = String::from_utf8(before.stdout).unwrap();
+    assert!(
+        before.contains(
+            "Request as signed (sent to an outside service if this plan runs)\n  /max_tokens: 2048\n  /messages/0/content: Summarize this week.\n"
+        ),
+        "{before}"
     );
     let decided = world.json(&["approve", &plan, "--yes"]);
     assert_eq!(decided["status"], "approved");

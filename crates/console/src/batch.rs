@@ -1,8 +1,6 @@
 //! Batch review for team leads: several plans side by side (credits, subjects, overlaps of their
 //! subject sets), decided in one step that still signs each plan's own digest.
 
-use std::collections::BTreeSet;
-
 use countersign_proto::decision::Decision;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -12,18 +10,18 @@ use crate::confirm::{ask, Confirm};
 use crate::console::Console;
 use crate::decide::Checked;
 use crate::error::{ConsoleError, ErrorView};
+use crate::overlap::{self, SetRef};
 use crate::review::{decision_view, DecisionView, PlanView};
 use crate::wire::CREDITS;
 
 /// Plans one batch may hold.
 pub const MAX_BATCH: usize = 100;
-/// Subject ids an overlap names as its sample.
-const OVERLAP_SAMPLE: usize = 5;
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct BatchColumn {
     pub plan_id: String,
-    pub title: String,
+    /// The gateway's label for the plan, not signed.
+    pub label: String,
     pub capability_id: String,
     pub gist: String,
     pub agent_id: String,
@@ -93,7 +91,7 @@ fn column(view: &PlanView) -> BatchColumn {
     };
     BatchColumn {
         plan_id: view.plan_id.clone(),
-        title: view.title.clone(),
+        label: view.label.clone(),
         capability_id: view.capability_id.clone(),
         gist: view.gist.clone(),
         agent_id: view.agent_id.clone(),
@@ -141,21 +139,25 @@ impl Console {
     pub async fn batch_view(&self, plan_ids: &[String]) -> Result<BatchView, ConsoleError> {
         checked_batch(plan_ids)?;
         let mut columns = Vec::new();
-        let mut sets: Vec<(String, BTreeSet<String>)> = Vec::new();
-        for plan_id in plan_ids {
+        let mut sets = Vec::new();
+        for (index, plan_id) in plan_ids.iter().enumerate() {
             let fetched = self.client().plan(plan_id).await?;
-            let view = self.review(&fetched);
-            let mut subjects = BTreeSet::new();
-            for effect in fetched.record.plan.effects.iter() {
-                if effect.subjects.is_some() {
-                    let set = self.subject_set(&fetched, &effect.id).await?;
-                    subjects.extend(set.ids.iter().cloned());
+            columns.push(column(&self.review(&fetched)));
+            for effect in &fetched.record.plan.effects {
+                if let Some(subjects) = &effect.subjects {
+                    sets.push(SetRef {
+                        plan: index,
+                        plan_id: plan_id.clone(),
+                        effect_id: effect.id.clone(),
+                        total: subjects.total,
+                        digest: subjects.digest.clone(),
+                    });
                 }
             }
-            let mut col = column(&view);
-            col.subjects = subjects.len() as u64;
-            columns.push(col);
-            sets.push((plan_id.clone(), subjects));
+        }
+        let merged = overlap::merge(self.client(), plan_ids.len(), &sets).await?;
+        for (column, subjects) in columns.iter_mut().zip(&merged.per_plan) {
+            column.subjects = *subjects;
         }
         let total = columns
             .iter()
@@ -163,28 +165,19 @@ impl Console {
             .try_fold(Decimal::ZERO, |sum, c| {
                 sum.checked_add(c.credits_max.parse::<Decimal>().unwrap_or_default())
             });
-        let mut overlaps = Vec::new();
-        for (i, (a, first)) in sets.iter().enumerate() {
-            for (b, second) in &sets[i + 1..] {
-                let shared: Vec<&String> = first.intersection(second).collect();
-                if !shared.is_empty() {
-                    overlaps.push(Overlap {
-                        plans: vec![a.clone(), b.clone()],
-                        subjects: shared.len() as u64,
-                        sample: shared
-                            .iter()
-                            .take(OVERLAP_SAMPLE)
-                            .map(|s| (*s).clone())
-                            .collect(),
-                    });
-                }
-            }
-        }
-        let distinct: BTreeSet<&String> = sets.iter().flat_map(|(_, s)| s.iter()).collect();
+        let overlaps = merged
+            .shared
+            .into_iter()
+            .map(|((a, b), (subjects, sample))| Overlap {
+                plans: vec![plan_ids[a].clone(), plan_ids[b].clone()],
+                subjects,
+                sample,
+            })
+            .collect();
         Ok(BatchView {
             plans: columns,
             total_credits: total.map_or_else(|| "out of range".to_owned(), |t| format!("{t:.2}")),
-            distinct_subjects: distinct.len() as u64,
+            distinct_subjects: merged.distinct,
             overlaps,
         })
     }

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 use ts_rs::TS;
 
-use crate::diff::{value_diff_within, Budget, ValueDiff};
+use crate::diff::{value_diff_within, Budget, ValueChange};
 
 /// Time all the diffs of one comparison may take together.
 const CHANGED_DIFF_BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
@@ -24,6 +24,9 @@ pub struct WhatChanged {
     /// New `amount_max` minus old, signed, e.g. `+0.05`.
     pub cost_delta: String,
     pub moved: Vec<RevisionMove>,
+    /// The request's values that differ from the old plan's: none, when the gateway asked again
+    /// with the same parameters, as a refresh does.
+    pub request: Vec<ValueChange>,
 }
 
 impl WhatChanged {
@@ -32,6 +35,7 @@ impl WhatChanged {
             && self.effects_removed.is_empty()
             && self.effects_changed.is_empty()
             && self.cost_delta == "0"
+            && self.request.is_empty()
     }
 }
 
@@ -57,12 +61,6 @@ pub struct EffectChange {
     pub subjects_after: Option<u64>,
     pub subjects_added: Vec<String>,
     pub subjects_removed: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, TS)]
-pub struct ValueChange {
-    pub path: String,
-    pub diff: ValueDiff,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
@@ -250,5 +248,6 @@ pub fn what_changed(old: &Preview, new: &Preview, subjects: &SubjectSets) -> Wha
                 after: new_reads.get(r).map(|v| (*v).clone()),
             })
             .collect(),
+        request: crate::request::request_changes(old, new, &budget),
     }
 }

@@ -510,3 +510,14 @@ fn known_shape(code: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
+
+impl crate::overlap::Pages for GatewayClient {
+    async fn page(
+        &self,
+        plan_id: &str,
+        effect_id: &str,
+        cursor: Option<&str>,
+    ) -> Result<SubjectPage, ConsoleError> {
+        self.subjects(plan_id, effect_id, cursor, 5000).await
+    }
+}

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use countersign_proto::digest::SubjectsHasher;
+use countersign_proto::plan::Preview;
 use serde::Serialize;
 use tokio::sync::watch;
 use ts_rs::TS;
@@ -19,6 +20,7 @@ use crate::error::ConsoleError;
 use crate::journal::{Flushed, Journal};
 use crate::live::Snapshot;
 use crate::review::{self, PlanView, QueueView, RefreshView, RowContext};
+use crate::sample::{self, SampleCheck};
 use crate::signer::Signer;
 use crate::subjects::SubjectCache;
 use crate::sync::{Poller, DEFAULT_POLL_INTERVAL};
@@ -119,8 +121,10 @@ impl Console {
         Console::with_signer(url, signer)
     }
 
+    /// The console for the gateway at `url` with `signer`'s credential, which must have been
+    /// enrolled with (or moved to) that URL's origin.
     pub fn with_signer(url: &str, signer: Signer) -> Result<Console, ConsoleError> {
-        let client = GatewayClient::new(url, None)?.with_token(signer.token());
+        let client = signer.client(url)?;
         Ok(Console {
             client,
             signer,
@@ -335,8 +339,20 @@ impl Console {
         }
     }
 
-    /// The title of `plan_id` (or of its capability) as the queue knew it.
-    fn title(&self, plan_id: &str, capability_id: &str) -> Option<String> {
+    /// The effect of `plan` whose sample a full set paged since contradicts, if any: a sample
+    /// too short to check by itself is checked once its set is.
+    pub(crate) fn contradicted_sample(&self, plan: &Preview) -> Option<String> {
+        plan.effects.iter().find_map(|e| {
+            let subjects = e.subjects.as_ref()?;
+            let set = self.subjects.checked(&plan.plan_id, &e.id)?;
+            let contradicted = sample::check(subjects) == SampleCheck::Unchecked
+                && set.sample_check(&subjects.sample) == SampleCheck::Mismatch;
+            contradicted.then(|| e.id.clone())
+        })
+    }
+
+    /// The gateway's title of `plan_id` (or of its capability) as the queue knew it.
+    fn label(&self, plan_id: &str, capability_id: &str) -> Option<String> {
         let snapshot = self.publish.borrow();
         snapshot
             .items
@@ -354,15 +370,36 @@ impl Console {
     /// Reviews a fetched plan for this approver.
     pub(crate) fn review(&self, fetched: &FetchedPlan) -> PlanView {
         let plan = &fetched.record.plan;
-        let title = self
-            .title(&plan.plan_id, &plan.capability_id)
+        let label = self
+            .label(&plan.plan_id, &plan.capability_id)
             .or_else(|| fetched.title.clone());
         let mut view = review::plan_view(
             fetched,
-            title.as_deref(),
+            label.as_deref(),
             Some(self.signer.approver_id()),
             Utc::now(),
         );
+        // A sample too short to check by itself is checked against the full set, once paged.
+        let mut contradicted = None;
+        for effect in &mut view.effects {
+            if effect.sample_check != Some(SampleCheck::Unchecked) {
+                continue;
+            }
+            let Some(set) = self.subjects.checked(&view.plan_id, &effect.id) else {
+                continue;
+            };
+            effect.sample_check = Some(set.sample_check(&effect.sample));
+            if effect.sample_check == Some(SampleCheck::Mismatch) {
+                effect.sample.clear();
+                contradicted = Some(effect.id.clone());
+            }
+        }
+        if let Some(effect) = contradicted {
+            view.approvable = false;
+            view.not_approvable_reason = Some(format!(
+                "The subjects the gateway lists for {effect} are not the set the plan signs."
+            ));
+        }
         view.queued = self.publish.borrow().queued.contains(&view.plan_id);
         self.remember_gist(&view.plan_id, &view.gist);
         view

@@ -114,6 +114,11 @@ impl Console {
             if let Some(why) = review::refusal(&fetched.record, true, me, Utc::now()) {
                 return Err(ConsoleError::NotApprovable(why));
             }
+            if let Some(effect) = self.contradicted_sample(plan) {
+                return Err(ConsoleError::NotApprovable(format!(
+                    "The subjects the gateway lists for {effect} are not the set the plan signs."
+                )));
+            }
         }
         Ok(Checked {
             fetched,

@@ -18,6 +18,13 @@ const SHORT_TEXT: usize = 80;
 /// A structural diff names at most this many pointers; the rest is counted.
 const MAX_POINTERS: usize = 1_000;
 
+/// How the value at one JSON pointer changed.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct ValueChange {
+    pub path: String,
+    pub diff: ValueDiff,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ValueDiff {

@@ -45,6 +45,17 @@ pub enum ConsoleError {
         "this machine is already enrolled with gateway {gateway_id}; its credentials are kept"
     )]
     AlreadyEnrolled { gateway_id: String },
+    /// The credential for this gateway belongs to another origin: its token is not sent here.
+    #[error(
+        "this machine's credential for gateway {gateway_id} was enrolled with {enrolled} and is \
+         sent nowhere else; it was not sent to {asked}. If the gateway moved, move the \
+         credential (Settings, or `countersign move-credential`)"
+    )]
+    CredentialElsewhere {
+        gateway_id: String,
+        enrolled: String,
+        asked: String,
+    },
     #[error("the OS keyring failed: {0}")]
     Keyring(String),
     #[error("the local journal failed: {0}")]
@@ -80,11 +91,20 @@ impl ConsoleError {
             ConsoleError::InsecureTransport(_) => "insecure_transport".to_owned(),
             ConsoleError::GatewayIdentity(_) => "gateway_identity_mismatch".to_owned(),
             ConsoleError::AlreadyEnrolled { .. } => "already_enrolled".to_owned(),
+            ConsoleError::CredentialElsewhere { .. } => "credential_elsewhere".to_owned(),
             ConsoleError::Keyring(_) => "keyring_error".to_owned(),
             ConsoleError::Storage(_) => "storage_error".to_owned(),
             ConsoleError::Queued(_) => "queued".to_owned(),
             ConsoleError::Cancelled => "cancelled".to_owned(),
             ConsoleError::Invalid(_) => "invalid_input".to_owned(),
+        }
+    }
+
+    /// This error's code with a message of the caller's, one that says what to do here.
+    pub fn view_with(&self, message: String) -> ErrorView {
+        ErrorView {
+            code: self.code(),
+            message,
         }
     }
 

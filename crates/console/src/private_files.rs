@@ -22,9 +22,15 @@ fn storage_error(path: &Path, e: std::io::Error) -> ConsoleError {
     ConsoleError::Storage(format!("{}: {e}", path.display()))
 }
 
-/// Creates `dir` (and its parents) and makes `dir` itself private.
+/// Creates `dir` (and the parents it lacks), each private from the moment it exists (made with
+/// mode `0700`, not made and then restricted), and makes `dir` private if it existed already.
 pub fn create_dir(dir: &Path) -> Result<(), ConsoleError> {
-    std::fs::create_dir_all(dir)
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(dir)
         .and_then(|()| set_mode(dir, 0o700))
         .map_err(|e| storage_error(dir, e))
 }
@@ -89,5 +95,16 @@ mod tests {
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
         restrict(&[&file, &dir.join("absent")]).unwrap();
         assert_eq!(mode(&file), 0o600);
+    }
+
+    #[test]
+    fn every_directory_made_for_the_data_is_private_from_the_start() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("made/for/data");
+        create_dir(&dir).unwrap();
+        // Made with its mode, not restricted after: the parents it made never stood open.
+        for made in ["made", "made/for", "made/for/data"] {
+            assert_eq!(mode(&root.path().join(made)), 0o700, "{made}");
+        }
     }
 }

@@ -19,6 +19,8 @@ use crate::changed::WhatChanged;
 use crate::client::{FetchedPlan, PlanWallet};
 use crate::diff::{value_diff_within, Budget, ValueDiff};
 use crate::execution::{execution_view, ExecutionView};
+use crate::request::{request_view, RequestView};
+use crate::sample::{self, SampleCheck};
 use crate::wire::{approvals_count, time, wire};
 use crate::words;
 
@@ -64,7 +66,10 @@ pub struct EffectView {
     pub badges: Vec<String>,
     #[ts(type = "number | null")]
     pub subjects_total: Option<u64>,
+    /// The gateway's sample of the subjects, outside the digest: empty when it contradicts the
+    /// signed set, and shown as the plan's only when `sample_check` holds.
     pub sample: Vec<String>,
+    pub sample_check: Option<SampleCheck>,
     pub cost: Option<String>,
 }
 
@@ -137,7 +142,9 @@ pub struct WalletView {
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct PlanView {
     pub plan_id: String,
-    pub title: String,
+    /// The gateway's name for the plan (its queue summary's title, or the capability id): not
+    /// signed, so shown as the gateway's label and never in a dialog or a notification.
+    pub label: String,
     pub capability_id: String,
     pub version: String,
     pub agent_id: String,
@@ -152,6 +159,8 @@ pub struct PlanView {
     pub approvals_required: u32,
     pub approved_by: Vec<String>,
     pub risk: Vec<String>,
+    /// The parameters the plan signs: for a provider plan, the text that leaves.
+    pub request: RequestView,
     pub changes: Vec<ChangeView>,
     pub effects: Vec<EffectView>,
     pub groups: Vec<EffectGroup>,
@@ -311,6 +320,12 @@ pub fn refusal(
     if let Some(why) = unsound_cost(&plan.estimated_cost) {
         return Some(why);
     }
+    if let Some(effect) = sample::contradicted(&plan.effects) {
+        return Some(format!(
+            "The subjects the gateway lists for {} are not the set the plan signs.",
+            effect.id
+        ));
+    }
     if !plan.executable {
         return Some("The plan is blocked by validation errors.".to_owned());
     }
@@ -334,7 +349,16 @@ pub fn refusal(
             return Some("You already decided this plan.".to_owned());
         }
     }
-    None
+    // The gateway's word on this approver and this plan: the grantee, the person it acts for,
+    // or a person who decided it already under another account.
+    match &record.eligibility {
+        Some(e) if !e.eligible => Some(
+            e.reason
+                .clone()
+                .unwrap_or_else(|| "The gateway says you may not decide this plan.".to_owned()),
+        ),
+        _ => None,
+    }
 }
 
 /// Why a cost cannot be what a gateway would charge: an approval signs it, so it must read as one.
@@ -358,10 +382,10 @@ fn unsound_cost(cost: &EstimatedCost) -> Option<String> {
     None
 }
 
-/// The plan view of a fetched plan, for `approver_id`, at `now`; `title` comes from the queue.
+/// The plan view of a fetched plan, for `approver_id`, at `now`; `label` is the gateway's.
 pub fn plan_view(
     fetched: &FetchedPlan,
-    title: Option<&str>,
+    label: Option<&str>,
     approver_id: Option<&str>,
     now: DateTime<Utc>,
 ) -> PlanView {
@@ -376,7 +400,7 @@ pub fn plan_view(
     let risk = console_risk(plan);
     PlanView {
         plan_id: plan.plan_id.clone(),
-        title: title.unwrap_or(&plan.capability_id).to_owned(),
+        label: label.unwrap_or(&plan.capability_id).to_owned(),
         capability_id: plan.capability_id.clone(),
         version: plan.resolved_version.clone(),
         agent_id: plan.caller.agent_id.clone(),
@@ -397,6 +421,7 @@ pub fn plan_view(
             .collect(),
         consequence: words::consequence(plan, !risk.is_empty()),
         risk: risk.iter().map(wire).collect(),
+        request: request_view(plan),
         changes: plan
             .effects
             .iter()
@@ -435,8 +460,10 @@ pub fn plan_view(
                 sample: e
                     .subjects
                     .as_ref()
+                    .filter(|s| sample::check(s) != SampleCheck::Mismatch)
                     .map(|s| s.sample.clone())
                     .unwrap_or_default(),
+                sample_check: e.subjects.as_ref().map(sample::check),
                 cost: e
                     .cost
                     .as_ref()

@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 use ts_rs::TS;
 
 use crate::client::GatewayClient;
+use crate::confirm::Confirm;
 use crate::console::Console;
 use crate::error::{ConsoleError, ErrorView};
 use crate::journal::Journal;
@@ -26,10 +27,11 @@ pub struct SessionConfig {
     pub enrollment_code: Option<String>,
     /// The name the demo's invite was issued for; a configured gateway's invite carries its own.
     pub display_name: String,
-    /// Where the journal and the remembered gateway live.
+    /// Where the journal and the remembered gateways live.
     pub data_dir: PathBuf,
-    /// Labels the gateway "Demo gateway" in the header.
-    pub demo: bool,
+    /// The id of the demo gateway the shell started at `gateway_url` in this process: its
+    /// credential follows it to each new port, on the shell's word. `None` for any other gateway.
+    pub demo: Option<String>,
 }
 
 /// What the header shows about the connection.
@@ -49,10 +51,19 @@ pub struct StatusView {
     pub outbox: u64,
 }
 
-#[derive(Serialize, Deserialize)]
+/// A gateway this machine follows, by URL, and the id of its credential in the keyring.
+#[derive(Clone, Serialize, Deserialize)]
 struct RememberedGateway {
     url: String,
     gateway_id: String,
+}
+
+/// The remembered file: a list now, a single gateway in files written before.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RememberedFile {
+    Many(Vec<RememberedGateway>),
+    One(RememberedGateway),
 }
 
 /// A console following its gateway: live sync and gists run as tasks until the session is
@@ -87,15 +98,10 @@ pub async fn connect(
 ) -> Result<(Console, String), ConsoleError> {
     // Before anything is spent: an enrollment code works once.
     private_files::create_dir(data_dir)?;
-    let known = remembered(data_dir, url)
-        .map(|id| Signer::load(&id))
-        .transpose()?
-        .flatten();
-    let console = match (known, code) {
+    let console = match (known_signer(data_dir, url)?, code) {
         (Some(signer), _) => Console::with_signer(url, signer)?,
         (None, Some(code)) => {
-            let client = GatewayClient::new(url, None)?;
-            let signer = Signer::enroll(&client, code, display_name).await?;
+            let signer = enroll(url, code, display_name).await?;
             let console = Console::with_signer(url, signer)?;
             remember(data_dir, url, console.signer().gateway_id())?;
             console
@@ -114,19 +120,109 @@ pub async fn connect(
     Ok((console.with_journal(journal), info.name))
 }
 
-fn remembered(data_dir: &Path, url: &str) -> Option<String> {
-    let text = std::fs::read_to_string(data_dir.join(REMEMBERED)).ok()?;
-    let r: RememberedGateway = serde_json::from_str(&text).ok()?;
-    (r.url == url).then_some(r.gateway_id)
+/// Enrolls at `url` with the invite `code`. A gateway proving the identity of one this machine
+/// already holds a credential for is refused as that credential's business: its token is never
+/// sent to a new URL this way (a relay can present the real gateway's proof), only moved there
+/// with [`move_credential`].
+async fn enroll(url: &str, code: &str, display_name: Option<&str>) -> Result<Signer, ConsoleError> {
+    let client = GatewayClient::new(url, None)?;
+    match Signer::enroll(&client, code, display_name).await {
+        Err(ConsoleError::AlreadyEnrolled { gateway_id }) => {
+            let held = Signer::load(&gateway_id)?.ok_or(ConsoleError::NotEnrolled)?;
+            let asked = crate::signer::origin_of(url)?;
+            if held.origin() == Some(asked.as_str()) {
+                // Its own origin, no longer remembered: the code stays unspent.
+                return Ok(held);
+            }
+            Err(held.elsewhere(&asked))
+        }
+        other => other,
+    }
 }
 
+/// This machine's credential for the gateway remembered at `url`; one filed before origins were
+/// kept is bound to `url` here, the URL it has been used with.
+fn known_signer(data_dir: &Path, url: &str) -> Result<Option<Signer>, ConsoleError> {
+    let Some(gateway_id) = remembered(data_dir, url) else {
+        return Ok(None);
+    };
+    let Some(mut signer) = Signer::load(&gateway_id)? else {
+        return Ok(None);
+    };
+    signer.adopt_origin(url)?;
+    Ok(Some(signer))
+}
+
+fn remembered_all(data_dir: &Path) -> Vec<RememberedGateway> {
+    let Ok(text) = std::fs::read_to_string(data_dir.join(REMEMBERED)) else {
+        return Vec::new();
+    };
+    match serde_json::from_str(&text) {
+        Ok(RememberedFile::Many(all)) => all,
+        Ok(RememberedFile::One(one)) => vec![one],
+        Err(_) => Vec::new(),
+    }
+}
+
+fn remembered(data_dir: &Path, url: &str) -> Option<String> {
+    remembered_all(data_dir)
+        .into_iter()
+        .find(|r| r.url == url)
+        .map(|r| r.gateway_id)
+}
+
+/// Whether this machine has followed any configured gateway: an enrollment code from the
+/// environment is for the first enrollment only.
+pub fn enrolled_anywhere(data_dir: &Path) -> bool {
+    !remembered_all(data_dir).is_empty()
+}
+
+/// The gateway whose credential this machine sends to `url`, if any.
+pub fn gateway_at(data_dir: &Path, url: &str) -> Option<String> {
+    remembered(data_dir, url.trim())
+}
+
+/// Files `url` as the gateway `gateway_id` is followed at, dropping any other URL the same
+/// credential was remembered at: it is bound to one origin.
 fn remember(data_dir: &Path, url: &str, gateway_id: &str) -> Result<(), ConsoleError> {
-    let text = serde_json::to_string(&RememberedGateway {
+    let mut all = remembered_all(data_dir);
+    all.retain(|r| r.url != url && r.gateway_id != gateway_id);
+    all.push(RememberedGateway {
         url: url.to_owned(),
         gateway_id: gateway_id.to_owned(),
-    })
-    .map_err(|e| ConsoleError::Invalid(e.to_string()))?;
+    });
+    let text = serde_json::to_string(&all).map_err(|e| ConsoleError::Invalid(e.to_string()))?;
     private_files::write(&data_dir.join(REMEMBERED), text.as_bytes())
+}
+
+/// Moves this machine's credential for `gateway_id` to `to`: the gateway there must prove, fresh,
+/// the identity key the credential was enrolled under, and the approver must confirm a question
+/// that names both URLs (a native dialog on the desktop, outside the page's reach). Nothing is
+/// sent with the token before both.
+pub async fn move_credential(
+    data_dir: &Path,
+    gateway_id: &str,
+    to: &str,
+    confirm: &dyn Confirm,
+) -> Result<(), ConsoleError> {
+    let to = to.trim();
+    let mut signer = Signer::load(gateway_id)?.ok_or(ConsoleError::NotEnrolled)?;
+    let from = signer.origin().unwrap_or("an unknown URL").to_owned();
+    let question = format!(
+        "Your approver credential for gateway {gateway_id} is sent only to\n  {from}\n\nThe \
+         gateway at\n  {to}\nproved it holds that gateway's identity key. Send the credential \
+         there from now on, and no longer to {from}?"
+    );
+    let asked = || {
+        crate::confirm::ask(
+            confirm,
+            "Move your credential to another URL?",
+            &question,
+            &[],
+        )
+    };
+    signer.move_to(to, asked).await?;
+    remember(data_dir, to, gateway_id)
 }
 
 impl Session {
@@ -136,33 +232,29 @@ impl Session {
     pub async fn start(config: SessionConfig) -> Result<Session, ConsoleError> {
         private_files::create_dir(&config.data_dir)?;
         let url = config.gateway_url.trim();
-        let client = GatewayClient::new(url, None)?;
-        // The demo gateway runs in this process on a new port each time: its own word for its
-        // id (the identity answer needs no credential) is good. Anywhere else only the id
-        // remembered for this URL is, before the gateway proved its identity to an invite.
-        let trusted = if config.demo {
-            let nonce = countersign_proto::enrollment::new_nonce();
-            Some(client.identity(&nonce).await?.gateway_id)
-        } else {
-            remembered(&config.data_dir, url)
+        let known = match &config.demo {
+            Some(gateway_id) => match Signer::load(gateway_id)? {
+                Some(mut signer) => {
+                    signer.bind_vouched(url)?;
+                    Some(signer)
+                }
+                None => None,
+            },
+            None => known_signer(&config.data_dir, url)?,
         };
-        let known = trusted.map(|id| Signer::load(&id)).transpose()?.flatten();
         let signer = match (known, config.enrollment_code.as_deref()) {
             (Some(signer), _) => signer,
             (None, Some(code)) => {
-                let name = config.demo.then_some(config.display_name.as_str());
-                match Signer::enroll(&client, code, name).await {
-                    Ok(signer) => signer,
-                    // The gateway proved it is one this machine is enrolled with, at a new URL.
-                    Err(ConsoleError::AlreadyEnrolled { gateway_id }) => {
-                        Signer::load(&gateway_id)?.ok_or(ConsoleError::NotEnrolled)?
-                    }
-                    Err(e) => return Err(e),
-                }
+                let name = config
+                    .demo
+                    .is_some()
+                    .then_some(config.display_name.as_str());
+                enroll(url, code, name).await?
             }
             (None, None) => return Err(ConsoleError::NotEnrolled),
         };
-        let info = client.with_token(signer.token()).gateway().await?;
+        let client = signer.client(url)?;
+        let info = client.gateway().await?;
         if info.gateway_id != signer.gateway_id() {
             return Err(ConsoleError::Protocol(format!(
                 "{url} is gateway {}, not {} this console enrolled with",
@@ -170,7 +262,9 @@ impl Session {
                 signer.gateway_id()
             )));
         }
-        remember(&config.data_dir, url, signer.gateway_id())?;
+        if config.demo.is_none() {
+            remember(&config.data_dir, url, signer.gateway_id())?;
+        }
         let journal = Journal::open(&config.data_dir.join(JOURNAL)).await?;
         let console = Arc::new(Console::with_signer(url, signer)?.with_journal(journal));
         console.note_outbox().await;
@@ -182,7 +276,7 @@ impl Session {
         Ok(Session {
             console,
             gateway_name: info.name,
-            demo: config.demo,
+            demo: config.demo.is_some(),
             changes,
             tasks,
         })

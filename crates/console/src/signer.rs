@@ -29,6 +29,14 @@ struct StoredCredential {
     /// A rotation sent but not known to have taken effect: the next key and its signed proof.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rotating: Option<PendingRotation>,
+    /// The origin (scheme, host, port) enrolled with: the token goes there and nowhere else.
+    /// Absent in credentials filed before it was kept (see [`Signer::adopt_origin`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    origin: Option<String>,
+    /// The fingerprint of the gateway identity key the invite named; a move to another origin
+    /// needs a fresh proof under it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    identity_key: Option<String>,
 }
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -53,6 +61,16 @@ pub struct Signer {
     key: SigningKey,
     retired: Vec<RetiredKey>,
     rotating: Option<PendingRotation>,
+    origin: Option<String>,
+    identity_key: Option<String>,
+}
+
+/// The origin of a gateway URL, as the credential keeps it: `https://host` or `http://host:port`.
+pub fn origin_of(url: &str) -> Result<String, ConsoleError> {
+    crate::transport::check_url(url)?;
+    let parsed = reqwest::Url::parse(url.trim())
+        .map_err(|e| ConsoleError::Invalid(format!("{url:?} is not a gateway URL: {e}")))?;
+    Ok(parsed.origin().ascii_serialization())
 }
 
 impl std::fmt::Debug for Signer {
@@ -61,6 +79,7 @@ impl std::fmt::Debug for Signer {
             .field("gateway_id", &self.gateway_id)
             .field("approver_id", &self.approver_id)
             .field("key_id", &self.key_id)
+            .field("origin", &self.origin)
             .finish_non_exhaustive()
     }
 }
@@ -113,7 +132,87 @@ impl Signer {
             key: SigningKey::from_bytes(&seed),
             retired: stored.retired,
             rotating: stored.rotating,
+            origin: stored.origin,
+            identity_key: stored.identity_key,
         }))
+    }
+
+    /// The origin this credential was enrolled with (or moved to), when it is known.
+    pub fn origin(&self) -> Option<&str> {
+        self.origin.as_deref()
+    }
+
+    /// A client for `url` carrying this approver's token, only when `url` is at the credential's
+    /// origin: a token is sent to the gateway it was enrolled with and nowhere else.
+    pub(crate) fn client(&self, url: &str) -> Result<GatewayClient, ConsoleError> {
+        let asked = origin_of(url)?;
+        if self.origin.as_deref() != Some(asked.as_str()) {
+            return Err(self.elsewhere(&asked));
+        }
+        Ok(GatewayClient::new(url, None)?.with_token(&self.token))
+    }
+
+    pub(crate) fn elsewhere(&self, asked: &str) -> ConsoleError {
+        ConsoleError::CredentialElsewhere {
+            gateway_id: self.gateway_id.clone(),
+            enrolled: self
+                .origin
+                .clone()
+                .unwrap_or_else(|| "an unknown URL".to_owned()),
+            asked: asked.to_owned(),
+        }
+    }
+
+    /// Binds a credential filed before origins were kept to `url`, the one this machine has been
+    /// following with it (the remembered gateway); a bound credential is left as it is.
+    pub(crate) fn adopt_origin(&mut self, url: &str) -> Result<(), ConsoleError> {
+        if self.origin.is_none() {
+            self.origin = Some(origin_of(url)?);
+            self.save()?;
+        }
+        Ok(())
+    }
+
+    /// Rebinds the credential to `url` on the word of whoever started the gateway there: the
+    /// desktop's demo gateway, which runs in this process on a new port each time.
+    pub(crate) fn bind_vouched(&mut self, url: &str) -> Result<(), ConsoleError> {
+        let origin = origin_of(url)?;
+        if self.origin.as_deref() != Some(origin.as_str()) {
+            self.origin = Some(origin);
+            self.save()?;
+        }
+        Ok(())
+    }
+
+    /// Moves the credential to `url` once the gateway there proves, fresh, the identity key this
+    /// credential was enrolled under and this gateway id, and `confirmed` (asked after the
+    /// proof) says yes. No token travels for the proof.
+    pub(crate) async fn move_to(
+        &mut self,
+        url: &str,
+        confirmed: impl FnOnce() -> bool,
+    ) -> Result<(), ConsoleError> {
+        let origin = origin_of(url)?;
+        let Some(identity_key) = self.identity_key.clone() else {
+            return Err(ConsoleError::GatewayIdentity(
+                "this credential predates identity binding, so no gateway can prove it is its \
+                 own: enroll again at the new URL"
+                    .to_owned(),
+            ));
+        };
+        let nonce = enrollment::new_nonce();
+        let proof = GatewayClient::new(url, None)?.identity(&nonce).await?;
+        if proof.verify(&identity_key, &nonce).is_none() || proof.gateway_id != self.gateway_id {
+            return Err(ConsoleError::GatewayIdentity(format!(
+                "{url} did not prove the identity key {identity_key} of gateway {}",
+                self.gateway_id
+            )));
+        }
+        if !confirmed() {
+            return Err(ConsoleError::Cancelled);
+        }
+        self.origin = Some(origin);
+        self.save()
     }
 
     /// Enrolls with the single-use `invite` (`cse_<code>.<fingerprint>`, as `approvers invite`
@@ -127,6 +226,7 @@ impl Signer {
         invite: &str,
         display_name: Option<&str>,
     ) -> Result<Signer, ConsoleError> {
+        let origin = origin_of(client.base())?;
         let invite = Invite::parse(invite).ok_or_else(|| {
             ConsoleError::Invalid(
                 "the enrollment code is not an invite (cse_….<fingerprint>): give the whole \
@@ -185,6 +285,8 @@ impl Signer {
             key,
             retired: Vec::new(),
             rotating: None,
+            origin: Some(origin),
+            identity_key: Some(invite.fingerprint),
         };
         signer.save()?;
         Ok(signer)
@@ -199,6 +301,8 @@ impl Signer {
             signing_key: STANDARD.encode(self.key.to_bytes()),
             retired: self.retired.clone(),
             rotating: self.rotating.clone(),
+            origin: self.origin.clone(),
+            identity_key: self.identity_key.clone(),
         };
         let text =
             serde_json::to_string(&stored).map_err(|e| ConsoleError::Keyring(e.to_string()))?;
@@ -228,10 +332,6 @@ impl Signer {
 
     pub fn display_name(&self) -> &str {
         &self.display_name
-    }
-
-    pub(crate) fn token(&self) -> &str {
-        &self.token
     }
 
     /// The public half of the current key, as the protocol writes it.

@@ -11,6 +11,7 @@ use ts_rs::TS;
 use crate::client::FetchedPlan;
 use crate::console::{Console, SubjectCheck};
 use crate::error::ConsoleError;
+use crate::sample::SampleCheck;
 use crate::words;
 
 /// Rows the cache holds at most, over all sets: one set of the protocol's largest size fits.
@@ -59,7 +60,19 @@ pub(crate) struct SubjectSet {
 }
 
 impl SubjectSet {
-    fn contains(&self, id: &str) -> bool {
+    /// What an unchecked `sample` of this effect is, against this full set as paged.
+    pub(crate) fn sample_check(&self, sample: &[String]) -> SampleCheck {
+        if !self.check.matches {
+            return SampleCheck::Unchecked;
+        }
+        if sample.iter().all(|id| self.contains(id)) {
+            SampleCheck::Checked
+        } else {
+            SampleCheck::Mismatch
+        }
+    }
+
+    pub(crate) fn contains(&self, id: &str) -> bool {
         if self.check.ascending {
             self.ids
                 .binary_search_by(|probe| probe.as_str().cmp(id))
@@ -91,6 +104,11 @@ pub(crate) struct SubjectCache {
 }
 
 impl SubjectCache {
+    /// The full set of `effect_id` in `plan_id`, if it was paged and kept.
+    pub(crate) fn checked(&self, plan_id: &str, effect_id: &str) -> Option<Arc<SubjectSet>> {
+        self.set(&(plan_id.to_owned(), effect_id.to_owned()))
+    }
+
     fn set(&self, key: &Key) -> Option<Arc<SubjectSet>> {
         let sets = self.sets.lock().unwrap_or_else(|p| p.into_inner());
         sets.0

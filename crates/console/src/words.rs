@@ -143,9 +143,11 @@ fn clause(effect: &Effect) -> String {
         }
         (EffectKind::Revoke, Some(n)) => format!("{n} lose {}", target.replace('_', "-")),
         (EffectKind::Grant, Some(n)) => {
-            let whom = match effect.subjects.as_ref().map(|s| s.sample.as_slice()) {
-                Some([one]) if n == 1 => one.clone(),
-                _ => format!("{n} subjects"),
+            // A name only when the plan signs it: the sample is outside the digest.
+            let whom = match crate::sample::only_subject(effect) {
+                Some(one) => one.to_owned(),
+                None if n == 1 => "1 subject".to_owned(),
+                None => format!("{n} subjects"),
             };
             // A grant that sets a role names it: "grants editor on prj_421 to usr_92".
             match effect.changes.first().filter(|c| c.before.is_null()) {
@@ -386,25 +388,31 @@ mod tests {
     }
 
     #[test]
-    fn a_role_grant_names_the_role_the_project_and_the_person() {
+    fn a_role_grant_names_the_role_the_project_and_the_person_the_plan_signs() {
+        let signed = countersign_proto::digest::subjects_digest(["usr_92"]);
         let mut plan = serde_json::to_value(fixture("plan-small.json")).unwrap();
         plan["effects"] = json!([
             {"id": "eff_1", "type": "role_granted", "kind": "grant",
              "resource": "projects/prj_421/members", "description": "", "reversible": true,
              "external": false, "derived": false,
              "changes": [{"path": "/usr_92/role", "before": null, "after": "editor"}],
-             "subjects": {"total": 1, "sample": ["usr_92"], "digest": "sha256:00"}},
+             "subjects": {"total": 1, "sample": ["usr_92"], "digest": signed}},
             {"id": "eff_2", "type": "seat_consumed", "kind": "update", "resource": "seats/org",
              "description": "", "reversible": true, "external": false, "derived": true,
              "cause": "eff_1", "changes": [{"path": "/used", "before": 4, "after": 5}]}
         ]);
         plan["estimated_cost"]["amount_max"] = json!("0");
         plan["assumptions"] = json!([]);
+        let mut forged = plan.clone();
         let plan: Preview = serde_json::from_value(plan).unwrap();
         assert_eq!(
             consequence(&plan, true),
             "grants editor on prj_421 to usr_92; changes seats/org used from 4 to 5"
         );
+        // A relay's sample names nobody: the plan signs a different set.
+        forged["effects"][0]["subjects"]["sample"] = json!(["usr_innocent"]);
+        let forged: Preview = serde_json::from_value(forged).unwrap();
+        assert!(consequence(&forged, true).starts_with("grants editor on prj_421 to 1 subject;"));
     }
 
     #[test]

@@ -44,7 +44,7 @@ async fn a_demo_session_keeps_its_credential_and_spends_no_second_invite() -> an
         enrollment_code: Some(code.to_owned()),
         display_name: "Dana".to_owned(),
         data_dir: dir.path().join("data"),
-        demo: true,
+        demo: Some(demo.gateway_id().to_owned()),
     };
     let first = Session::start(config(&code)).await?;
     let gateway_id = first.console().signer().gateway_id().to_owned();
@@ -74,7 +74,7 @@ async fn the_header_and_queue_come_from_the_live_snapshot() -> anyhow::Result<()
         enrollment_code: Some(code),
         display_name: "ignored".to_owned(),
         data_dir: dir.path().to_owned(),
-        demo: false,
+        demo: None,
     })
     .await;
     let session = match session {

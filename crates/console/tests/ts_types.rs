@@ -6,11 +6,9 @@ use std::path::PathBuf;
 use countersign_console::batch::{
     BatchColumn, BatchItem, BatchOutcome, BatchResult, BatchView, Overlap,
 };
-use countersign_console::changed::{
-    EffectChange, EffectRef, RevisionMove, ValueChange, WhatChanged,
-};
+use countersign_console::changed::{EffectChange, EffectRef, RevisionMove, WhatChanged};
 use countersign_console::console::SubjectCheck;
-use countersign_console::diff::{DiffLine, JsonChange, Segment, ValueDiff};
+use countersign_console::diff::{DiffLine, JsonChange, Segment, ValueChange, ValueDiff};
 use countersign_console::error::ErrorView;
 use countersign_console::execution::{DeliveriesView, DeliveryIssue, ExecutionView, FailureView};
 use countersign_console::history::HistoryEntry;
@@ -18,10 +16,12 @@ use countersign_console::journal::JournalEntry;
 use countersign_console::live::Link;
 use countersign_console::media::{MediaKind, MediaView};
 use countersign_console::notify::NotifyRules;
+use countersign_console::request::{ParamView, RequestView};
 use countersign_console::review::{
     ApprovalView, AssumptionView, ChangeView, CostView, DecisionView, EffectGroup, EffectView,
     MovedView, NamedItem, PlanView, QueueItem, QueueView, RefreshView, ValidationView, WalletView,
 };
+use countersign_console::sample::SampleCheck;
 use countersign_console::session::StatusView;
 use countersign_console::settings::{Settings, SettingsView, Theme};
 use countersign_console::subjects::{SubjectRow, SubjectsPage};
@@ -53,6 +53,9 @@ fn declarations() -> String {
         RevisionMove::decl(),
         WhatChanged::decl(),
         SubjectCheck::decl(),
+        SampleCheck::decl(),
+        RequestView::decl(),
+        ParamView::decl(),
         JournalEntry::decl(),
         NotifyRules::decl(),
         Link::decl(),

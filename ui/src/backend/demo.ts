@@ -5,6 +5,7 @@ import type {
   EffectView,
   ExecutionView,
   PlanView,
+  RequestView,
   SubjectRow,
   WhatChanged,
 } from './types';
@@ -13,7 +14,11 @@ const minutesFromNow = (m: number) => new Date(Date.now() + m * 60_000).toISOStr
 const DIGEST = (hex: string) => `sha256:${hex.padEnd(64, '0')}`;
 
 function effect(e: Partial<EffectView> & Pick<EffectView, 'id' | 'effect_type' | 'description' | 'resource'>): EffectView {
-  return { kind: 'update', derived: false, cause: null, badges: [], subjects_total: null, sample: [], cost: null, ...e };
+  // A demo sample is the whole set when it lists all of it; otherwise it waits for the full set.
+  const sample = e.sample ?? [];
+  const sample_check = e.subjects_total === undefined || e.subjects_total === null ? null
+    : sample.length >= e.subjects_total ? 'signed' : 'unchecked';
+  return { kind: 'update', derived: false, cause: null, badges: [], subjects_total: null, sample, sample_check, cost: null, ...e };
 }
 
 function groups(effects: EffectView[]): EffectGroup[] {
@@ -31,7 +36,15 @@ function groups(effects: EffectView[]): EffectGroup[] {
   return out;
 }
 
-export function plan(o: Partial<PlanView> & Pick<PlanView, 'plan_id' | 'title'>): PlanView {
+/** A request as signed, from pointers and their values. */
+function request(params: Record<string, string>, leaves = false): RequestView {
+  return {
+    leaves,
+    params: Object.entries(params).map(([path, text]) => ({ path, text, long: text.length > 240 || text.split('\n').length > 4 })),
+  };
+}
+
+export function plan(o: Partial<PlanView> & Pick<PlanView, 'plan_id' | 'label'>): PlanView {
   const p: PlanView = {
     capability_id: 'projects.settings.update', version: '1.0.0', agent_id: 'agt_ops',
     on_behalf_of: 'usr_lead', status: 'pending_approval', created_at: minutesFromNow(-2),
@@ -40,7 +53,7 @@ export function plan(o: Partial<PlanView> & Pick<PlanView, 'plan_id' | 'title'>)
     effects: [], groups: [], validation: [], assumptions: [],
     cost: { min: '0.00', max: '0.00', currency: 'credits', cost_class: 'free', preflight: 'estimate' },
     stale: [], approvable: true, not_approvable_reason: null, approvals: [],
-    wallet: null, consequence: '', gist: '', queued: false, last_fetched: false, execution: null, supersedes: null,
+    wallet: null, consequence: '', gist: '', queued: false, request: { params: [], leaves: false }, last_fetched: false, execution: null, supersedes: null,
     superseded_by: null, ...o,
   };
   if (p.groups.length === 0) p.groups = groups(p.effects);
@@ -143,7 +156,8 @@ export function demoPlans(): PlanView[] {
   ];
   return [
     plan({
-      plan_id: 'plan_0002', title: 'Remove members from a group', capability_id: 'groups.members.remove',
+      plan_id: 'plan_0002', label: 'Remove members from a group', capability_id: 'groups.members.remove',
+      request: request({ '/group': 'grp_support', '/filter/employment': 'contractor' }),
       digest: DIGEST('4c30a9e17202'), expires_at: minutesFromNow(12), approvals_required: 2,
       approvals_received: 1, approved_by: ['Ada'], gist: 'grp_support −37',
       approvals: [{ approver_id: 'apr_ada', display_name: 'Ada', decision: 'approve', at: minutesFromNow(-1) }],
@@ -166,7 +180,7 @@ export function demoPlans(): PlanView[] {
       wallet: wallet('agt_ops', '12.63', '0.37'),
     }),
     plan({
-      plan_id: 'plan_0015', title: 'Remove members from a group', capability_id: 'groups.members.remove', agent_id: 'agt_offboard',
+      plan_id: 'plan_0015', label: 'Remove members from a group', capability_id: 'groups.members.remove', agent_id: 'agt_offboard',
       expires_at: minutesFromNow(13), digest: DIGEST('07aa55c3f9'), approvals_required: 2, gist: 'grp_oncall −6',
       risk: ['access_change'], consequence: 'removes 6 members from grp_oncall; they lose on-call',
       changes: [{ resource: 'groups/grp_oncall', path: '/direct_members', before: '6', after: '0', diff: { kind: 'scalar', before: '6', after: '0' } }],
@@ -176,7 +190,8 @@ export function demoPlans(): PlanView[] {
       wallet: wallet('agt_offboard', '12.63', '0.06'),
     }),
     plan({
-      plan_id: 'plan_0001', title: 'Update project settings', expires_at: minutesFromNow(8),
+      plan_id: 'plan_0001', label: 'Update project settings', expires_at: minutesFromNow(8),
+      request: request({ '/project': 'prj_184', '/retention_days': '14' }),
       digest: DIGEST('9e1ac04f'), gist: 'prj_184 retention 30 → 14',
       changes: [
         { resource: 'projects/prj_184', path: '/retention_days', before: '30', after: '14', diff: { kind: 'scalar', before: '30', after: '14' } },
@@ -194,7 +209,7 @@ export function demoPlans(): PlanView[] {
       wallet: wallet('agt_ops', '12.63', '0.00'),
     }),
     plan({
-      plan_id: 'plan_0004', title: 'Update storage quota', capability_id: 'teams.storage.update',
+      plan_id: 'plan_0004', label: 'Update storage quota', capability_id: 'teams.storage.update',
       agent_id: 'agt_infra', on_behalf_of: null, expires_at: minutesFromNow(6), digest: DIGEST('51ee09ab'),
       gist: 'team storage 500 → 200 GB',
       changes: [{ resource: 'teams/tm_core', path: '/storage', before: '{"quota_gb":500,"hard_limit":false}',
@@ -215,7 +230,7 @@ export function demoPlans(): PlanView[] {
       wallet: wallet('agt_infra', '40.00', '0.00'),
     }),
     plan({
-      plan_id: 'plan_0003', title: 'Grant membership <img src=x onerror=alert(1)>', capability_id: 'memberships.grant',
+      plan_id: 'plan_0003', label: 'Grant membership <img src=x onerror=alert(1)>', capability_id: 'memberships.grant',
       expires_at: minutesFromNow(2), digest: DIGEST('77a1d3c2'), risk: ['access_change'], gist: 'usr_92 → admin of prj_184',
       consequence: 'usr_92 becomes admin of prj_184',
       effects: [effect({ id: 'eff_1', effect_type: 'membership_granted', kind: 'grant', description: 'usr_92 becomes admin of prj_184.',
@@ -225,7 +240,7 @@ export function demoPlans(): PlanView[] {
       approvable: false, not_approvable_reason: 'The plan is blocked by validation errors.',
     }),
     plan({
-      plan_id: 'plan_0007', title: 'Update project settings', status: 'stale', expires_at: minutesFromNow(15),
+      plan_id: 'plan_0007', label: 'Update project settings', status: 'stale', expires_at: minutesFromNow(15),
       digest: DIGEST('3b7d5510'), gist: 'prj_184 retention 30 → 21',
       changes: [{ resource: 'projects/prj_184', path: '/retention_days', before: '30', after: '21', diff: { kind: 'scalar', before: '30', after: '21' } }],
       effects: [effect({ id: 'eff_1', effect_type: 'setting_changed', description: 'Change retention_days from 30 to 21.', resource: 'projects/prj_184' }),
@@ -239,7 +254,7 @@ export function demoPlans(): PlanView[] {
       approvable: false, not_approvable_reason: 'The plan is stale: projects/prj_184 moved from revision 73 to 74. Refresh it.',
     }),
     plan({
-      plan_id: 'plan_0006', title: 'Upload document', capability_id: 'documents.upload', agent_id: 'agt_docs',
+      plan_id: 'plan_0006', label: 'Upload document', capability_id: 'documents.upload', agent_id: 'agt_docs',
       on_behalf_of: null, expires_at: minutesFromNow(14), digest: DIGEST('c0ffee12'), gist: 'contract-2026-11.pdf', risk: ['money'],
       consequence: 'charges 0.09 credits to agt_docs',
       changes: [{ resource: 'documents/contract-2026-11.pdf', path: '/size_bytes', before: 'null', after: '184320', diff: { kind: 'scalar', before: '(none)', after: '184320' } }],
@@ -249,7 +264,7 @@ export function demoPlans(): PlanView[] {
       wallet: wallet('agt_docs', '3.10', '0.09'),
     }),
     plan({
-      plan_id: 'plan_0008', title: 'Remove members from a group', capability_id: 'groups.members.remove', agent_id: 'agt_offboard',
+      plan_id: 'plan_0008', label: 'Remove members from a group', capability_id: 'groups.members.remove', agent_id: 'agt_offboard',
       expires_at: minutesFromNow(25), digest: DIGEST('aa10be55'), approvals_required: 2, gist: 'grp_archive −100,000',
       risk: ['bulk', 'access_change', 'irreversible'],
       consequence: 'removes 100,000 members from grp_archive; 1,031 lose on-call; irreversible',
@@ -262,7 +277,9 @@ export function demoPlans(): PlanView[] {
       wallet: wallet('agt_offboard', '50.00', '900.00'),
     }),
     plan({
-      plan_id: 'plan_0009', title: 'Translate document', capability_id: 'documents.translate', agent_id: 'agt_docs',
+      plan_id: 'plan_0009', label: 'Translate document', capability_id: 'documents.translate', agent_id: 'agt_docs',
+      request: request({ '/document': 'contract-2026-11.pdf', '/target_language': 'de',
+        '/instructions': 'Translate the contract into German.\nKeep the clause numbering.\nLeave party names, addresses and amounts as they are.\nMark any term without a settled German equivalent with [?].\nReturn the translation as a PDF with the same layout.' }, true),
       expires_at: minutesFromNow(30), digest: DIGEST('e0e05eab'), gist: 'contract-2026-11.pdf → de',
       effects: [effect({ id: 'eff_1', effect_type: 'translation_ordered', kind: 'external', description: 'Order a German translation.',
         resource: 'documents/contract-2026-11.pdf', badges: ['external'] })],
@@ -270,7 +287,7 @@ export function demoPlans(): PlanView[] {
       approvable: false, not_approvable_reason: 'Priced in EUR, not credits: the contract must be re-read before anyone signs.',
     }),
     plan({
-      plan_id: 'plan_0005', title: 'Update project settings', status: 'executed', expires_at: minutesFromNow(-1),
+      plan_id: 'plan_0005', label: 'Update project settings', status: 'executed', expires_at: minutesFromNow(-1),
       digest: DIGEST('7c0de5e5'), gist: 'prj_184 retention 30 → 7', approvals_received: 1, approved_by: ['Dana'],
       risk: ['bulk'], consequence: 'changes prj_184 retention from 30 to 7 days; 22 items expire sooner',
       approvals: [{ approver_id: 'apr_dana', display_name: 'Dana', decision: 'approve', at: minutesFromNow(-3) }],
@@ -294,7 +311,7 @@ export function staleRefresh(old: PlanView): { plan: PlanView; changed: WhatChan
         resource: 'items/prj_184', subjects_total: 19, sample: ['itm_01', 'itm_21'] })],
   });
   const changed: WhatChanged = {
-    from_plan: old.plan_id, to_plan: fresh.plan_id, cost_delta: '+0.00',
+    from_plan: old.plan_id, to_plan: fresh.plan_id, cost_delta: '+0.00', request: [],
     effects_added: [],
     effects_removed: [{ effect_type: 'legal_hold_warning', resource: 'items/prj_184', description: 'itm_19, itm_20 were released from hold', subjects_total: 2 }],
     effects_changed: [

@@ -37,7 +37,7 @@ const PENDING = ['pending_approval', 'stale'];
 
 function row(p: PlanView): QueueItem {
   return {
-    plan_id: p.plan_id, title: p.title, capability_id: p.capability_id, agent_id: p.agent_id,
+    plan_id: p.plan_id, title: p.label, capability_id: p.capability_id, agent_id: p.agent_id,
     on_behalf_of: p.on_behalf_of, status: p.status, risk: p.risk, credits_max: p.cost.max,
     currency: p.cost.currency,
     effects_direct: p.effects.filter((e) => !e.derived).length,
@@ -147,7 +147,7 @@ export class FakeBackend implements Backend {
       this.refuseNext = null;
       throw new BackendError(code, message);
     }
-    if (p.risk.length > 0 && !(await this.confirm(`Approve ${p.title}?`, p.consequence, [this.line(p)]))) {
+    if (p.risk.length > 0 && !(await this.confirm(`Approve ${p.plan_id}?`, p.consequence, [this.line(p)]))) {
       throw new BackendError('cancelled', 'The approval was not confirmed; nothing was signed.');
     }
     this.approvals.push(planId);
@@ -258,6 +258,10 @@ export class FakeBackend implements Backend {
 
   async saveSettings(settings: Settings): Promise<SettingsView> {
     if (settings.poll_interval_secs < 1) throw new BackendError('invalid_input', 'The poll interval is at least 1 second.');
+    const url = settings.gateway_url?.trim() || null;
+    if (url && url !== this.settingsValue.gateway_url && url !== this.enrolled) {
+      throw new BackendError('not_enrolled', `This machine holds no credential for ${url}: enroll with it, or move your credential there.`);
+    }
     this.settingsValue = structuredClone(settings);
     return this.settings();
   }
@@ -265,6 +269,17 @@ export class FakeBackend implements Backend {
   async enroll(gatewayUrl: string, code: string): Promise<StatusView> {
     if (!/^https?:\/\//.test(gatewayUrl)) throw new BackendError('invalid_input', 'The gateway URL must start with https://.');
     if (!code.trim()) throw new BackendError('invalid_input', 'Paste the enrollment code.');
+    this.enrolled = gatewayUrl;
+    this.settingsValue.gateway_url = gatewayUrl;
+    return this.status();
+  }
+
+  async moveCredential(gatewayUrl: string): Promise<StatusView> {
+    if (!this.enrolled) throw new BackendError('invalid_input', "The demo gateway's credential follows it by itself.");
+    const from = this.enrolled;
+    if (!this.confirm('Move your credential to another URL?', `Your approver credential is sent only to ${from}. Send it to ${gatewayUrl} from now on?`, [])) {
+      throw new BackendError('cancelled', 'Not moved: the confirmation was declined.');
+    }
     this.enrolled = gatewayUrl;
     this.settingsValue.gateway_url = gatewayUrl;
     return this.status();
@@ -339,7 +354,7 @@ export class FakeBackend implements Backend {
     const plan: PlanView = { ...structuredClone(old), plan_id: `plan_${String(n).padStart(4, '0')}`, supersedes: old.plan_id,
       digest: `sha256:${(n * 7919).toString(16).padStart(8, '0')}${old.digest.slice(15)}` };
     return { plan, changed: { from_plan: old.plan_id, to_plan: plan.plan_id, effects_added: [], effects_removed: [],
-      effects_changed: [], cost_delta: '+0.00', moved: [] } };
+      effects_changed: [], cost_delta: '+0.00', moved: [], request: [] } };
   }
 
   private subjectsOf(planId: string, effectId: string, sample: string[]): string[] {
@@ -350,7 +365,7 @@ export class FakeBackend implements Backend {
   private column(p: PlanView): BatchColumn {
     const r = row(p);
     return {
-      plan_id: p.plan_id, title: p.title, capability_id: p.capability_id, gist: p.gist, agent_id: p.agent_id,
+      plan_id: p.plan_id, label: p.label, capability_id: p.capability_id, gist: p.gist, agent_id: p.agent_id,
       on_behalf_of: p.on_behalf_of, effects_direct: r.effects_direct, effects_derived: r.effects_derived,
       subjects: r.subjects_total, warnings: r.warnings, errors: r.errors, credits_max: p.cost.max,
       currency: p.cost.currency, approvals_received: p.approvals_received, approvals_required: p.approvals_required,

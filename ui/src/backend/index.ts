@@ -38,6 +38,9 @@ export interface Backend {
   settings(): Promise<SettingsView>;
   saveSettings(settings: Settings): Promise<SettingsView>;
   enroll(gatewayUrl: string, code: string): Promise<StatusView>;
+  /** Sends the current gateway's credential to `gatewayUrl` from now on (the gateway moved); the
+   * core asks a native confirmation naming both URLs and a fresh identity proof first. */
+  moveCredential(gatewayUrl: string): Promise<StatusView>;
   /** Calls `listener` whenever the queue may have changed; returns an unsubscribe function. */
   onQueueChanged(listener: () => void): Promise<() => void>;
   /** Calls `listener` with a plan id to show (a deep link or a notification click). */

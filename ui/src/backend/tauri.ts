@@ -68,6 +68,9 @@ export class TauriBackend implements Backend {
   enroll(gatewayUrl: string, code: string): Promise<StatusView> {
     return call('enroll', { gatewayUrl, code });
   }
+  moveCredential(gatewayUrl: string): Promise<StatusView> {
+    return call('move_credential', { gatewayUrl });
+  }
   async onQueueChanged(listener: () => void): Promise<() => void> {
     return listen('queue-changed', () => listener());
   }

@@ -61,7 +61,12 @@ export type ChangeView = { resource: string, path: string,
  */
 before: string, after: string, diff: ValueDiff, };
 
-export type EffectView = { id: string, effect_type: string, kind: string, description: string, resource: string, derived: boolean, cause: string | null, badges: Array<string>, subjects_total: number | null, sample: Array<string>, cost: string | null, };
+export type EffectView = { id: string, effect_type: string, kind: string, description: string, resource: string, derived: boolean, cause: string | null, badges: Array<string>, subjects_total: number | null, 
+/**
+ * The gateway's sample of the subjects, outside the digest: empty when it contradicts the
+ * signed set, and shown as the plan's only when `sample_check` holds.
+ */
+sample: Array<string>, sample_check: SampleCheck | null, cost: string | null, };
 
 export type EffectGroup = { effect_type: string, kind: string, derived: boolean, effects: number, subjects: number, badges: Array<string>, };
 
@@ -88,11 +93,20 @@ export type CostView = { min: string, max: string, currency: string, cost_class:
 
 export type MovedView = { resource: string, planned: string, current: string, };
 
-export type PlanView = { plan_id: string, title: string, capability_id: string, version: string, agent_id: string, on_behalf_of: string | null, status: string, created_at: string, expires_at: string, 
+export type PlanView = { plan_id: string, 
+/**
+ * The gateway's name for the plan (its queue summary's title, or the capability id): not
+ * signed, so shown as the gateway's label and never in a dialog or a notification.
+ */
+label: string, capability_id: string, version: string, agent_id: string, on_behalf_of: string | null, status: string, created_at: string, expires_at: string, 
 /**
  * The digest the console computed and would sign.
  */
-digest: string, digest_matches: boolean, approvals_received: number, approvals_required: number, approved_by: Array<string>, risk: Array<string>, changes: Array<ChangeView>, effects: Array<EffectView>, groups: Array<EffectGroup>, validation: Array<ValidationView>, assumptions: Array<AssumptionView>, cost: CostView, stale: Array<MovedView>, approvable: boolean, not_approvable_reason: string | null, approvals: Array<ApprovalView>, wallet: WalletView | null, 
+digest: string, digest_matches: boolean, approvals_received: number, approvals_required: number, approved_by: Array<string>, risk: Array<string>, 
+/**
+ * The parameters the plan signs: for a provider plan, the text that leaves.
+ */
+request: RequestView, changes: Array<ChangeView>, effects: Array<EffectView>, groups: Array<EffectGroup>, validation: Array<ValidationView>, assumptions: Array<AssumptionView>, cost: CostView, stale: Array<MovedView>, approvable: boolean, not_approvable_reason: string | null, approvals: Array<ApprovalView>, wallet: WalletView | null, 
 /**
  * The risky-plan sentence in words; empty when the plan has no risk flag.
  */
@@ -130,9 +144,36 @@ export type WhatChanged = { from_plan: string, to_plan: string, effects_added: A
 /**
  * New `amount_max` minus old, signed, e.g. `+0.05`.
  */
-cost_delta: string, moved: Array<RevisionMove>, };
+cost_delta: string, moved: Array<RevisionMove>, 
+/**
+ * The request's values that differ from the old plan's: none, when the gateway asked again
+ * with the same parameters, as a refresh does.
+ */
+request: Array<ValueChange>, };
 
 export type SubjectCheck = { plan_id: string, effect_id: string, total: number, received: number, expected_digest: string, computed_digest: string, ascending: boolean, matches: boolean, };
+
+export type SampleCheck = "signed" | "checked" | "unchecked" | "mismatch";
+
+export type RequestView = { 
+/**
+ * Each value of the parameters, by JSON pointer (`/messages/0/content`), in document order.
+ */
+params: Array<ParamView>, 
+/**
+ * The plan calls an outside service: these parameters are what leaves for it.
+ */
+leaves: boolean, };
+
+export type ParamView = { path: string, 
+/**
+ * Strings as they are, anything else as JSON.
+ */
+text: string, 
+/**
+ * Shown collapsed until expanded.
+ */
+long: boolean, };
 
 export type JournalEntry = { id: number, gateway_id: string, plan_id: string, decision: string, 
 /**
@@ -243,7 +284,11 @@ total: number,
  */
 matched: number, offset: number, rows: Array<SubjectRow>, check: SubjectCheck, };
 
-export type BatchColumn = { plan_id: string, title: string, capability_id: string, gist: string, agent_id: string, on_behalf_of: string | null, effects_direct: number, effects_derived: number, subjects: number, warnings: number, errors: number, credits_max: string, currency: string, approvals_received: number, approvals_required: number, digest: string, digest_matches: boolean, risk: Array<string>, consequence: string, approvable: boolean, not_approvable_reason: string | null, };
+export type BatchColumn = { plan_id: string, 
+/**
+ * The gateway's label for the plan, not signed.
+ */
+label: string, capability_id: string, gist: string, agent_id: string, on_behalf_of: string | null, effects_direct: number, effects_derived: number, subjects: number, warnings: number, errors: number, credits_max: string, currency: string, approvals_received: number, approvals_required: number, digest: string, digest_matches: boolean, risk: Array<string>, consequence: string, approvable: boolean, not_approvable_reason: string | null, };
 
 export type Overlap = { plans: Array<string>, subjects: number, sample: Array<string>, };
 

@@ -6,6 +6,7 @@ import Changes from './Changes.svelte';
 import Cost from './Cost.svelte';
 import Effects from './Effects.svelte';
 import Execution from './Execution.svelte';
+import Request from './Request.svelte';
 import Validation from './Validation.svelte';
 
 const demo = (id: string): PlanView => demoPlans().find((p) => p.plan_id === id)!;
@@ -129,5 +130,35 @@ describe('the execution pane', () => {
     expect(screen.getByTestId('execution-error').textContent).toContain('provider_rate_limited');
     expect(screen.getByTestId('execution-error').textContent).toContain('may succeed if tried again');
     expect(screen.queryByTestId('execution-content')).toBeNull();
+  });
+});
+
+describe('the request pane', () => {
+  it('shows a short request on one line', () => {
+    render(Request, { props: { request: demo('plan_0001').request } });
+    const inline = screen.getByTestId('request-inline');
+    expect(inline.textContent).toContain('/project prj_184');
+    expect(inline.textContent).toContain('/retention_days 14');
+  });
+
+  it('says a provider request leaves, and opens long text on request', async () => {
+    const text = 'Summarise the contract.\n'.repeat(20);
+    const request = { leaves: true, params: [{ path: '/messages/0/content', text, long: true }, { path: '/model', text: 'small', long: false }] };
+    render(Request, { props: { request } });
+    expect(screen.getByTestId('request-leaves').textContent).toContain('outside service');
+    const param = screen.getAllByTestId('request-param')[0];
+    expect(param.querySelector('pre')!.textContent!.length).toBeLessThan(text.length);
+    await fireEvent.click(screen.getByTestId('request-expand'));
+    expect(param.querySelector('pre')!.textContent).toBe(text);
+  });
+});
+
+describe('a sample outside the digest', () => {
+  it('is marked until checked, and a contradicted one is not shown', () => {
+    const p = demo('plan_0002');
+    const effects = [{ ...p.effects[0], sample_check: 'unchecked' as const }, { ...p.effects[2], sample: [], sample_check: 'mismatch' as const }];
+    render(Effects, { props: { effects, groups: p.groups, onsubjects: () => {} } });
+    expect(screen.getByTestId('sample').textContent).toContain('not yet checked');
+    expect(screen.getByTestId('sample-mismatch').textContent).toContain('not the set this plan signs');
   });
 });
