@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use countersign_console::console::Console;
 use countersign_console::live::Snapshot;
+use countersign_console::notify::NotifyRules;
 use countersign_desktop::seen::Seen;
 use tauri::{AppHandle, Emitter};
 use tokio::sync::{watch, Semaphore};
@@ -15,7 +16,15 @@ pub const QUEUE_CHANGED: &str = "queue-changed";
 
 const FETCHES_AT_ONCE: usize = 4;
 
-pub async fn follow(app: AppHandle, console: Arc<Console>, mut changes: watch::Receiver<Snapshot>) {
+/// The approver's notification rules as they are when a plan arrives (they change in Settings).
+pub type Rules = Arc<dyn Fn() -> NotifyRules + Send + Sync>;
+
+pub async fn follow(
+    app: AppHandle,
+    console: Arc<Console>,
+    mut changes: watch::Receiver<Snapshot>,
+    rules: Rules,
+) {
     let mut seen = Seen::default();
     let mut shown = None;
     // Each arrival is fetched to be judged on its own flags; a burst of thousands (a busy agent)
@@ -47,9 +56,10 @@ pub async fn follow(app: AppHandle, console: Arc<Console>, mut changes: watch::R
         }
         for plan_id in arrivals {
             let (app, console, fetches) = (app.clone(), console.clone(), fetches.clone());
+            let rules = rules();
             tauri::async_runtime::spawn(async move {
                 if let Ok(_permit) = fetches.acquire().await {
-                    notification::announce(app, console, plan_id).await;
+                    notification::announce(app, console, plan_id, rules).await;
                 }
             });
         }

@@ -6,15 +6,17 @@
 use std::sync::Arc;
 
 use countersign_console::console::Console;
+use countersign_console::notify::NotifyRules;
 use countersign_console::review::PlanView;
 use countersign_console::text::{notification_body, visible};
 use notify_rust::Notification;
-use tauri::{AppHandle, Manager};
+use tauri::AppHandle;
 
-use crate::shell::Shell;
 use crate::window;
 
-pub async fn announce(app: AppHandle, console: Arc<Console>, plan_id: String) {
+/// Fetches `plan_id` and shows a notification when `rules` (the approver's, as they are now)
+/// select it.
+pub async fn announce(app: AppHandle, console: Arc<Console>, plan_id: String, rules: NotifyRules) {
     let plan = match console.plan_view(&plan_id).await {
         Ok(plan) => plan,
         Err(e) => {
@@ -22,7 +24,7 @@ pub async fn announce(app: AppHandle, console: Arc<Console>, plan_id: String) {
             return;
         }
     };
-    if !app.state::<Shell>().rules().selects_plan(&plan) {
+    if !rules.selects_plan(&plan) {
         return;
     }
     let (summary, body) = words(&plan);

@@ -301,10 +301,15 @@ fn install(app: &AppHandle, start: u64, (session, demo): (Session, Option<Embedd
     if shell.starts.load(Ordering::SeqCst) != start {
         return;
     }
+    let rules: follow::Rules = {
+        let app = app.clone();
+        Arc::new(move || app.state::<Shell>().rules())
+    };
     let tasks = vec![tauri::async_runtime::spawn(follow::follow(
         app.clone(),
         session.console().clone(),
         session.changes(),
+        rules,
     ))];
     let running = Arc::new(Running {
         session,

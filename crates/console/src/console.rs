@@ -8,21 +8,19 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::Utc;
-use countersign_proto::digest::SubjectsHasher;
 use countersign_proto::plan::Preview;
-use serde::Serialize;
 use tokio::sync::watch;
-use ts_rs::TS;
 
 use crate::changed::{subject_sets_to_fetch, what_changed};
 use crate::client::{FetchedPlan, GatewayClient};
 use crate::error::ConsoleError;
 use crate::journal::{Flushed, Journal};
-use crate::live::Snapshot;
 use crate::review::{self, PlanView, QueueView, RefreshView, RowContext};
 use crate::sample::{self, SampleCheck};
 use crate::signer::Signer;
-use crate::subjects::SubjectCache;
+use crate::snapshot::Snapshot;
+use crate::subject_sets::SubjectCache;
+pub use crate::subject_sets::SubjectCheck;
 use crate::sync::{Poller, DEFAULT_POLL_INTERVAL};
 use crate::words;
 
@@ -48,55 +46,6 @@ pub struct Console {
     /// The approver's poll interval in seconds: the shortest wait between listings while the
     /// event stream is down (a gateway may ask for a longer one).
     poll_every: AtomicU64,
-}
-
-/// The full-set check of one effect's subjects against `subjects.digest`.
-#[derive(Debug, Clone, PartialEq, Serialize, TS)]
-pub struct SubjectCheck {
-    pub plan_id: String,
-    pub effect_id: String,
-    #[ts(type = "number")]
-    pub total: u64,
-    #[ts(type = "number")]
-    pub received: u64,
-    pub expected_digest: String,
-    pub computed_digest: String,
-    pub ascending: bool,
-    pub matches: bool,
-}
-
-impl SubjectCheck {
-    /// Checks `ids`, in the order received, against the effect's claimed total and digest.
-    pub fn of<'a>(
-        plan_id: &str,
-        effect_id: &str,
-        total: u64,
-        expected_digest: &str,
-        ids: impl ExactSizeIterator<Item = &'a str> + Clone,
-    ) -> SubjectCheck {
-        let received = ids.len() as u64;
-        let mut previous: Option<&str> = None;
-        let mut ascending = true;
-        let mut hasher = SubjectsHasher::default();
-        for id in ids {
-            if previous.is_some_and(|p| p >= id) {
-                ascending = false;
-            }
-            previous = Some(id);
-            hasher.push(id);
-        }
-        let computed = hasher.finish();
-        SubjectCheck {
-            plan_id: plan_id.to_owned(),
-            effect_id: effect_id.to_owned(),
-            total,
-            received,
-            matches: ascending && computed == expected_digest && received == total,
-            expected_digest: expected_digest.to_owned(),
-            computed_digest: computed,
-            ascending,
-        }
-    }
 }
 
 /// Queue rows see the gists and the outbox the console knows.
@@ -243,7 +192,7 @@ impl Console {
     }
 
     /// Lists the queue once into the snapshot (for a one-shot caller; a window runs
-    /// [`crate::live::Live`]); `Ok(true)` when it changed.
+    /// `Live`); `Ok(true)` when it changed.
     pub async fn sync(&self) -> Result<bool, ConsoleError> {
         let mut poller = self.poller.lock().await;
         let changed = poller.poll(&self.client).await?;

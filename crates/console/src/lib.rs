@@ -26,6 +26,8 @@ pub mod sample;
 pub mod session;
 pub mod settings;
 pub mod signer;
+mod snapshot;
+mod subject_sets;
 pub mod subjects;
 pub mod sync;
 pub mod text;

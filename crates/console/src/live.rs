@@ -1,62 +1,19 @@
 //! Live sync: the gateway's event stream first, conditional polling when the stream is down, and
 //! an explicit link state (online, degraded, offline) with the last successful sync.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use countersign_proto::approvals::{PlanStatus, PlanSummary};
-use serde::Serialize;
 use tokio::sync::watch;
-use ts_rs::TS;
 
 use crate::client::GatewayClient;
 use crate::console::Console;
 use crate::error::ErrorView;
 use crate::events::QueueEvent;
+pub use crate::snapshot::{Link, Snapshot};
 use crate::sync::{Backoff, Poller};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum Link {
-    /// The event stream is open: changes arrive as they happen.
-    Online,
-    /// The stream is down but polling works: changes arrive within a poll interval.
-    Degraded,
-    /// The gateway does not answer: the queue shown is as of `last_sync`.
-    Offline,
-}
-
-/// What a live console shows: the pending plans and how fresh they are.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Snapshot {
-    pub items: Vec<PlanSummary>,
-    pub link: Link,
-    pub last_sync: Option<DateTime<Utc>>,
-    /// Bumped on every change of the queue, so watchers can tell a new list from a state change.
-    pub generation: u64,
-    /// Decisions written to the outbox and not yet answered.
-    pub outbox: u64,
-    /// The plans those decisions are on.
-    pub queued: BTreeSet<String>,
-    /// Why the last listing failed, or a queued decision the gateway refused.
-    pub last_error: Option<ErrorView>,
-}
-
-impl Default for Snapshot {
-    fn default() -> Self {
-        Snapshot {
-            items: Vec::new(),
-            link: Link::Offline,
-            last_sync: None,
-            generation: 0,
-            outbox: 0,
-            queued: BTreeSet::new(),
-            last_error: None,
-        }
-    }
-}
 
 /// How long to wait before trying the event stream again after it failed.
 pub struct Timing {
