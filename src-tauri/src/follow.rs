@@ -56,10 +56,10 @@ pub async fn follow(
         }
         for plan_id in arrivals {
             let (app, console, fetches) = (app.clone(), console.clone(), fetches.clone());
-            let rules = rules();
+            let rules = rules.clone();
             tauri::async_runtime::spawn(async move {
                 if let Ok(_permit) = fetches.acquire().await {
-                    notification::announce(app, console, plan_id, rules).await;
+                    notification::announce(app, console, plan_id, || rules()).await;
                 }
             });
         }

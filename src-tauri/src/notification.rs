@@ -14,9 +14,14 @@ use tauri::AppHandle;
 
 use crate::window;
 
-/// Fetches `plan_id` and shows a notification when `rules` (the approver's, as they are now)
-/// select it.
-pub async fn announce(app: AppHandle, console: Arc<Console>, plan_id: String, rules: NotifyRules) {
+/// Fetches `plan_id` and shows a notification when the approver's rules, as `rules` gives them
+/// once the plan is fetched (they change in Settings), select it.
+pub async fn announce(
+    app: AppHandle,
+    console: Arc<Console>,
+    plan_id: String,
+    rules: impl Fn() -> NotifyRules,
+) {
     let plan = match console.plan_view(&plan_id).await {
         Ok(plan) => plan,
         Err(e) => {
@@ -24,7 +29,7 @@ pub async fn announce(app: AppHandle, console: Arc<Console>, plan_id: String, ru
             return;
         }
     };
-    if !rules.selects_plan(&plan) {
+    if !rules().selects_plan(&plan) {
         return;
     }
     let (summary, body) = words(&plan);

@@ -190,44 +190,64 @@ pub async fn enroll(app: &AppHandle, url: String, code: String) -> Result<Arc<Ru
         .view());
     }
     let session = open(app, Some(url.clone()), Some(code.trim().to_owned())).await?;
-    follow_at(app, url, session)
-}
-
-/// Keeps `url` in the settings and makes `session` (on it) the current one.
-fn follow_at(
-    app: &AppHandle,
-    url: String,
-    session: (Session, Option<Embedded>),
-) -> Result<Arc<Running>, ErrorView> {
+    keep_url(app, &url)?;
     let shell = app.state::<Shell>();
-    let mut saved = shell.settings()?.settings;
-    saved.gateway_url = Some(url);
-    settings::save_settings(&shell.env.config_dir, &saved).map_err(|e| e.view())?;
     let start = shell.starts.fetch_add(1, Ordering::SeqCst) + 1;
     install(app, start, session);
     shell.running()
 }
 
-/// Moves the current gateway's credential to `url` (the gateway moved), after a native
-/// confirmation naming both URLs and a fresh identity proof; then follows it there.
+/// Keeps `url` in the settings as the gateway to follow.
+fn keep_url(app: &AppHandle, url: &str) -> Result<(), ErrorView> {
+    let shell = app.state::<Shell>();
+    let mut saved = shell.settings()?.settings;
+    saved.gateway_url = Some(url.to_owned());
+    settings::save_settings(&shell.env.config_dir, &saved).map_err(|e| e.view())?;
+    Ok(())
+}
+
+/// Moves the credential of the gateway the settings name to `url` (the gateway moved), after a
+/// native confirmation naming both URLs and a fresh identity proof; then follows it there. It
+/// needs no running session: a gateway that moved no longer answers where it was.
 pub async fn move_credential(app: &AppHandle, url: String) -> Result<Arc<Running>, ErrorView> {
     let shell = app.state::<Shell>();
-    let running = shell.running()?;
-    let status = running.session.status();
-    if status.demo {
+    let view = shell.settings()?;
+    if view.overridden.iter().any(|f| f == "gateway_url") {
+        return Err(ConsoleError::Invalid(
+            "the gateway URL is set by COUNTERSIGN_GATEWAY_URL: move the credential with \
+             `countersign-cli move-credential`, then change the variable"
+                .to_owned(),
+        )
+        .view());
+    }
+    let Some(from) = view.settings.gateway_url else {
         return Err(ConsoleError::Invalid(
             "the demo gateway's credential follows it by itself".to_owned(),
         )
         .view());
-    }
+    };
+    let gateway_id = session::gateway_at(&shell.env.data_dir, &from)
+        .ok_or_else(|| ConsoleError::NotEnrolled.view())?;
     let url = url.trim().to_owned();
-    let gateway_id = running.session.console().signer().gateway_id().to_owned();
     let confirm = NativeConfirm::moving(app);
     session::move_credential(&shell.env.data_dir, &gateway_id, &url, &confirm)
         .await
         .map_err(|e| e.view())?;
-    let session = open(app, Some(url.clone()), None).await?;
-    follow_at(app, url, session)
+    // Moved: the session on the old URL stops sending the token there, whatever comes next.
+    shell.set(Current::Starting);
+    let _ = app.emit(follow::QUEUE_CHANGED, ());
+    keep_url(app, &url)?;
+    match open(app, Some(url), None).await {
+        Ok(session) => {
+            let start = shell.starts.fetch_add(1, Ordering::SeqCst) + 1;
+            install(app, start, session);
+            shell.running()
+        }
+        Err(e) => {
+            restart(app);
+            Err(e)
+        }
+    }
 }
 
 /// Saves the settings; a new gateway means a new session, the rest applies as it is. The URL

@@ -208,10 +208,14 @@ pub async fn move_credential(
     let to = to.trim();
     let mut signer = Signer::load(gateway_id)?.ok_or(ConsoleError::NotEnrolled)?;
     let from = signer.origin().unwrap_or("an unknown URL").to_owned();
+    // The origin, as it will be kept: what the token will be sent to, whatever the URL's path.
+    let target = crate::signer::origin_of(to)?;
     let question = format!(
         "Your approver credential for gateway {gateway_id} is sent only to\n  {from}\n\nThe \
-         gateway at\n  {to}\nproved it holds that gateway's identity key. Send the credential \
-         there from now on, and no longer to {from}?"
+         server at\n  {target}\nanswers for that gateway's identity key, as the gateway would \
+         at a new address, and as a proxy in front of it would. Move the credential only if \
+         the gateway itself moved there: send it to {target} from now on, and no longer to \
+         {from}?"
     );
     let asked = || {
         crate::confirm::ask(

@@ -29,22 +29,37 @@ pub fn trust_ca_file(path: &Path) -> Result<(), ConsoleError> {
     Ok(())
 }
 
-/// A client builder that trusts the system's roots and the extra ones.
+/// A client builder that trusts the system's roots and the extra ones, and follows no redirect:
+/// the protocol has none, and a followed one could carry the token to another scheme or host.
 pub(crate) fn client_builder() -> reqwest::ClientBuilder {
     let roots = EXTRA_ROOTS
         .read()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     roots.iter().fold(
-        reqwest::Client::builder().use_rustls_tls(),
+        reqwest::Client::builder()
+            .use_rustls_tls()
+            .redirect(reqwest::redirect::Policy::none()),
         |builder, root| builder.add_root_certificate(root.clone()),
     )
 }
 
 /// Accepts `https://` anywhere and `http://` to loopback (127.0.0.0/8, ::1, localhost) only:
 /// anywhere else the token, the enrollment and the plans would cross the network in the clear.
+/// A URL with a user part (`https://gw.example.com@relay.example`) or a control character (which
+/// the parser drops silently) reads as something it is not; it is refused, not cleaned.
 pub fn check_url(url: &str) -> Result<(), ConsoleError> {
+    if url.chars().any(char::is_control) {
+        return Err(ConsoleError::Invalid(format!(
+            "{url:?}: a gateway URL holds no control characters"
+        )));
+    }
     let parsed = reqwest::Url::parse(url)
         .map_err(|e| ConsoleError::Invalid(format!("{url:?} is not a gateway URL: {e}")))?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(ConsoleError::Invalid(format!(
+            "{url:?}: a gateway URL names no user; the host is the part after '@'"
+        )));
+    }
     let host = parsed.host_str().unwrap_or_default();
     match parsed.scheme() {
         "https" => Ok(()),
@@ -86,7 +101,15 @@ mod tests {
             let e = check_url(insecure).unwrap_err();
             assert_eq!(e.code(), "insecure_transport", "{insecure}: {e}");
         }
-        for invalid in ["ftp://127.0.0.1", "127.0.0.1:7780", "not a url"] {
+        for invalid in [
+            "ftp://127.0.0.1",
+            "127.0.0.1:7780",
+            "not a url",
+            "https://gw.example.com@relay.example",
+            "https://user:pw@gw.example.com",
+            "https://relay.example/#\n\nto   https://gw.example.com",
+            "https://gw.exa\tmple.com",
+        ] {
             assert_eq!(check_url(invalid).unwrap_err().code(), "invalid_input");
         }
     }
