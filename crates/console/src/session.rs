@@ -108,16 +108,22 @@ pub async fn connect(
         }
         (None, None) => return Err(ConsoleError::NotEnrolled),
     };
+    let name = still_enrolled(&console, url).await?;
+    let journal = Journal::open(&data_dir.join(JOURNAL)).await?;
+    Ok((console.with_journal(journal), name))
+}
+
+/// The gateway's name, once it says it is still the one `console`'s credential was enrolled with.
+async fn still_enrolled(console: &Console, url: &str) -> Result<String, ConsoleError> {
     let info = console.client().gateway().await?;
-    if info.gateway_id != console.signer().gateway_id() {
+    let enrolled = console.signer().gateway_id();
+    if info.gateway_id != enrolled {
         return Err(ConsoleError::Protocol(format!(
-            "{url} is now gateway {}, not {} this console enrolled with",
-            info.gateway_id,
-            console.signer().gateway_id()
+            "{url} is now gateway {}, not {enrolled} this console enrolled with",
+            info.gateway_id
         )));
     }
-    let journal = Journal::open(&data_dir.join(JOURNAL)).await?;
-    Ok((console.with_journal(journal), info.name))
+    Ok(info.name)
 }
 
 /// Enrolls at `url` with the invite `code`. A gateway proving the identity of one this machine
@@ -257,20 +263,13 @@ impl Session {
             }
             (None, None) => return Err(ConsoleError::NotEnrolled),
         };
-        let client = signer.client(url)?;
-        let info = client.gateway().await?;
-        if info.gateway_id != signer.gateway_id() {
-            return Err(ConsoleError::Protocol(format!(
-                "{url} is gateway {}, not {} this console enrolled with",
-                info.gateway_id,
-                signer.gateway_id()
-            )));
-        }
+        let console = Console::with_signer(url, signer)?;
+        let gateway_name = still_enrolled(&console, url).await?;
         if config.demo.is_none() {
-            remember(&config.data_dir, url, signer.gateway_id())?;
+            remember(&config.data_dir, url, console.signer().gateway_id())?;
         }
         let journal = Journal::open(&config.data_dir.join(JOURNAL)).await?;
-        let console = Arc::new(Console::with_signer(url, signer)?.with_journal(journal));
+        let console = Arc::new(console.with_journal(journal));
         console.note_outbox().await;
         let changes = console.changes();
         let tasks = vec![
@@ -279,7 +278,7 @@ impl Session {
         ];
         Ok(Session {
             console,
-            gateway_name: info.name,
+            gateway_name,
             demo: config.demo.is_some(),
             changes,
             tasks,
