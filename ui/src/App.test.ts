@@ -312,6 +312,15 @@ describe('history and settings', () => {
     await waitFor(() => expect(screen.getByTestId('enrolled').textContent).toContain('key_dana1'));
   });
 
+  it('offers no move on the demo gateway, whose credential follows it by itself', async () => {
+    await renderApp();
+    await fireEvent.click(screen.getByTestId('nav-settings'));
+    await fireEvent.input(await screen.findByTestId('gateway-url'), { target: { value: 'https://gw.example.com' } });
+    await fireEvent.click(screen.getByTestId('save-settings'));
+    await waitFor(() => expect(screen.getByTestId('settings-error').textContent).toContain('not_enrolled'));
+    expect(screen.queryByTestId('move-offer')).toBeNull();
+  });
+
   it('refuses a new gateway URL without a credential there, and moves the credential only when confirmed', async () => {
     const asked: string[] = [];
     let answer = false;
