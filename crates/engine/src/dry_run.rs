@@ -13,7 +13,7 @@ use crate::previews::{self, Origin, PreviewAudit};
 use crate::registry::{Capability, Registry};
 use sqlx::AnyConnection;
 
-use crate::{bounds, ids, plans, quotas, scopes, ApiError, ApiResult, Engine};
+use crate::{bounds, ids, plans, quotas, scopes, staging, summaries, ApiError, ApiResult, Engine};
 
 /// Seed 000's `valid: false` answer, one violation naming every offending field.
 pub fn invalid_preview(
@@ -121,9 +121,40 @@ pub async fn run(
         quotas::at_cap(&mut conn, &agent.id, &engine.limits).await?;
     }
     let planned = previews::evaluate(&engine.store, capability, &request.params).await?;
+    let staged = staging::stage(&engine.store, summaries::sets_of(&planned)).await?;
+    let answer = store(
+        engine,
+        agent,
+        capability,
+        &request,
+        &audit,
+        planned,
+        staged.as_ref(),
+    )
+    .await;
+    let stored = match &answer {
+        Ok(DryRunAnswer::Plan(preview)) => Some(preview.plan_id.as_str()),
+        _ => None,
+    };
+    staging::settle(&engine.store, staged, stored).await;
+    answer
+}
+
+/// The evaluated plan stored under the writer, checked against the state it is stored in; or
+/// the first answer to its idempotency key, if another sender of the key came first.
+async fn store(
+    engine: &Engine,
+    agent: &Agent,
+    capability: Capability,
+    request: &DryRunRequest,
+    audit: &PreviewAudit<'_>,
+    planned: countersign_pack::Planned,
+    staged: Option<&staging::Staged>,
+) -> ApiResult<DryRunAnswer> {
+    let registry = engine.registry;
     let mut w = engine.store.write().await?;
-    if let Some(key) = key {
-        let first = repeated(&mut w.tx, registry, agent, capability, key, &request_json);
+    if let Some(key) = audit.idempotency_key {
+        let first = repeated(&mut w.tx, registry, agent, capability, key, audit.request);
         if let Some(answer) = first.await? {
             return Ok(DryRunAnswer::Repeated(answer));
         }
@@ -138,9 +169,10 @@ pub async fn run(
         agent,
         &request.params,
         request.expected_revisions.as_ref(),
-        &audit,
+        audit,
         Origin::DryRun,
         planned,
+        staged,
     )
     .await?;
     w.commit().await?;

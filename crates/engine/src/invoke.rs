@@ -18,6 +18,7 @@ use crate::reads::no_such_plan;
 use crate::rederive::{blocked, rederive, stale};
 use crate::registry::{Capability, Registry};
 use crate::store::Tx;
+use crate::summaries::{self, SubjectSummaries};
 use crate::{bounds, external, ids, plans, queue, scopes, wallet, ApiError, ApiResult, Engine};
 
 /// The invoke of capability `id` by `agent`, as the HTTP route and the MCP tools run it.
@@ -317,7 +318,19 @@ async fn inline_plan(
             .with_details(json!({ "violations": invalid.violations })));
     }
     let planned = capability.plan(tx, &params).await?;
-    let plan = plans::build_preview(capability, agent, &params, None, planned, &audit_id)?;
+    let summaries = SubjectSummaries::of(&summaries::sets_of(&planned));
+    let plan = plans::build_preview(
+        capability,
+        agent,
+        &params,
+        None,
+        planned,
+        plans::PreviewIds {
+            plan_id: plans::new_id(),
+            audit_id: &audit_id,
+        },
+        &summaries,
+    )?;
     if plan.would_require_approval {
         return Err(ApiError::new(
             ErrorCode::ApprovalRequired,

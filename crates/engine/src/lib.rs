@@ -35,7 +35,9 @@ pub mod registry;
 pub mod revocation;
 pub mod scopes;
 pub mod secrets;
+pub mod staging;
 pub mod store;
+pub mod summaries;
 mod sweeper;
 pub mod wallet;
 

@@ -6,24 +6,20 @@ use countersign_proto::approvals::{
     PlanWallet, RiskFlag, Staleness, ValidationCounts, ValidationSubjects,
 };
 use countersign_proto::decision::Decision;
-use countersign_proto::digest::{plan_digest, request_digest, subjects_digest};
-use countersign_proto::plan::{
-    Caller, PlanRequest, Preview, ReadRevision, Severity, Subjects, Validation,
-    SUBJECT_SAMPLE_LIMIT,
-};
+use countersign_proto::digest::{plan_digest, request_digest};
+use countersign_proto::plan::{Caller, PlanRequest, Preview, ReadRevision, Severity, Validation};
 use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
 use countersign_proto::INTERFACE_VERSION;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use sqlx::AnyConnection;
 
-use std::sync::Arc;
-
 use countersign_pack::{ApprovalRule, Planned, Subject};
 
 use crate::accounts::Agent;
 use crate::registry::{Capability, Registry};
 use crate::store::Dialect;
+use crate::summaries::{SubjectSet, SubjectSummaries};
 use crate::{ids, ApiResult};
 
 /// How long a plan stays executable (PROTOCOL section 4).
@@ -45,6 +41,17 @@ pub struct StoredPlan {
     pub validation_subjects: Vec<ValidationSubjects>,
 }
 
+/// A new plan's id.
+pub fn new_id() -> String {
+    ids::random_id("plan_", 8)
+}
+
+/// The ids a new preview is made under: its plan's, and its preview audit row's.
+pub struct PreviewIds<'a> {
+    pub plan_id: String,
+    pub audit_id: &'a str,
+}
+
 /// Turns an evaluation into a preview: ids, times, blocking checks, subjects, digests.
 pub fn build_preview(
     capability: Capability,
@@ -52,7 +59,8 @@ pub fn build_preview(
     params: &Value,
     expected: Option<&std::collections::BTreeMap<String, String>>,
     mut planned: Planned,
-    audit_id: &str,
+    ids: PreviewIds<'_>,
+    summaries: &SubjectSummaries,
 ) -> ApiResult<Preview> {
     let describe = capability.describe();
     if let Some(expected) = expected {
@@ -71,8 +79,8 @@ pub fn build_preview(
         executable: !planned.validation.iter().any(|v| v.blocks_execution),
         capability_id: capability.id().to_owned(),
         resolved_version: describe.version.clone(),
-        audit_id: audit_id.to_owned(),
-        plan_id: ids::random_id("plan_", 8),
+        audit_id: ids.audit_id.to_owned(),
+        plan_id: ids.plan_id,
         created_at,
         expires_at: created_at + PLAN_LIFETIME,
         caller: Caller {
@@ -92,7 +100,7 @@ pub fn build_preview(
             .map(|planned| {
                 let mut effect = planned.effect;
                 if !planned.subjects.is_empty() {
-                    effect.subjects = Some(subjects_of(&effect.id, &planned.subjects));
+                    effect.subjects = Some(summaries.of_effect(&effect.id, &planned.subjects));
                 }
                 effect
             })
@@ -120,44 +128,6 @@ pub fn build_preview(
     Ok(preview)
 }
 
-fn subjects_of(effect_id: &str, subjects: &[Subject]) -> Subjects {
-    let ids = sorted_ids(subjects);
-    let sample: Vec<String> = ids
-        .iter()
-        .take(SUBJECT_SAMPLE_LIMIT)
-        .map(|s| (*s).to_owned())
-        .collect();
-    Subjects {
-        total: ids.len() as u64,
-        cursor: (ids.len() > sample.len())
-            .then(|| cursor_after(effect_id, &sample[sample.len() - 1])),
-        sample,
-        digest: subjects_digest(ids),
-    }
-}
-
-fn sorted_ids(subjects: &[Subject]) -> Vec<&str> {
-    let mut ids: Vec<&str> = subjects.iter().map(|s| s.id.as_str()).collect();
-    if !ids.is_sorted() {
-        ids.sort_unstable();
-    }
-    ids
-}
-
-/// Where the subjects endpoint continues after `last_id`.
-pub fn cursor_after(effect_id: &str, last_id: &str) -> String {
-    format!("c_{effect_id}_{}", hex::encode(last_id))
-}
-
-/// The last id a cursor of `effect_id` stands after, if the cursor is one of ours.
-pub fn cursor_position(effect_id: &str, cursor: &str) -> Option<String> {
-    let encoded = cursor
-        .strip_prefix("c_")?
-        .strip_prefix(effect_id)?
-        .strip_prefix('_')?;
-    String::from_utf8(hex::decode(encoded).ok()?).ok()
-}
-
 fn version_conflicts(
     expected: &std::collections::BTreeMap<String, String>,
     read: &[ReadRevision],
@@ -179,42 +149,22 @@ fn version_conflicts(
         .collect()
 }
 
-/// The rows [`insert`] writes to `plan_subjects` for these subject sets.
-pub fn subject_rows(planned_subjects: &[(String, Arc<Vec<Subject>>)]) -> u64 {
-    planned_subjects.iter().map(|(_, s)| s.len() as u64).sum()
-}
-
-/// How many different subjects these sets name together. Effects often share one set (the
-/// removal, its notification), which is counted once without looking at its ids.
-pub fn distinct_subjects(planned_subjects: &[(String, Arc<Vec<Subject>>)]) -> u64 {
-    let mut sets: Vec<&Arc<Vec<Subject>>> = Vec::new();
-    for (_, set) in planned_subjects {
-        if !set.is_empty() && !sets.iter().any(|s| Arc::ptr_eq(s, set)) {
-            sets.push(set);
-        }
-    }
-    match sets.as_slice() {
-        [] => 0,
-        [only] => only.len() as u64,
-        _ => {
-            let mut ids = std::collections::HashSet::new();
-            for set in sets {
-                ids.extend(set.iter().map(|s| s.id.as_str()));
-            }
-            ids.len() as u64
-        }
-    }
-}
-
 /// Subject rows per SQLite INSERT: five parameters each, under its limit of 32766.
 const SUBJECT_BATCH: usize = 5000;
 
-/// Stores a preview, the resources it read, its full subject sets and the items its validation
-/// names.
+/// A plan's subject sets as [`insert`] stores them: written now, or staged before under its id.
+pub struct SubjectRows<'a> {
+    pub sets: &'a [SubjectSet],
+    pub summaries: &'a SubjectSummaries,
+    pub staged: bool,
+}
+
+/// Stores a preview, the resources it read, its full subject sets (unless they were staged under
+/// its id) and the items its validation names.
 pub async fn insert(
     conn: &mut AnyConnection,
     preview: &Preview,
-    planned_subjects: &[(String, Arc<Vec<Subject>>)],
+    subjects: SubjectRows<'_>,
     named: &[ValidationSubjects],
     required_approvals: u32,
     supersedes: Option<&str>,
@@ -240,8 +190,8 @@ pub async fn insert(
     .bind(ids::to_text(preview.created_at))
     .bind(ids::to_text(preview.expires_at))
     .bind(supersedes)
-    .bind(subject_rows(planned_subjects) as i64)
-    .bind(distinct_subjects(planned_subjects) as i64)
+    .bind(subjects.summaries.rows as i64)
+    .bind(subjects.summaries.distinct as i64)
     .bind(if named.is_empty() {
         None
     } else {
@@ -258,8 +208,16 @@ pub async fn insert(
         .execute(&mut *conn)
         .await?;
     }
-    for (effect_id, subjects) in planned_subjects {
-        insert_subjects(conn, &preview.plan_id, effect_id, subjects).await?;
+    if subjects.staged {
+        // The staged rows are the plan's from this commit on: their marker goes.
+        sqlx::query("DELETE FROM subject_staging WHERE plan_id = $1")
+            .bind(&preview.plan_id)
+            .execute(&mut *conn)
+            .await?;
+    } else {
+        for (effect_id, set) in subjects.sets {
+            insert_subjects(conn, &preview.plan_id, effect_id, set).await?;
+        }
     }
     Ok(())
 }
@@ -267,7 +225,7 @@ pub async fn insert(
 /// An effect's whole subject set, in batches: on SQLite as multi-row INSERTs with anonymous `?`s
 /// (SQLite looks a named parameter up by a linear search, which makes binding thousands of them
 /// quadratic); on PostgreSQL each batch one JSON array that the database unnests.
-async fn insert_subjects(
+pub(crate) async fn insert_subjects(
     conn: &mut AnyConnection,
     plan_id: &str,
     effect_id: &str,

@@ -1,5 +1,6 @@
 //! Making a plan: evaluate, build the preview, store it with its subjects and its preview-audit
-//! row, and tell the queue. Shared by `dry_run` and refresh; it writes nothing else.
+//! row, and tell the queue. Shared by `dry_run` and refresh; it writes nothing else (a large
+//! plan's subject rows are staged before, see `staging`).
 
 use std::collections::BTreeMap;
 
@@ -12,7 +13,9 @@ use crate::callers::Agent;
 use crate::events::EventKind;
 use crate::limits::Limits;
 use crate::registry::{Capability, Registry};
+use crate::staging::Staged;
 use crate::store::{Store, Tx};
+use crate::summaries::{self, SubjectSummaries};
 use crate::{ids, plans, queue, quotas, wallet, ApiResult};
 
 pub struct PreviewAudit<'a> {
@@ -101,25 +104,43 @@ pub async fn create(
     audit: &PreviewAudit<'_>,
     origin: Origin<'_>,
     mut planned: Planned,
+    staged: Option<&Staged>,
 ) -> ApiResult<Preview> {
     if let Some(short) = budget_shortfall(tx, &agent.id, &planned.estimated_cost).await? {
         planned.validation.push(short);
     }
     let named = std::mem::take(&mut planned.named);
-    let subjects: Vec<_> = planned
-        .effects
-        .iter()
-        .filter(|e| !e.subjects.is_empty())
-        .map(|e| (e.effect.id.clone(), e.subjects.clone()))
-        .collect();
-    let preview =
-        plans::build_preview(capability, agent, params, expected, planned, audit.audit_id)?;
+    let subjects = summaries::sets_of(&planned);
+    let staged = staged.filter(|s| s.holds(&subjects));
+    let (plan_id, worked_out);
+    let summaries = match staged {
+        Some(staged) => {
+            plan_id = staged.plan_id.clone();
+            &staged.summaries
+        }
+        None => {
+            plan_id = plans::new_id();
+            worked_out = SubjectSummaries::of(&subjects);
+            &worked_out
+        }
+    };
+    let preview = plans::build_preview(
+        capability,
+        agent,
+        params,
+        expected,
+        planned,
+        plans::PreviewIds {
+            plan_id,
+            audit_id: audit.audit_id,
+        },
+        summaries,
+    )?;
     let (supersedes, freed) = match origin {
         Origin::DryRun => (None, quotas::Freed::default()),
         Origin::Refresh { supersedes, freed } => (Some(supersedes), freed),
     };
-    let rows = plans::subject_rows(&subjects);
-    quotas::check(tx, &preview, rows, limits, freed).await?;
+    quotas::check(tx, &preview, summaries.rows, limits, freed).await?;
     // A plan that runs without approval waits for nobody: its record says 0, not the
     // capability's quorum for the plans that do.
     let required = if preview.would_require_approval {
@@ -127,7 +148,19 @@ pub async fn create(
     } else {
         0
     };
-    plans::insert(tx, &preview, &subjects, &named, required, supersedes).await?;
+    plans::insert(
+        tx,
+        &preview,
+        plans::SubjectRows {
+            sets: &subjects,
+            summaries,
+            staged: staged.is_some(),
+        },
+        &named,
+        required,
+        supersedes,
+    )
+    .await?;
     write_audit(tx, audit, capability, &agent.id, Some(&preview.plan_id)).await?;
     if preview.would_require_approval {
         queue::publish(tx, registry, &preview.plan_id, EventKind::Created).await?;

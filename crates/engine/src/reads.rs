@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::accounts::Caller;
 use crate::plans::{self, StoredPlan};
 use crate::store::Flag;
-use crate::{eligibility, quotas, wallet, ApiError, ApiResult, Engine};
+use crate::{eligibility, quotas, summaries, wallet, ApiError, ApiResult, Engine};
 
 pub const DEFAULT_PAGE: u32 = 1000;
 pub const MAX_PAGE: u32 = 5000;
@@ -59,7 +59,7 @@ pub async fn subjects(
         ));
     }
     let after = match cursor {
-        Some(cursor) => plans::cursor_position(effect_id, cursor).ok_or_else(|| {
+        Some(cursor) => summaries::cursor_position(effect_id, cursor).ok_or_else(|| {
             ApiError::validation("/cursor", "The cursor is not one of this effect's.")
         })?,
         None => String::new(),
@@ -101,7 +101,7 @@ pub async fn subjects(
     let next_cursor = more
         .then(|| {
             rows.last()
-                .map(|(id, _, _)| plans::cursor_after(effect_id, id))
+                .map(|(id, _, _)| summaries::cursor_after(effect_id, id))
         })
         .flatten();
     Ok(SubjectPage {

@@ -14,6 +14,7 @@ use crate::callers::Agent;
 use crate::events::EventKind;
 use crate::registry::{Capability, Registry};
 use crate::store::{Tx, WriteTx};
+use crate::summaries::{self, SubjectSummaries};
 use crate::{plans, queue, ApiError, ApiResult};
 
 /// A blocked plan never runs; the first blocker says why, in the violation form.
@@ -58,7 +59,11 @@ pub async fn rederive(tx: &mut Tx, capability: Capability, plan: &Preview) -> Ap
         params,
         None,
         now_planned.clone(),
-        &plan.audit_id,
+        plans::PreviewIds {
+            plan_id: plan.plan_id.clone(),
+            audit_id: &plan.audit_id,
+        },
+        &SubjectSummaries::of(&summaries::sets_of(&now_planned)),
     )?;
     if again.effects != plan.effects || again.estimated_cost != plan.estimated_cost {
         return Err(drifted(plan, &again));

@@ -14,7 +14,10 @@ use crate::plans::StoredPlan;
 use crate::previews::{self, Origin, PreviewAudit};
 use crate::quotas::{self, Freed};
 use crate::reads::ensure_may_read;
-use crate::{eligibility, ids, plans, queue, scopes, ApiError, ApiResult, Engine};
+use crate::registry::Capability;
+use crate::{
+    eligibility, ids, plans, queue, scopes, staging, summaries, ApiError, ApiResult, Engine,
+};
 
 pub async fn run(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<PlanRecord> {
     let registry = engine.registry;
@@ -34,7 +37,32 @@ pub async fn run(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<P
     };
     let _evaluating = engine.previews.enter(&agent.id)?;
     let planned = previews::evaluate(&engine.store, capability, &params).await?;
+    let staged = staging::stage(&engine.store, summaries::sets_of(&planned)).await?;
+    let fresh = replace(
+        engine,
+        caller,
+        plan_id,
+        (capability, &agent, &params),
+        planned,
+        staged.as_ref(),
+    )
+    .await;
+    let stored = fresh.as_ref().ok().map(|r| r.plan.plan_id.as_str());
+    staging::settle(&engine.store, staged, stored).await;
+    fresh
+}
 
+/// Plan `plan_id` replaced under the writer by its evaluation `planned`, checked against the
+/// state it is stored in: the successor's record, as `caller` sees it.
+async fn replace(
+    engine: &Engine,
+    caller: &Caller,
+    plan_id: &str,
+    (capability, agent, params): (Capability, &Agent, &serde_json::Value),
+    planned: countersign_pack::Planned,
+    staged: Option<&staging::Staged>,
+) -> ApiResult<PlanRecord> {
+    let registry = engine.registry;
     let mut w = engine.store.write().await?;
     // Looked at again under the writer: another refresh, a decision or the sweep may have come
     // first.
@@ -44,7 +72,7 @@ pub async fn run(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<P
         .fetch_one(&mut *w.tx)
         .await?;
     let freed = Freed::by(&old, rows.max(0) as u64);
-    let planned = previews::current(&mut w.tx, registry, capability, &params, planned).await?;
+    let planned = previews::current(&mut w.tx, registry, capability, params, planned).await?;
     let audit_id = ids::random_id("aud_", 8);
     let request = json!({"params": params, "refresh_of": plan_id});
     let audit = PreviewAudit {
@@ -61,12 +89,13 @@ pub async fn run(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<P
         registry,
         &engine.limits,
         capability,
-        &agent,
-        &params,
+        agent,
+        params,
         None,
         &audit,
         origin,
         planned,
+        staged,
     )
     .await?;
     sqlx::query("UPDATE plans SET status = 'superseded', superseded_by = $1 WHERE id = $2")

@@ -1,12 +1,13 @@
 //! The engine's sweeps, once a second for as long as the engine lives: plans whose time ran out
-//! leave the queue, closed plans' subject rows are freed, and on PostgreSQL the provider calls
-//! another instance died with are recorded as failed.
+//! leave the queue, closed plans' subject rows are freed, so are the rows a preview staged and
+//! never stored a plan for, and on PostgreSQL the provider calls another instance died with are
+//! recorded as failed.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::store::Dialect;
-use crate::{external, queue, quotas, Engine};
+use crate::{external, queue, quotas, staging, Engine};
 
 /// How often expired plans are moved out of the queue.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -28,6 +29,9 @@ pub fn spawn(engine: &Arc<Engine>) {
             }
             if let Err(e) = quotas::sweep_subjects(&state.store, quotas::SWEEP_BATCH).await {
                 tracing::warn!(error = ?e, "the subject sweep failed; trying again");
+            }
+            if let Err(e) = staging::sweep(&state.store).await {
+                tracing::warn!(error = ?e, "the staged-subject sweep failed; trying again");
             }
             if state.store.dialect() == Dialect::Postgres {
                 // Another instance may have died with provider calls in flight.

@@ -1,6 +1,6 @@
 //! Caps on a hostile agent: live plans and stored subject rows per agent (`quota_exceeded`), the
-//! sweep that frees closed plans' subject rows, and requests per second per token
-//! (`rate_limited` with `Retry-After`).
+//! sweep that frees closed plans' subject rows and the rows a preview staged and never stored,
+//! and requests per second per token (`rate_limited` with `Retry-After`).
 
 mod common;
 
@@ -124,6 +124,87 @@ async fn the_subject_row_cap_refuses_a_plan_that_would_overflow_it() {
     assert_eq!(second.body["error"]["details"]["quota"], "subject_rows");
     assert_eq!(second.body["error"]["details"]["in_use"], held);
     assert_eq!(count(&gw, "SELECT COUNT(*) FROM plan_subjects").await, held);
+}
+
+fn all_staff_contractors() -> Value {
+    json!({"group": "grp_all_staff", "filter": {"employment": "contractor"}})
+}
+
+#[tokio::test]
+async fn a_large_plans_staged_subject_rows_are_its_own_or_gone() {
+    // 25,000 rows (10,000 contractors, their notices, their VPN entitlements): staged before the
+    // plan, in batches. The cap lets the first plan in and refuses the second only once it is
+    // evaluated and staged.
+    let gw = Gateway::limited(Limits {
+        max_subject_rows: 40_000,
+        ..Limits::default()
+    })
+    .await;
+    let first = dry_run(&gw, REMOVE, all_staff_contractors()).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    let plan_id = first.body["plan_id"].as_str().unwrap();
+    let held = count(&gw, "SELECT COUNT(*) FROM plan_subjects").await;
+    assert_eq!(held, 25_000);
+    assert_eq!(count(&gw, &rows(plan_id)).await, held);
+    let recorded = format!("SELECT subject_rows FROM plans WHERE id = '{plan_id}'");
+    assert_eq!(count(&gw, &recorded).await, held);
+    let staging = "SELECT COUNT(*) FROM subject_staging";
+    assert_eq!(
+        count(&gw, staging).await,
+        0,
+        "the stored plan took its rows"
+    );
+
+    // The second one is staged too, then refused by the cap: what it staged goes with it.
+    let second = dry_run(&gw, REMOVE, all_staff_contractors()).await;
+    assert_error(&second, "quota_exceeded", 429);
+    assert_eq!(count(&gw, "SELECT COUNT(*) FROM plan_subjects").await, held);
+    assert_eq!(count(&gw, staging).await, 0);
+}
+
+#[tokio::test]
+async fn the_sweep_deletes_rows_staged_for_a_plan_never_stored_and_no_others() {
+    let gw = Gateway::new().await;
+    let stored = gw.preview(REMOVE, contractors()).await;
+    let stored = stored["plan_id"].as_str().unwrap();
+    let kept = count(&gw, &rows(stored)).await;
+    // A gateway that stopped half-way through a preview: a marker ten minutes old and its rows;
+    // and a stale marker naming a stored plan, whose rows are that plan's.
+    let mut w = gw.state.store.write().await.unwrap();
+    for (plan_id, at) in [
+        ("plan_abandoned", "2026-01-01T00:00:00Z"),
+        (stored, "2026-01-01T00:00:01Z"),
+    ] {
+        sqlx::query("INSERT INTO subject_staging (plan_id, started_at) VALUES ($1, $2)")
+            .bind(plan_id)
+            .bind(at)
+            .execute(&mut *w.tx)
+            .await
+            .unwrap();
+    }
+    for n in 0..1_200 {
+        sqlx::query(
+            "INSERT INTO plan_subjects (plan_id, effect_id, subject_id, label)
+             VALUES ('plan_abandoned', 'eff_1', $1, 'someone')",
+        )
+        .bind(format!("usr_x{n}"))
+        .execute(&mut *w.tx)
+        .await
+        .unwrap();
+    }
+    w.commit().await.unwrap();
+
+    countersign_engine::staging::sweep(&gw.state.store)
+        .await
+        .unwrap();
+    assert_eq!(count(&gw, &rows("plan_abandoned")).await, 0);
+    let left = "SELECT COUNT(*) FROM subject_staging";
+    assert_eq!(count(&gw, left).await, 1);
+    countersign_engine::staging::sweep(&gw.state.store)
+        .await
+        .unwrap();
+    assert_eq!(count(&gw, left).await, 0);
+    assert_eq!(count(&gw, &rows(stored)).await, kept);
 }
 
 #[tokio::test]

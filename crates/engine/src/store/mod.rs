@@ -35,6 +35,20 @@ pub struct Store {
     /// This process's name in commit notices, so that it does not wake twice for its own.
     instance: String,
     listener: Option<tokio::task::JoinHandle<()>>,
+    /// One turn: writes apart wait here before they queue for the writer.
+    apart: tokio::sync::Semaphore,
+}
+
+/// A write that takes no place in the order of the others ([`Store::write_apart`]).
+pub struct Apart<'a> {
+    pub tx: Tx,
+    _turn: tokio::sync::SemaphorePermit<'a>,
+}
+
+impl Apart<'_> {
+    pub async fn commit(self) -> Result<(), sqlx::Error> {
+        self.tx.commit().await
+    }
 }
 
 pub struct WriteTx<'a> {
@@ -115,6 +129,7 @@ impl Store {
             commits,
             instance,
             listener,
+            apart: tokio::sync::Semaphore::new(1),
         })
     }
 
@@ -162,6 +177,33 @@ impl Store {
             }
         };
         Ok(WriteTx { tx, store: self })
+    }
+
+    /// A write that needs no place among the others: rows under a key no other write touches
+    /// (a large plan's subjects, staged before the plan names them). On PostgreSQL it does not
+    /// take the write lock; SQLite has one lock for every write, held for as long as this
+    /// transaction. One such write at a time waits for the writer, so that a decision queues
+    /// behind one batch at most however many previews are staging. Its commit wakes no event
+    /// stream: no reader looks at such rows yet.
+    pub async fn write_apart(&self) -> Result<Apart<'_>, sqlx::Error> {
+        let turn = self
+            .apart
+            .acquire()
+            .await
+            .map_err(|_| sqlx::Error::PoolClosed)?;
+        let tx = match self.dialect {
+            Dialect::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await?,
+            Dialect::Postgres => {
+                let mut tx = self.writer.begin().await?;
+                // Not flushed at its own commit: nothing refers to these rows until a later
+                // transaction does, and that one's flush covers the log written before it.
+                sqlx::query("SET LOCAL synchronous_commit = off")
+                    .execute(&mut *tx)
+                    .await?;
+                tx
+            }
+        };
+        Ok(Apart { tx, _turn: turn })
     }
 
     /// Wakes after every committed write, in this instance or another on the same database; the
