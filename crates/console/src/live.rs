@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use countersign_proto::approvals::{PlanStatus, PlanSummary};
+use countersign_proto::approvals::{PlanStatus, PlanSummary, RiskFlag};
 use tokio::sync::watch;
 
 use crate::client::GatewayClient;
@@ -30,8 +30,14 @@ impl Default for Timing {
     }
 }
 
-fn listed(status: PlanStatus) -> bool {
-    matches!(status, PlanStatus::PendingApproval | PlanStatus::Stale)
+/// Whether a plan belongs in the approver's queue: waiting for people, and not blocked. A
+/// blocked plan can never be approved, so it reaches no person (PROTOCOL section 2), whatever a
+/// gateway sends.
+fn listed(summary: &PlanSummary) -> bool {
+    matches!(
+        summary.status,
+        PlanStatus::PendingApproval | PlanStatus::Stale
+    ) && !summary.risk.contains(&RiskFlag::Blocked)
 }
 
 pub struct Live {
@@ -79,6 +85,7 @@ impl Live {
                 s.last_sync = Some(Utc::now());
             }
             if let Some(mut items) = items {
+                items.retain(listed);
                 // `apply` inserts events by binary search: the order is ours to keep, not
                 // something the gateway (or a relay) is trusted to have sent.
                 items.sort_by(|a, b| (a.expires_at, &a.plan_id).cmp(&(b.expires_at, &b.plan_id)));
@@ -121,9 +128,8 @@ impl Live {
                 .iter()
                 .position(|p| p.plan_id == summary.plan_id)
                 .map(|at| s.items.remove(at));
-            let changed =
-                old.as_ref() != Some(&summary) && (old.is_some() || listed(summary.status));
-            if listed(summary.status) {
+            let changed = old.as_ref() != Some(&summary) && (old.is_some() || listed(&summary));
+            if listed(&summary) {
                 let at = s.items.partition_point(|p| {
                     (p.expires_at, &p.plan_id) < (summary.expires_at, &summary.plan_id)
                 });
@@ -278,5 +284,30 @@ mod tests {
         live.apply(summary("plan_c", "2026-11-30T10:05:00Z", PlanStatus::Stale));
         assert_eq!(order(&snapshots.borrow()), ["plan_c", "plan_d", "plan_a"]);
         assert_eq!(snapshots.borrow().items[0].status, PlanStatus::Stale);
+    }
+
+    #[tokio::test]
+    async fn a_blocked_plan_never_enters_the_queue() {
+        let client = GatewayClient::new("http://127.0.0.1:9", None).unwrap();
+        let (mut live, snapshots) = Live::new(client, Timing::default());
+        let blocked = |id: &str| {
+            let mut plan = summary(id, "2026-11-30T10:20:00Z", PlanStatus::PendingApproval);
+            plan.risk = vec![RiskFlag::Bulk, RiskFlag::Blocked];
+            plan
+        };
+        live.apply(blocked("plan_a"));
+        assert!(snapshots.borrow().items.is_empty());
+        assert_eq!(snapshots.borrow().generation, 0);
+        let pending = summary(
+            "plan_b",
+            "2026-11-30T10:30:00Z",
+            PlanStatus::PendingApproval,
+        );
+        live.set(
+            Link::Online,
+            Some(vec![blocked("plan_c"), pending.clone()]),
+            None,
+        );
+        assert_eq!(snapshots.borrow().items, [pending]);
     }
 }

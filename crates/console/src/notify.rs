@@ -49,24 +49,27 @@ fn flag_name(flag: &RiskFlag) -> String {
 
 impl NotifyRules {
     /// Whether a fetched plan matches the rules, judged on the console's own risk flags
-    /// (recomputed from its effects), not on the gateway's summary.
+    /// (recomputed from its effects), not on the gateway's summary. A blocked plan never does:
+    /// nobody can approve it (PROTOCOL section 2).
     pub fn selects_plan(&self, plan: &PlanView) -> bool {
         plan.status == "pending_approval"
+            && !plan.risk.iter().any(|f| f == "blocked")
             && (self.capabilities.contains(&plan.capability_id)
                 || plan.risk.iter().any(|f| self.risk.contains(f)))
     }
 
     /// [`NotifyRules::selects_plan`] for a plan as previewed.
     pub fn selects_preview(&self, plan: &Preview) -> bool {
-        self.capabilities.contains(&plan.capability_id)
-            || console_risk(plan)
-                .iter()
-                .any(|f| self.risk.contains(&flag_name(f)))
+        let risk = console_risk(plan);
+        !risk.contains(&RiskFlag::Blocked)
+            && (self.capabilities.contains(&plan.capability_id)
+                || risk.iter().any(|f| self.risk.contains(&flag_name(f))))
     }
 
     /// Whether `plan` matches the rules by the gateway's summary, whatever was seen before.
     pub fn selects(&self, plan: &PlanSummary) -> bool {
         plan.status == PlanStatus::PendingApproval
+            && !plan.risk.contains(&RiskFlag::Blocked)
             && (self.capabilities.contains(&plan.capability_id)
                 || plan.risk.iter().any(|f| self.risk.contains(&flag_name(f))))
     }

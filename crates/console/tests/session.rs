@@ -90,6 +90,13 @@ async fn the_header_and_queue_come_from_the_live_snapshot() -> anyhow::Result<()
         assert!(status.last_sync.is_some());
         assert_eq!(status.outbox, 0);
 
+        // More than the agent's wallet holds: blocked, it reaches no person.
+        let blocked = agent
+            .plan(
+                REMOVE,
+                json!({"group": "grp_all_staff", "filter": {"employment": "employee"}}),
+            )
+            .await?;
         let bulk = agent
             .plan(
                 REMOVE,
@@ -121,6 +128,12 @@ async fn the_header_and_queue_come_from_the_live_snapshot() -> anyhow::Result<()
         let calm_view = session.console().plan_view(&calm).await?;
         assert!(rules.selects_plan(&bulk_view));
         assert_eq!(rules.selects_plan(&calm_view), !calm_view.risk.is_empty());
+        // Opened by its id, it says it is blocked; no rule announces it.
+        let blocked_view = session.console().plan_view(&blocked).await?;
+        assert!(blocked_view.risk.iter().any(|f| f == "blocked"));
+        assert!(!blocked_view.approvable);
+        assert!(!rules.selects_plan(&blocked_view));
+        assert!(session.queue().items.iter().all(|i| i.plan_id != blocked));
 
         session
             .console()

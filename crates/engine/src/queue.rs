@@ -10,20 +10,30 @@ use crate::registry::Registry;
 use crate::store::Dialect;
 use crate::{ids, plans, ApiError, ApiResult, Store};
 
+/// The plans in the queue: waiting for people, and not blocked (a blocked plan has no summary).
+/// The predicate of the `plans_queue` index, which SQLite uses only when a query states it.
+const QUEUED: &str = "status IN ('pending_approval', 'stale') AND summary IS NOT NULL";
+
 /// Plans in one answer of `GET /v1/approvals` when the caller sets no `limit`, and the most it may
 /// ask for.
 pub const MAX_PAGE: u32 = 10_000;
 
 /// Rewrites what approvers see of `plan_id` as of now, and logs the change for the event streams.
+/// A blocked plan (`executable: false`) can never be approved, so it reaches no person: it gets
+/// no summary, so no place in the listing, and no event, so no notification (PROTOCOL section 2).
+/// Its agent reads it and refreshes it; a console opens it by id.
 pub async fn publish(
     conn: &mut AnyConnection,
     registry: &'static Registry,
     plan_id: &str,
     kind: EventKind,
-) -> ApiResult<i64> {
-    store_summary(conn, registry, plan_id).await?;
+) -> ApiResult<()> {
+    if !store_summary(conn, registry, plan_id).await? {
+        return Ok(());
+    }
     forget_reads_when_finished(conn, plan_id).await?;
-    Ok(events::record(conn, plan_id, kind).await?)
+    events::record(conn, plan_id, kind).await?;
+    Ok(())
 }
 
 /// A finished plan can no longer go stale: its reads leave the index writes consult, which so
@@ -42,14 +52,18 @@ async fn forget_reads_when_finished(
     Ok(())
 }
 
+/// Stores the summary approvers list `plan_id` by; false, storing none, for a blocked plan.
 async fn store_summary(
     conn: &mut AnyConnection,
     registry: &'static Registry,
     plan_id: &str,
-) -> ApiResult<()> {
+) -> ApiResult<bool> {
     let plan = plans::load(conn, plan_id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("plan {plan_id} vanished while it changed"))?;
+    if !plan.preview.executable {
+        return Ok(false);
+    }
     let subjects_total = plans::subjects_total(&plan);
     let record = plans::record(conn, registry, plan).await?;
     let summary = plans::summary(registry, &record, subjects_total);
@@ -58,7 +72,7 @@ async fn store_summary(
         .bind(plan_id)
         .execute(&mut *conn)
         .await?;
-    Ok(())
+    Ok(true)
 }
 
 /// A write moved `resource`: every pending or approved plan that read it is stale now. Only the
@@ -118,7 +132,7 @@ pub async fn page(store: &Store, limit: u32, cursor: Option<&str>) -> ApiResult<
         (Some(expires_at), Some(id)) if count >= i64::from(limit) => {
             let more: Option<i64> = sqlx::query_scalar(&format!(
                 "SELECT 1 FROM plans {}
-                 WHERE status IN ('pending_approval', 'stale') AND (expires_at, id) > ($1, $2)
+                 WHERE {QUEUED} AND (expires_at, id) > ($1, $2)
                  LIMIT 1",
                 queue_index(store.dialect())
             ))
@@ -155,7 +169,7 @@ fn page_sql(dialect: Dialect) -> String {
     format!(
         "WITH page AS MATERIALIZED (
              SELECT summary, expires_at, id FROM plans {}
-             WHERE status IN ('pending_approval', 'stale') AND (expires_at, id) > ($1, $2)
+             WHERE {QUEUED} AND (expires_at, id) > ($1, $2)
              ORDER BY expires_at, id LIMIT $3)
          SELECT count(*), coalesce({join}, ''),
                 (SELECT expires_at FROM page ORDER BY expires_at DESC, id DESC LIMIT 1),

@@ -8,6 +8,7 @@ use common::{approve_by, assert_error, Gateway};
 use serde_json::{json, Value};
 
 const QUEUE: &str = "/v1/approvals?status=pending";
+const RETENTION: &str = "projects.settings.update";
 
 fn fixture(name: &str) -> Value {
     let path = format!(
@@ -258,21 +259,35 @@ async fn a_bulk_plan_the_wallet_cannot_pay_says_so_and_cannot_be_approved() {
     );
     assert!(blocker["repair"].as_str().unwrap().contains("50.00"));
 
-    // Approvers see it, blocked, with the numbers; nobody can sign it.
-    let summary = listed(&gw, &dana.token).await.remove(0);
-    assert_eq!(summary["plan_id"], plan["plan_id"]);
-    assert!(summary["risk"]
-        .as_array()
-        .unwrap()
-        .contains(&json!("blocked")));
+    // It never reaches a person: not listed, no event for the live queues; opened by its id, it
+    // says it is blocked, and nobody can sign it.
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    assert!(listed(&gw, &dana.token).await.is_empty());
+    assert_eq!(events_of(&gw, plan_id).await, 0);
+    let opened = gw.record(&dana.token, plan_id).await;
+    assert_eq!(opened.status, StatusCode::OK, "{}", opened.body);
+    assert_eq!(opened.body["plan"]["executable"], false);
     let approve = dana.sign(&dana.statement(&gw, &plan));
     assert_error(
-        &dana
-            .send(&gw, plan["plan_id"].as_str().unwrap(), &approve)
-            .await,
+        &dana.send(&gw, plan_id, &approve).await,
         "plan_not_pending",
         409,
     );
+
+    // Its agent refreshes it; the successor, blocked as well, stays with the agent too.
+    let refreshed = gw
+        .call(
+            "POST",
+            &format!("/v1/plans/{plan_id}/refresh"),
+            Some(&gw.agent),
+            None,
+        )
+        .await;
+    assert_eq!(refreshed.status, StatusCode::OK, "{}", refreshed.body);
+    assert_eq!(refreshed.body["plan"]["executable"], false);
+    assert!(listed(&gw, &dana.token).await.is_empty());
+    let successor = refreshed.body["plan"]["plan_id"].as_str().unwrap();
+    assert_eq!(events_of(&gw, successor).await, 0);
 
     // A plan the wallet pays carries no such entry.
     let small = gw
@@ -282,6 +297,44 @@ async fn a_bulk_plan_the_wallet_cannot_pay_says_so_and_cannot_be_approved() {
         )
         .await;
     assert_eq!(small["executable"], true);
+}
+
+#[tokio::test]
+async fn a_mismatched_expected_revision_blocks_the_plan_and_keeps_it_from_approvers() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let params = json!({"project": "prj_311", "retention_days": 21});
+    let first = gw.preview(RETENTION, params.clone()).await;
+    let read = &first["read_revisions"][0];
+    let (resource, revision) = (read["resource"].as_str().unwrap(), &read["revision"]);
+    let path = format!("/v1/capabilities/{RETENTION}/dry_run");
+    let dry_run = |expected: Value| {
+        let body = json!({"params": params, "expected_revisions": expected});
+        gw.call("POST", &path, Some(&gw.agent), Some(body))
+    };
+
+    // The revision the agent saw is the current one: nothing blocks.
+    let current = dry_run(json!({ resource: revision })).await;
+    assert_eq!(current.status, StatusCode::OK, "{}", current.body);
+    assert_eq!(current.body["executable"], true);
+
+    // An older one: the plan says so, blocking, and it reaches no approver.
+    let moved = dry_run(json!({ resource: "1" })).await;
+    assert_eq!(moved.status, StatusCode::OK, "{}", moved.body);
+    assert_eq!(moved.body["executable"], false);
+    let conflict = moved.body["validation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["code"] == "version_conflict")
+        .unwrap_or_else(|| panic!("no version_conflict in {}", moved.body));
+    assert_eq!(conflict["blocks_execution"], true);
+    assert_eq!(conflict["path"], "/expected_revisions");
+    assert!(conflict["message"].as_str().unwrap().contains(resource));
+    let queued: Vec<Value> = listed(&gw, &dana.token).await;
+    let ids: Vec<&Value> = queued.iter().map(|s| &s["plan_id"]).collect();
+    assert!(ids.contains(&&current.body["plan_id"]), "{ids:?}");
+    assert!(!ids.contains(&&moved.body["plan_id"]), "{ids:?}");
 }
 
 #[tokio::test]

@@ -120,9 +120,13 @@ impl AgentSim {
         let Some(plan_id) = preview["plan_id"].as_str() else {
             return Ok(());
         };
-        if preview["would_require_approval"] == true {
+        if preview["executable"] != true {
+            // Nobody may approve it and no person is asked: the plan stays with its agent, which
+            // would fix its request first (seed 004).
+            tracing::info!(%plan_id, "the simulated agent's plan is blocked; it waits for nobody");
+        } else if preview["would_require_approval"] == true {
             self.outstanding.push(plan_id.to_owned());
-        } else if preview["executable"] == true {
+        } else {
             self.invoke(capability, json!({ "plan_id": plan_id }))
                 .await?;
         }
