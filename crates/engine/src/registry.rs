@@ -7,8 +7,9 @@ use std::fmt;
 use countersign_pack::{
     ApprovalRule, Definition, Domain, EffectProfile, Handle, Kind, Pack, Planned, Target,
 };
-use countersign_proto::describe::Describe;
+use countersign_proto::describe::{Describe, DryRunMode};
 use countersign_proto::plan::ViolationDetail;
+use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
 use sqlx::AnyConnection;
 
@@ -53,6 +54,17 @@ impl Registry {
                     ));
                 }
                 let describe = definition.describe();
+                // Seed 000: `dry_run` is required exactly when an invoke without a plan can
+                // fail for the want of one, and such an invoke always waits for a person.
+                if definition.approval() == ApprovalRule::Always
+                    && describe.dry_run != DryRunMode::Required
+                {
+                    return Err(format!(
+                        "{id} always needs approval, so it runs only a previewed plan: its \
+                         describe must say dry_run: required (pack {})",
+                        pack.name
+                    ));
+                }
                 let validator =
                     jsonschema::validator_for(&describe.input_schema).map_err(|e| e.to_string());
                 registry.capabilities.push(Registered {
@@ -217,13 +229,7 @@ impl Capability {
                 }]
             }
         };
-        let mut details: Vec<ViolationDetail> = validator
-            .iter_errors(params)
-            .map(|e| ViolationDetail {
-                schema_pointer: format!("/params{}", e.instance_path),
-                message: e.to_string(),
-            })
-            .collect();
+        let mut details = violations_of(validator, params, "/params");
         details.sort_by(|a, b| a.schema_pointer.cmp(&b.schema_pointer));
         details
     }
@@ -234,11 +240,124 @@ impl Capability {
     }
 }
 
+/// Every place `value` breaks the schema `validator` checks, in seed 000's detail form, each
+/// pointer under `prefix`. Each member the schema does not know is its own violation, pointing at
+/// that member rather than at the object holding it.
+pub fn violations_of(
+    validator: &jsonschema::Validator,
+    value: &Value,
+    prefix: &str,
+) -> Vec<ViolationDetail> {
+    validator
+        .iter_errors(value)
+        .flat_map(|e| {
+            let at = format!("{prefix}{}", e.instance_path);
+            match &e.kind {
+                ValidationErrorKind::AdditionalProperties { unexpected } => unexpected
+                    .iter()
+                    .map(|name| ViolationDetail {
+                        schema_pointer: format!("{at}/{}", pointer_token(name)),
+                        message: format!(
+                            "'{name}' is not allowed here: the schema names no such member."
+                        ),
+                    })
+                    .collect(),
+                _ => vec![ViolationDetail {
+                    schema_pointer: at,
+                    message: e.to_string(),
+                }],
+            }
+        })
+        .collect()
+}
+
+/// `name` as one reference token of a JSON pointer (RFC 6901).
+fn pointer_token(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use std::sync::OnceLock;
 
     use super::Registry;
+
+    use countersign_pack::{
+        build, Applied, ApprovalRule, BoxFuture, Definition, EffectProfile, Execution, Handle,
+        Kind, Pack, Planned, WorldCapability,
+    };
+    use countersign_proto::describe::{CostClass, Describe, DryRunMode, Preflight};
+    use countersign_proto::Credits;
+    use serde_json::{json, Value};
+
+    /// A capability that always waits for approval, describing its preview as given.
+    struct AlwaysAsks(DryRunMode);
+
+    impl Definition for AlwaysAsks {
+        fn id(&self) -> &'static str {
+            "test.always"
+        }
+        fn title(&self) -> &'static str {
+            "Always asks"
+        }
+        fn describe(&self) -> Describe {
+            let schema = json!({"type": "object"});
+            build::describe(
+                "test.always",
+                "Always asks",
+                schema,
+                self.0,
+                (Preflight::None, CostClass::Free),
+                1,
+            )
+        }
+        fn effects(&self) -> EffectProfile {
+            EffectProfile {
+                kinds: &[],
+                irreversible: false,
+                external: false,
+            }
+        }
+        fn approval(&self) -> ApprovalRule {
+            ApprovalRule::Always
+        }
+        fn plan<'a>(
+            &'a self,
+            _: &'a mut Handle<'_>,
+            _: &'a Value,
+        ) -> BoxFuture<'a, countersign_pack::ApiResult<Planned>> {
+            Box::pin(async { Ok(build::nothing(Credits::cents(0))) })
+        }
+    }
+
+    impl WorldCapability for AlwaysAsks {
+        fn apply<'a>(
+            &'a self,
+            _: &'a mut Handle<'_>,
+            _: &'a Value,
+            _: &'a Planned,
+            _: Execution<'a>,
+        ) -> BoxFuture<'a, countersign_pack::ApiResult<Applied>> {
+            Box::pin(async { Ok(Applied::default()) })
+        }
+    }
+
+    fn registry_of(mode: DryRunMode) -> Result<Registry, String> {
+        Registry::new(vec![Pack::new(
+            "test",
+            vec![Kind::World(Box::new(AlwaysAsks(mode)))],
+        )])
+    }
+
+    #[test]
+    fn a_capability_that_always_asks_must_say_its_dry_run_is_required() {
+        let refused = registry_of(DryRunMode::Supported).err().expect("refused");
+        assert!(
+            refused.contains("test.always") && refused.contains("dry_run: required"),
+            "{refused}"
+        );
+        assert!(registry_of(DryRunMode::Required).is_ok());
+    }
 
     /// The demo world's capabilities and the engine's own, once per test binary.
     pub fn demo_registry() -> &'static Registry {

@@ -50,6 +50,18 @@ async fn describe_lists_every_capability_with_its_policy() {
     );
     let guard = by_id("wallet.agent_budget.guard.check");
     assert_eq!(guard["dry_run"], "not_applicable");
+    // Seed 000: a dry_run is required exactly where an invoke without a plan is refused for the
+    // want of one; the two that always wait for approval say so.
+    for always in ["projects.settings.update", "memberships.grant"] {
+        assert_eq!(by_id(always)["dry_run"], "required", "{always}");
+    }
+    for capability in items.iter().filter(|c| c["dry_run"] == "required") {
+        let id = capability["capability_id"].as_str().unwrap();
+        let reply = gw
+            .invoke_as(&gw.agent, id, json!({"params": {"project": "prj_184"}}))
+            .await;
+        assert_error(&reply, "dry_run_required", 428);
+    }
     for capability in items {
         assert_eq!(capability["input_schema"]["type"], "object");
         assert_eq!(capability["input_schema"]["additionalProperties"], false);

@@ -270,7 +270,7 @@ async fn execution_is_refused_until_approved_and_happens_once() {
     let both = json!({"plan_id": plan_id, "params": {"project": "prj_184", "retention_days": 14}});
     assert_error(&gw.invoke(both).await, "validation_error", 422);
     let inline = json!({"params": {"project": "prj_184", "retention_days": 14}});
-    assert_error(&gw.invoke(inline).await, "approval_required", 409);
+    assert_error(&gw.invoke(inline).await, "dry_run_required", 428);
     assert_error(
         &gw.invoke(json!({"plan_id": "plan_missing"})).await,
         "not_found",

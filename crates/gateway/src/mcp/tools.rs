@@ -95,13 +95,7 @@ impl ArgsSchema {
     /// Every field of `arguments` that violates the schema, in seed 000's detail form.
     pub fn violations(&self, arguments: &Value) -> Vec<ViolationDetail> {
         match &self.validator {
-            Ok(validator) => validator
-                .iter_errors(arguments)
-                .map(|e| ViolationDetail {
-                    schema_pointer: e.instance_path.to_string(),
-                    message: e.to_string(),
-                })
-                .collect(),
+            Ok(validator) => countersign_engine::registry::violations_of(validator, arguments, ""),
             Err(e) => vec![ViolationDetail {
                 schema_pointer: String::new(),
                 message: format!("The tool's schema is unusable: {e}"),

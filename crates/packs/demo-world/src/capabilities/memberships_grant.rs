@@ -45,7 +45,7 @@ pub fn describe() -> Describe {
                 "role": {"enum": ["viewer", "editor", "admin"]}
             }
         }),
-        DryRunMode::Supported,
+        DryRunMode::Required,
         (Preflight::Estimate, CostClass::Flat),
         1,
     )

@@ -40,7 +40,7 @@ pub fn describe() -> Describe {
                 "retention_days": {"type": "integer", "minimum": 1, "maximum": 3650}
             }
         }),
-        DryRunMode::Supported,
+        DryRunMode::Required,
         (Preflight::Estimate, CostClass::Free),
         1,
     )
