@@ -235,8 +235,28 @@ pub fn execution_view(execution: &Value) -> Option<ExecutionView> {
         .or_else(|| env.get("journal"))
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice);
+    let in_flight = record
+        .get("in_flight")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let gateway_error = env
+        .get("error")
+        .and_then(Value::as_object)
+        .map(|e| FailureView {
+            code: e.get("code").map(text).unwrap_or_default(),
+            message: e.get("message").map(text).unwrap_or_default(),
+            retryable: e.get("retryable").and_then(Value::as_bool).unwrap_or(false),
+        });
+    // Seed 002: every answer says whether it succeeded. One that does not (an `error` without
+    // `success` among them) is not the protocol, and is never shown as a success. A call still
+    // in flight has no answer yet.
+    let (success, error) = match env.get("success").and_then(Value::as_bool) {
+        Some(success) => (success, gateway_error),
+        None if in_flight => (true, gateway_error),
+        None => (false, Some(unanswered(gateway_error))),
+    };
     Some(ExecutionView {
-        success: env.get("success").and_then(Value::as_bool).unwrap_or(true),
+        success,
         content: env.get("content").map(text).unwrap_or_default(),
         provider: env.get("provider").map(text).unwrap_or_default(),
         usage: UsageView {
@@ -258,24 +278,14 @@ pub fn execution_view(execution: &Value) -> Option<ExecutionView> {
             &array(env, "files"),
             &array(env, "videos"),
         ),
-        error: env
-            .get("error")
-            .and_then(Value::as_object)
-            .map(|e| FailureView {
-                code: e.get("code").map(text).unwrap_or_default(),
-                message: e.get("message").map(text).unwrap_or_default(),
-                retryable: e.get("retryable").and_then(Value::as_bool).unwrap_or(false),
-            }),
+        error,
         charged: record
             .get("charged")
             .and_then(|c| c.get("amount"))
             .and_then(Value::as_str)
             .map(|a| format!("{a} credits")),
         estimated: record.get("estimated").and_then(range),
-        in_flight: record
-            .get("in_flight")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        in_flight,
         journal: journal(journal_entries),
         executed_at: record
             .get("executed_at")
@@ -284,6 +294,21 @@ pub fn execution_view(execution: &Value) -> Option<ExecutionView> {
             .filter(|t| !t.is_empty()),
         deliveries: record.get("deliveries").and_then(deliveries),
     })
+}
+
+/// The failure shown for an execution answer that does not say whether it succeeded: a protocol
+/// error, naming what the gateway said, if anything.
+fn unanswered(said: Option<FailureView>) -> FailureView {
+    let message = "The gateway's answer does not say whether the execution succeeded \
+                   (no `success`), so it is not taken as a success.";
+    FailureView {
+        code: "protocol_error".to_owned(),
+        message: match said {
+            Some(said) => format!("{message} It said: {} ({}).", said.message, said.code),
+            None => message.to_owned(),
+        },
+        retryable: false,
+    }
 }
 
 #[cfg(test)]
@@ -411,5 +436,30 @@ mod tests {
             ("provider_rate_limited", true)
         );
         assert!(!view.in_flight);
+    }
+
+    #[test]
+    fn an_answer_that_does_not_say_it_succeeded_is_a_protocol_error_never_a_success() {
+        let said = json!({"result": {"content": "Done.", "provider": "openai",
+            "error": {"code": "provider_timeout", "message": "No answer.", "retryable": true}}});
+        let view = execution_view(&said).unwrap();
+        assert!(!view.success);
+        let error = view.error.unwrap();
+        assert_eq!(error.code, "protocol_error");
+        assert!(
+            error.message.contains("provider_timeout"),
+            "{}",
+            error.message
+        );
+
+        let silent = execution_view(&json!({"result": {"success": "yes", "content": "Done."}}));
+        let silent = silent.unwrap();
+        assert!(!silent.success);
+        assert_eq!(silent.error.unwrap().code, "protocol_error");
+
+        // A call still in flight has no answer yet: neither failed nor succeeded.
+        let flying = execution_view(&json!({"in_flight": true, "charged": {"amount": "0.10"}}));
+        let flying = flying.unwrap();
+        assert!(flying.in_flight && flying.success && flying.error.is_none());
     }
 }
