@@ -3,7 +3,7 @@
 use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, Query, Request};
-use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -83,6 +83,11 @@ pub async fn trace(mut request: Request, next: Next) -> Response {
     if let Ok(value) = HeaderValue::from_str(&trace_id) {
         response.headers_mut().insert("x-trace-id", value);
     }
+    // Previews, plans, the queue and their errors all depend on who asks and on state that
+    // moves: no cache keeps any answer of this API (seed 004, PROTOCOL section 1).
+    response
+        .headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
 

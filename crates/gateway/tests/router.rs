@@ -271,3 +271,118 @@ async fn a_method_a_route_lacks_answers_in_the_error_contract() {
         assert!(message.contains(method), "{message}");
     }
 }
+
+/// A request (method, path, token, body) and the status it is answered with.
+type Case<'a> = (&'a str, String, Option<&'a str>, Option<Value>, u16);
+
+/// Every plan-bearing route, answered and refused (seed 004: no cache keeps a preview; PROTOCOL
+/// section 1): each answer says `Cache-Control: no-store`.
+#[tokio::test]
+async fn every_answer_says_no_store_errors_included() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let plan = gw
+        .preview(
+            "groups.members.remove",
+            json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
+        )
+        .await;
+    let id = plan["plan_id"].as_str().unwrap();
+    let (agent, approver) = (Some(gw.agent.as_str()), Some(dana.token.as_str()));
+    let dry_run = "/v1/capabilities/projects.settings.update/dry_run";
+    let invoke = "/v1/capabilities/projects.settings.update/invoke";
+    let retention = json!({"params": {"project": "prj_184", "retention_days": 14}});
+    let subjects = format!("/v1/plans/{id}/effects/eff_1/subjects");
+    let cases: Vec<Case> = vec![
+        ("POST", dry_run.into(), agent, Some(retention.clone()), 200),
+        (
+            "POST",
+            dry_run.into(),
+            agent,
+            Some(json!({"params": {"colour": 1}})),
+            200,
+        ),
+        ("POST", dry_run.into(), None, Some(retention.clone()), 401),
+        ("POST", invoke.into(), agent, Some(retention), 428),
+        (
+            "POST",
+            invoke.into(),
+            agent,
+            Some(json!({"plan_id": "plan_none"})),
+            404,
+        ),
+        (
+            "GET",
+            "/v1/approvals?status=pending".into(),
+            approver,
+            None,
+            200,
+        ),
+        ("GET", "/v1/approvals?limit=x".into(), approver, None, 422),
+        ("GET", format!("/v1/plans/{id}"), approver, None, 200),
+        ("GET", format!("/v1/plans/{id}"), agent, None, 200),
+        ("GET", "/v1/plans/plan_none".into(), approver, None, 404),
+        ("GET", subjects.clone(), approver, None, 200),
+        (
+            "GET",
+            format!("{subjects}?cursor=nonsense"),
+            approver,
+            None,
+            422,
+        ),
+        (
+            "GET",
+            format!("/v1/audit?plan_id={id}"),
+            approver,
+            None,
+            200,
+        ),
+        (
+            "GET",
+            "/v1/audit?plan_id=plan_none".into(),
+            approver,
+            None,
+            404,
+        ),
+        (
+            "POST",
+            format!("/v1/plans/{id}/decisions"),
+            approver,
+            Some(json!({})),
+            422,
+        ),
+        (
+            "POST",
+            "/v1/plans/plan_none/refresh".into(),
+            approver,
+            None,
+            404,
+        ),
+        (
+            "POST",
+            format!("/v1/plans/{id}/refresh"),
+            approver,
+            None,
+            200,
+        ),
+        ("PUT", format!("/v1/plans/{id}"), approver, None, 405),
+        ("GET", "/v1/nowhere".into(), approver, None, 404),
+    ];
+    for (method, path, token, body, status) in cases {
+        let reply = gw.call(method, &path, token, body).await;
+        assert_eq!(
+            reply.status.as_u16(),
+            status,
+            "{method} {path}: {}",
+            reply.body
+        );
+        assert_eq!(
+            reply
+                .headers
+                .get("cache-control")
+                .map(|v| v.to_str().unwrap()),
+            Some("no-store"),
+            "{method} {path} ({status})"
+        );
+    }
+}

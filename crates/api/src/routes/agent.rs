@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use countersign_engine::accounts::{Agent, Caller};
 use countersign_engine::dry_run;
@@ -11,7 +11,6 @@ use countersign_proto::describe::{CapabilityList, Describe, GatewayInfo};
 use countersign_proto::plan::DryRunRequest;
 use countersign_proto::INTERFACE_VERSION;
 
-use super::no_store;
 use crate::schemas::{DryRunAnswer, Refused, WriteRefused};
 use crate::{AppState, Auth, Body, HttpResult};
 
@@ -62,5 +61,5 @@ pub async fn dry_run(
     Auth(agent): Auth<Agent>,
     Body(request): Body<DryRunRequest>,
 ) -> HttpResult<Response> {
-    Ok(no_store(dry_run::run(&state, &id, &agent, request).await?))
+    Ok(Json(dry_run::run(&state, &id, &agent, request).await?).into_response())
 }

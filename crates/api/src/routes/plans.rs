@@ -4,14 +4,14 @@ use std::sync::Arc;
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
 use countersign_engine::accounts::Caller;
 use countersign_engine::{reads, refresh as fresh};
 use countersign_proto::approvals::PlanRecord;
 use countersign_proto::guard::SubjectPage;
 use serde::Deserialize;
 
-use super::no_store;
 use crate::error::query;
 use crate::schemas::{Refused, WriteRefused};
 use crate::{AppState, Auth, HttpResult};
@@ -24,7 +24,7 @@ pub async fn plan(
     Auth(caller): Auth<Caller>,
     Path(id): Path<String>,
 ) -> HttpResult<Response> {
-    Ok(no_store(reads::plan(&state, &caller, &id).await?))
+    Ok(Json(reads::plan(&state, &caller, &id).await?).into_response())
 }
 
 /// A fresh preview of a stale plan, superseding it.
@@ -35,7 +35,7 @@ pub async fn refresh(
     Auth(caller): Auth<Caller>,
     Path(plan_id): Path<String>,
 ) -> HttpResult<Response> {
-    Ok(no_store(fresh::run(&state, &caller, &plan_id).await?))
+    Ok(Json(fresh::run(&state, &caller, &plan_id).await?).into_response())
 }
 
 #[derive(Deserialize)]
@@ -59,7 +59,7 @@ pub async fn subjects(
     let page = query(page)?;
     let (cursor, limit) = (page.cursor.as_deref(), page.limit);
     let subjects = reads::subjects(&state, &caller, &plan_id, &effect_id, cursor, limit);
-    Ok(no_store(subjects.await?))
+    Ok(Json(subjects.await?).into_response())
 }
 
 #[derive(Deserialize)]
@@ -77,5 +77,5 @@ pub async fn audit(
     audit_query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> HttpResult<Response> {
     let AuditQuery { plan_id } = query(audit_query)?;
-    Ok(no_store(reads::audit(&state, &caller, &plan_id).await?))
+    Ok(Json(reads::audit(&state, &caller, &plan_id).await?).into_response())
 }
