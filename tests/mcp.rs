@@ -13,6 +13,7 @@ use countersign_console::signer::Signer;
 use countersign_console::Console;
 use countersign_e2e::TestGateway;
 use countersign_embedded::default_registry;
+use countersign_proto::describe::DryRunMode;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
@@ -92,8 +93,21 @@ fn assert_scenario(events: &[Value]) -> String {
             .unwrap_or_else(|| panic!("no tool {name}"))
     };
     for capability in default_registry().all() {
+        // The capability's own schema, and beside its params the two reserved arguments of a
+        // tool that previews.
+        let mut schema = tool(capability.id())["input_schema"].clone();
+        let previews = capability.describe().dry_run != DryRunMode::NotApplicable;
+        for reserved in [
+            "countersign_expected_revisions",
+            "countersign_idempotency_key",
+        ] {
+            let taken = schema["properties"]
+                .as_object_mut()
+                .and_then(|p| p.remove(reserved));
+            assert_eq!(taken.is_some(), previews, "{} {reserved}", capability.id());
+        }
         assert_eq!(
-            tool(capability.id())["input_schema"],
+            schema,
             capability.describe().input_schema,
             "{} keeps its input schema",
             capability.id()

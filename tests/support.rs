@@ -169,6 +169,16 @@ impl TestGateway {
         .await?)
     }
 
+    /// Gives agent `agent_id` a wallet of `credits`: a plan it cannot pay is blocked, and a
+    /// blocked plan reaches no approver.
+    pub async fn fund(&self, agent_id: &str, credits: i64) -> anyhow::Result<()> {
+        let mut w = self.state.store.write().await?;
+        let limit = countersign_proto::Credits::cents(credits * 100);
+        countersign_engine::wallet::set_limit(&mut w.tx, agent_id, limit).await?;
+        w.commit().await?;
+        Ok(())
+    }
+
     /// The highest id among `grp_all_staff`'s employees: the last subject of their removal.
     pub async fn last_staff_employee(&self) -> anyhow::Result<String> {
         Ok(sqlx::query_scalar(

@@ -108,7 +108,7 @@ pub async fn rows(settings: &Settings) -> Vec<Row> {
 
 async fn measure(settings: &Settings, binary: &std::path::Path) -> anyhow::Result<Vec<Row>> {
     let gateway = Gateway::start(settings).await?;
-    let agent = gateway.agent("desk").await?;
+    let agent = gateway.funded_agent("desk", "10000").await?;
     gateway.seed(&agent, PENDING, pending_plan).await?;
     let (capability, params) = bulk_plan();
     let bulk = gateway.api.dry_run(&agent, capability, &params).await?;

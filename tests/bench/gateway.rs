@@ -162,6 +162,22 @@ impl Gateway {
         .await
     }
 
+    /// An agent whose wallet pays for `credits`: the bulk plan costs more than the default 50,
+    /// and a plan its wallet cannot pay is blocked and reaches no approver.
+    pub async fn funded_agent(&self, name: &str, credits: &str) -> anyhow::Result<String> {
+        self.admin(&[
+            "agents",
+            "add",
+            "--name",
+            name,
+            "--on-behalf-of",
+            "usr_lead",
+            "--budget",
+            credits,
+        ])
+        .await
+    }
+
     /// A single-use enrollment code.
     pub async fn invite(&self, name: &str) -> anyhow::Result<String> {
         self.admin(&["approvers", "invite", "--name", name]).await

@@ -59,6 +59,23 @@ pub async fn load(conn: &mut AnyConnection, agent_id: &str) -> ApiResult<Wallet>
     })
 }
 
+/// Sets the agent's credit limit, keeping what it has spent.
+pub async fn set_limit(
+    conn: &mut AnyConnection,
+    agent_id: &str,
+    limit: Credits,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO wallets (agent_id, limit_credits, spent_credits) VALUES ($1, $2, '0.00')
+         ON CONFLICT (agent_id) DO UPDATE SET limit_credits = excluded.limit_credits",
+    )
+    .bind(agent_id)
+    .bind(limit.to_string())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Refuses with `budget_exceeded` unless `amount` fits the agent's remaining budget.
 pub async fn ensure(conn: &mut AnyConnection, agent_id: &str, amount: Credits) -> ApiResult<()> {
     let wallet = load(conn, agent_id).await?;

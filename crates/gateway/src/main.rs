@@ -152,6 +152,10 @@ enum AgentCommand {
         /// Without any, the agent may use every capability on every resource.
         #[arg(long = "scope", value_name = "CAPABILITY[:RESOURCE]", value_parser = scope)]
         scopes: Vec<Scope>,
+        /// The agent's credit limit (default 50.00): a plan that may cost more is blocked, and
+        /// a blocked plan reaches no approver.
+        #[arg(long, value_name = "CREDITS")]
+        budget: Option<countersign_proto::Credits>,
     },
 }
 
@@ -403,6 +407,7 @@ async fn main() -> anyhow::Result<()> {
                     name,
                     on_behalf_of,
                     scopes,
+                    budget,
                 },
         } => {
             let store = Store::open(&database).await?;
@@ -414,6 +419,11 @@ async fn main() -> anyhow::Result<()> {
             }
             let (id, token) =
                 accounts::add_scoped_agent(&store, &name, on_behalf_of.as_deref(), &scopes).await?;
+            if let Some(budget) = budget {
+                let mut w = store.write().await?;
+                countersign_engine::wallet::set_limit(&mut w.tx, &id, budget).await?;
+                w.commit().await?;
+            }
             println!("Agent {id} token:");
             println!("{token}");
         }

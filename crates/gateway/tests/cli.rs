@@ -444,11 +444,17 @@ async fn a_stdio_mcp_session_calls_the_configured_provider() {
                 ("COUNTERSIGN_AGENT_TOKEN", &token),
             ],
         );
-        // At most 2.06 credits: over the default threshold of 1.00, under the 5.00 given.
-        let answer = session.ask(serde_json::json!({"jsonrpc": "2.0", "id": 2,
+        // At most 2.06 credits: over the default threshold of 1.00, under the 5.00 given, so
+        // it needs nobody; the tool previews and stops, and nothing is sent yet.
+        let preview = session.ask(serde_json::json!({"jsonrpc": "2.0", "id": 2,
             "method": "tools/call", "params": {"name": "text.generate", "arguments": {
                 "model": "gpt-4o", "max_tokens": 2048,
                 "messages": [{"role": "user", "content": "Summarize this week."}]}}}));
+        let previewed = &preview["result"]["structuredContent"];
+        assert_eq!(previewed["status"], "approved", "{preview}");
+        let answer = session.ask(serde_json::json!({"jsonrpc": "2.0", "id": 3,
+            "method": "tools/call", "params": {"name": "countersign_execute",
+                "arguments": {"plan_id": previewed["plan_id"]}}}));
         session.finish();
         answer
     })

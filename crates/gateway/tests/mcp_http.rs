@@ -168,3 +168,92 @@ async fn previews_hold_exactly_the_declared_effects() {
         assert_eq!(s.external, declared.external, "{id}: external");
     }
 }
+
+/// One `tools/call` of the agent's, over stateless HTTP: its result.
+async fn call_tool(gw: &Gateway, name: &str, arguments: Value) -> Value {
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                      "params": {"name": name, "arguments": arguments}});
+    let request = Request::post("/mcp")
+        .header("host", "gateway.example")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .header("authorization", format!("Bearer {}", gw.agent))
+        .body(Body::from(call.to_string()))
+        .unwrap();
+    let reply = gw.send(request).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    reply.body["result"].clone()
+}
+
+/// Seed 004: a preview is evidence for a decision, not permission to write. A quota cut that
+/// needs nobody's approval but blocks uploads in three projects is shown, derived effect and
+/// warning, and runs only when the agent then executes it.
+#[tokio::test]
+async fn a_capability_tool_previews_and_stops_and_execute_runs_the_plan() {
+    let gw = Gateway::new().await;
+    let before = gw.snapshot().await;
+    let cut = json!({"quota": "sq_product", "quota_bytes": 80_000_000});
+    let result = call_tool(&gw, "storage.quota.update", cut).await;
+    assert_eq!(result["isError"], false, "{result}");
+    let answer = &result["structuredContent"];
+    assert_eq!(answer["status"], "approved");
+    assert_eq!(answer["next"], json!(["countersign_execute"]));
+    let plan = &answer["plan"];
+    assert_eq!(plan["effects"][1]["type"], "uploads_blocked");
+    assert_eq!(plan["validation"][0]["code"], "uploads_blocked");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("Nothing has run") && text.contains("uploads_blocked"),
+        "{text}"
+    );
+    let mut after = gw.snapshot().await;
+    for bookkeeping in ["plans", "plan_subjects", "preview_audit", "plan_reads"] {
+        after.remove(bookkeeping);
+    }
+    let mut unchanged = before.clone();
+    for bookkeeping in ["plans", "plan_subjects", "preview_audit", "plan_reads"] {
+        unchanged.remove(bookkeeping);
+    }
+    assert_eq!(after, unchanged, "the preview wrote nothing of the world");
+
+    let plan_id = answer["plan_id"].clone();
+    let ran = call_tool(&gw, "countersign_execute", json!({"plan_id": plan_id})).await;
+    assert_eq!(ran["isError"], false, "{ran}");
+    assert_eq!(ran["structuredContent"]["success"], true);
+    assert_ne!(gw.snapshot().await, before, "the execution wrote");
+}
+
+#[tokio::test]
+async fn a_capability_tool_takes_expected_revisions_and_an_idempotency_key() {
+    let gw = Gateway::new().await;
+    let params = json!({"project": "prj_184", "retention_days": 14});
+    let first = call_tool(&gw, "projects.settings.update", params.clone()).await;
+    let read = &first["structuredContent"]["plan"]["read_revisions"][0];
+    let resource = read["resource"].as_str().unwrap();
+
+    let mut moved = params.clone();
+    moved["countersign_expected_revisions"] = json!({ resource: "1" });
+    let refused = call_tool(&gw, "projects.settings.update", moved).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    let validation = &refused["structuredContent"]["error"]["details"]["validation"];
+    assert!(
+        validation
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["code"] == "version_conflict"),
+        "{refused}"
+    );
+
+    let mut keyed = params.clone();
+    keyed["countersign_idempotency_key"] = json!("retention-14");
+    let once = call_tool(&gw, "projects.settings.update", keyed.clone()).await;
+    let again = call_tool(&gw, "projects.settings.update", keyed).await;
+    let plan_id = |r: &Value| {
+        let s = &r["structuredContent"];
+        s["plan_id"].as_str().map(str::to_owned)
+    };
+    assert!(plan_id(&once).is_some(), "{once}");
+    assert_eq!(plan_id(&once), plan_id(&again), "{again}");
+}

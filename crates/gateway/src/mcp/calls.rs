@@ -1,6 +1,7 @@
 //! What each tool does, through the same functions the HTTP routes call: a capability tool
-//! previews and runs at once what needs nobody; `countersign_execute` invokes a plan;
-//! `countersign_wait` follows the store's commits until the plan is decided.
+//! previews and stops (seed 004: a preview is evidence for a decision, not permission to write);
+//! `countersign_execute` invokes a plan; `countersign_wait` follows the store's commits until the
+//! plan is decided.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -47,11 +48,7 @@ pub async fn capability(
         };
         return executed(invoke::run(&state.engine, id, trace_id, agent, request).await?);
     }
-    let request = DryRunRequest {
-        params,
-        expected_revisions: None,
-        idempotency_key: None,
-    };
+    let request = preview_request(params)?;
     let plan = match dry_run::run(state, id, agent, request).await? {
         DryRunAnswer::Plan(plan) => plan,
         DryRunAnswer::Invalid(invalid) => {
@@ -74,13 +71,28 @@ pub async fn capability(
         refusal.details["plan_id"] = json!(plan.plan_id);
         return Err(refusal);
     }
+    // Even a plan that needs nobody only runs when the agent, having read its derived effects
+    // and warnings (a quota cut that blocks uploads elsewhere), asks for it.
     if !plan.would_require_approval {
-        let request = InvokeRequest {
-            plan_id: Some(plan.plan_id.clone()),
-            params: None,
-            idempotency_key: None,
-        };
-        return executed(invoke::run(&state.engine, id, trace_id, agent, request).await?);
+        return Ok(Answer {
+            text: plan_text(
+                &plan,
+                format!(
+                    "Previewed: plan {} needs no approval and expires at {}. Nothing has run; \
+                     if these effects are what you want, call {EXECUTE} with this plan_id.",
+                    plan.plan_id,
+                    ids::to_text(plan.expires_at),
+                ),
+            ),
+            structured: json!({
+                "status": "approved",
+                "plan_id": plan.plan_id,
+                "expires_at": plan.expires_at,
+                "approvals": {"required": 0, "received": []},
+                "next": [EXECUTE],
+                "plan": plan,
+            }),
+        });
     }
     let required = capability.describe().approval.required_approvals;
     Ok(Answer {
@@ -200,17 +212,55 @@ fn executed(envelope: SuccessEnvelope) -> ApiResult<Answer> {
     })
 }
 
+/// A capability tool's arguments as a preview request: the capability's params, and the two
+/// reserved arguments every previewing tool takes beside them.
+fn preview_request(mut arguments: Value) -> ApiResult<DryRunRequest> {
+    let mut reserved = |name: &str| arguments.as_object_mut().and_then(|o| o.remove(name));
+    let expected_revisions = reserved(tools::EXPECTED_REVISIONS)
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|_| {
+            ApiError::validation(
+                &format!("/{}", tools::EXPECTED_REVISIONS),
+                "Expected revisions map each resource to the revision read, both as strings.",
+            )
+        })?;
+    let idempotency_key = match reserved(tools::IDEMPOTENCY_KEY) {
+        None => None,
+        Some(Value::String(key)) => Some(key),
+        Some(_) => {
+            return Err(ApiError::validation(
+                &format!("/{}", tools::IDEMPOTENCY_KEY),
+                "The idempotency key is a string.",
+            ))
+        }
+    };
+    Ok(DryRunRequest {
+        params: arguments,
+        expected_revisions,
+        idempotency_key,
+    })
+}
+
 fn waiting_text(plan: &Preview, required: u32) -> String {
     let approvals = if required == 1 {
         "1 approval".to_owned()
     } else {
         format!("{required} approvals")
     };
-    let mut lines = vec![format!(
-        "Waiting for approval: plan {} needs {approvals}, expires at {}; call {WAIT}, then {EXECUTE} with this plan_id.",
-        plan.plan_id,
-        ids::to_text(plan.expires_at),
-    )];
+    plan_text(
+        plan,
+        format!(
+            "Waiting for approval: plan {} needs {approvals}, expires at {}; call {WAIT}, then {EXECUTE} with this plan_id.",
+            plan.plan_id,
+            ids::to_text(plan.expires_at),
+        ),
+    )
+}
+
+/// `heading`, then the plan's effects, cost and validation, for the model to read.
+fn plan_text(plan: &Preview, heading: String) -> String {
+    let mut lines = vec![heading];
     lines.push("Effects:".to_owned());
     for effect in &plan.effects {
         let kind = serde_json::to_value(effect.kind).unwrap_or_default();

@@ -14,6 +14,11 @@ use countersign_pack::ApprovalRule;
 pub const EXECUTE: &str = "countersign_execute";
 pub const WAIT: &str = "countersign_wait";
 
+/// Arguments every previewing capability tool takes beside the capability's own params, named so
+/// that no capability's param can be mistaken for them.
+pub const EXPECTED_REVISIONS: &str = "countersign_expected_revisions";
+pub const IDEMPOTENCY_KEY: &str = "countersign_idempotency_key";
+
 /// The longest a `countersign_wait` call may block, so a client's request never hangs.
 pub const MAX_WAIT_SECONDS: u64 = 60;
 pub const DEFAULT_WAIT_SECONDS: u64 = 30;
@@ -56,25 +61,36 @@ fn capability_tool(capability: Capability) -> Tool {
             n => format!("{n} approvers"),
         };
         let when = match capability.approval() {
-            ApprovalRule::Always => format!("Every call needs a signed approval by {approvers}"),
-            ApprovalRule::WhenRisky => {
-                format!("A risky call needs a signed approval by {approvers}; others run at once")
-            }
+            ApprovalRule::Always => format!(
+                "Every plan needs a signed approval by {approvers}: call {WAIT}, then {EXECUTE}"
+            ),
+            ApprovalRule::WhenRisky => format!(
+                "A risky plan needs a signed approval by {approvers} (call {WAIT}, then \
+                 {EXECUTE}); any other plan runs when you call {EXECUTE}"
+            ),
             ApprovalRule::AboveCost(limit) => format!(
-                "A call that may cost more than {limit} credits needs a signed approval by \
-                 {approvers}; others run at once"
+                "A plan that may cost more than {limit} credits needs a signed approval by \
+                 {approvers} (call {WAIT}, then {EXECUTE}); any other plan runs when you call \
+                 {EXECUTE}"
             ),
         };
         format!(
-            "Each call is previewed against the current state first. {when}: the answer is then \
-             the plan (effects, validation, cost, plan_id, expiry), waiting for approval; call \
-             {WAIT} and then {EXECUTE} with its plan_id."
+            "Each call previews the request against the current state and stops: the answer is \
+             the plan (effects, derived effects, warnings, cost, plan_id, expiry), and nothing \
+             has run. {when}, with its plan_id. {EXPECTED_REVISIONS} (resource to revision) \
+             blocks the plan if what it reads has moved; {IDEMPOTENCY_KEY} answers a repeated \
+             call with its first plan."
         )
+    };
+    let input = if describe.dry_run == DryRunMode::NotApplicable {
+        schema(&describe.input_schema)
+    } else {
+        previewing_schema(&describe.input_schema)
     };
     Tool::new(
         capability.id(),
         format!("{}. {flow}", capability.title()),
-        schema(&describe.input_schema),
+        input,
     )
     .with_title(capability.title())
     .with_annotations(annotations(capability))
@@ -178,4 +194,23 @@ fn wait_tool() -> Tool {
 
 fn schema(value: &Value) -> Arc<JsonObject> {
     Arc::new(value.as_object().cloned().unwrap_or_default())
+}
+
+/// A previewing capability's input schema with the reserved arguments beside its params.
+fn previewing_schema(input: &Value) -> Arc<JsonObject> {
+    let mut schema = input.as_object().cloned().unwrap_or_default();
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        properties.insert(
+            EXPECTED_REVISIONS.to_owned(),
+            json!({"type": "object", "additionalProperties": {"type": "string"},
+                   "description": "The revision of each resource (as a plan's read_revisions \
+                                   name them) the request was made against."}),
+        );
+        properties.insert(
+            IDEMPOTENCY_KEY.to_owned(),
+            json!({"type": "string", "minLength": 1, "maxLength": 100,
+                   "description": "A key of this request: sent again, it answers the first plan."}),
+        );
+    }
+    Arc::new(schema)
 }

@@ -133,8 +133,9 @@ impl AgentSim {
         Ok(())
     }
 
-    /// Seed 000's agent rule: check the budget with the preview's maximum, then upload.
-    async fn upload(&self, params: Value) -> anyhow::Result<()> {
+    /// Seed 000's agent rule: check the budget with the preview's maximum, then upload the plan
+    /// previewed (or wait for its approval).
+    async fn upload(&mut self, params: Value) -> anyhow::Result<()> {
         let capability = "documents.document.upload";
         let (_, preview) = self
             .post(
@@ -153,8 +154,18 @@ impl AgentSim {
         let (status, _) = self
             .invoke("wallet.agent_budget.guard.check", guard)
             .await?;
-        if status == 200 {
-            self.invoke(capability, json!({ "params": params })).await?;
+        // The plan previewed, not a second copy of the params: what runs is what was read.
+        let Some(plan_id) = preview["plan_id"].as_str() else {
+            return Ok(());
+        };
+        if status != 200 {
+            return Ok(());
+        }
+        if preview["would_require_approval"] == true {
+            self.outstanding.push(plan_id.to_owned());
+        } else {
+            self.invoke(capability, json!({ "plan_id": plan_id }))
+                .await?;
         }
         Ok(())
     }
