@@ -151,31 +151,25 @@ impl Gateway {
 
     /// An agent acting for the demo world's team lead; its token.
     pub async fn agent(&self, name: &str) -> anyhow::Result<String> {
-        self.admin(&[
-            "agents",
-            "add",
-            "--name",
-            name,
-            "--on-behalf-of",
-            "usr_lead",
-        ])
-        .await
+        self.add_agent(name, &[]).await
     }
 
     /// An agent whose wallet pays for `credits`: the bulk plan costs more than the default 50,
     /// and a plan its wallet cannot pay is blocked and reaches no approver.
     pub async fn funded_agent(&self, name: &str, credits: &str) -> anyhow::Result<String> {
-        self.admin(&[
+        self.add_agent(name, &["--budget", credits]).await
+    }
+
+    async fn add_agent(&self, name: &str, more: &[&str]) -> anyhow::Result<String> {
+        let args = [
             "agents",
             "add",
             "--name",
             name,
             "--on-behalf-of",
             "usr_lead",
-            "--budget",
-            credits,
-        ])
-        .await
+        ];
+        self.admin(&[&args[..], more].concat()).await
     }
 
     /// A single-use enrollment code.

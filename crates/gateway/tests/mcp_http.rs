@@ -169,21 +169,9 @@ async fn previews_hold_exactly_the_declared_effects() {
     }
 }
 
-/// One `tools/call` of the agent's, over stateless HTTP: its result.
+/// One `tools/call` of the test agent's: its result.
 async fn call_tool(gw: &Gateway, name: &str, arguments: Value) -> Value {
-    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                      "params": {"name": name, "arguments": arguments}});
-    let request = Request::post("/mcp")
-        .header("host", "gateway.example")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .header("authorization", format!("Bearer {}", gw.agent))
-        .body(Body::from(call.to_string()))
-        .unwrap();
-    let reply = gw.send(request).await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-    reply.body["result"].clone()
+    gw.tool(&gw.agent, name, arguments).await["result"].clone()
 }
 
 /// Seed 004: a preview is evidence for a decision, not permission to write. A quota cut that

@@ -414,7 +414,6 @@ impl Gateway {
         self.send(request.unwrap()).await
     }
 
-    /// `dry_run` of `capability` as the test agent; the preview, which must be 200.
     /// A tool call over MCP's HTTP transport as `token`: the JSON-RPC answer.
     pub async fn tool(&self, token: &str, name: &str, arguments: Value) -> Value {
         let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
@@ -430,6 +429,7 @@ impl Gateway {
         self.send(request).await.body
     }
 
+    /// `dry_run` of `capability` as the test agent; the preview, which must be 200.
     pub async fn preview(&self, capability: &str, params: Value) -> Value {
         let reply = self
             .call(
