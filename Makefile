@@ -127,6 +127,7 @@ APT_PACKAGES += postgresql
 ## (256 on SQLite).
 POSTGRES_SUITES := package(countersign-gateway) | package(countersign-engine)
 postgres-test: system-deps desktop
+	@echo "PostgreSQL pass: 64 cases per property test (SQLite: 256), since each case makes a database"
 	COUNTERSIGN_PROPERTY_CASES=64 $(PHASE) postgres tests/with-keyring.sh tests/with-postgres.sh \
 		cargo nextest run --workspace -E '$(POSTGRES_SUITES)'
 

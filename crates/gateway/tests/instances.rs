@@ -1,7 +1,7 @@
 //! Two gateway instances on one PostgreSQL database: each with its own pools and listener, as
 //! two processes behind a load balancer would be, and then as two real processes, one killed.
 //! These run in `make test`'s PostgreSQL pass (`COUNTERSIGN_TEST_POSTGRES`); without a server
-//! they have nothing to test and say so.
+//! they fail and say why, never pass having tested nothing.
 
 mod common;
 
