@@ -25,7 +25,7 @@ run: desktop
 
 ## Every test: front end, lints, Rust (with a real Secret Service), desktop end-to-end,
 ## the gateway again on PostgreSQL, the .deb; then each phase's wall time.
-test: phases-start deps ui ui-test fmt layering desktop rust-test desktop-test postgres-test deb-check
+test: phases-start deps ui ui-test fmt layering desktop rust-test fuzz-quick desktop-test postgres-test deb-check
 	@$(MAKE) --no-print-directory phases
 
 # `make test` lints as it builds: clippy's driver compiles the workspace's own crates (what
@@ -110,6 +110,14 @@ DESKTOP_SUITES := package(countersign-e2e) & (binary(console) | binary(console_e
 rust-test: desktop
 	$(PHASE) rust-suites tests/with-keyring.sh tests/with-display.sh \
 		cargo nextest run --workspace -E '$(RUST_SUITES)'
+
+## Each fuzz target for ten seeded seconds, from the debug build `desktop` made: a crash, or a
+## request run that reaches too few outcomes, fails it (`make fuzz` runs longer, in release).
+FUZZ_QUICK_SEED ?= 20261202
+.PHONY: fuzz-quick
+fuzz-quick: desktop
+	$(PHASE) fuzz-quick $(or $(CARGO_TARGET_DIR),target)/debug/countersign-fuzz \
+		--seconds 10 --seed $(FUZZ_QUICK_SEED)
 
 ## The desktop end-to-end tests: the real binary through tauri-driver, one at a time.
 desktop-test: desktop

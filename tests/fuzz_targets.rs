@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use axum::body::Body;
 use axum::http::Request;
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
 use chrono::{TimeZone, Utc};
 use countersign_api::app;
 use countersign_console::client::parse_plan;
@@ -15,6 +17,7 @@ use countersign_engine::{accounts, Capability, Limits, Store};
 use countersign_proto::decision::Statement;
 use countersign_proto::describe::DryRunMode;
 use countersign_proto::dsse::{decode_public_key, Envelope};
+use ed25519_dalek::VerifyingKey;
 use serde_json::Value;
 use tower::ServiceExt as _;
 
@@ -62,8 +65,9 @@ pub fn plan(bytes: &[u8]) {
 }
 
 /// A decision envelope, with or without the key to check it with (`{"public_key", "envelope"}`):
-/// opened, it either fails or yields a statement whose signature verifies under that key.
-pub fn envelope(bytes: &[u8]) {
+/// opening it either fails or yields a statement sealed by its signature ([`sealed`]). Whether it
+/// opened.
+pub fn envelope(bytes: &[u8]) -> bool {
     let (key, envelope) = match serde_json::from_slice::<Value>(bytes) {
         Ok(Value::Object(mut pair)) if pair.contains_key("envelope") => {
             let key = pair
@@ -73,10 +77,10 @@ pub fn envelope(bytes: &[u8]) {
             (key, pair.remove("envelope").unwrap_or_default())
         }
         Ok(other) => (None, other),
-        Err(_) => return,
+        Err(_) => return false,
     };
     let Ok(envelope) = serde_json::from_value::<Envelope>(envelope) else {
-        return;
+        return false;
     };
     let _ = envelope.signature();
     let _ = envelope.signature_bytes();
@@ -85,21 +89,59 @@ pub fn envelope(bytes: &[u8]) {
             let _ = statement.canonical_bytes();
         }
     }
-    if let Some(key) = key {
-        if let Ok(statement) = Statement::open(&envelope, &key) {
-            assert!(envelope.verify(&key).is_ok(), "opened but does not verify");
-            let _ = statement.canonical_bytes();
-        }
+    let Some(key) = key else {
+        return false;
+    };
+    let Ok(statement) = Statement::open(&envelope, &key) else {
+        return false;
+    };
+    sealed(&envelope, &statement, &key);
+    true
+}
+
+/// What an opened decision must be: its payload is the statement's own canonical bytes, and the
+/// signature seals every byte of it and its type, so that no change to either opens again.
+fn sealed(envelope: &Envelope, statement: &Statement, key: &VerifyingKey) {
+    let payload = envelope
+        .payload_bytes()
+        .expect("opened, so its payload decodes");
+    assert_eq!(
+        statement.canonical_bytes().ok().as_deref(),
+        Some(&payload[..]),
+        "opened a payload that is not the statement's canonical form"
+    );
+    for at in [0, payload.len() / 2, payload.len() - 1] {
+        let mut altered = payload.clone();
+        altered[at] ^= 0x20;
+        let tampered = Envelope {
+            payload: STANDARD.encode(&altered),
+            ..envelope.clone()
+        };
+        assert!(
+            Statement::open(&tampered, key).is_err(),
+            "a payload changed at byte {at} still opens"
+        );
     }
+    let retyped = Envelope {
+        payload_type: format!("{}+x", envelope.payload_type),
+        ..envelope.clone()
+    };
+    assert!(
+        Statement::open(&retyped, key).is_err(),
+        "another payload type still opens"
+    );
 }
 
 /// A gateway over an in-memory demo world that takes request bodies: each is sent to the dry_run
-/// of every capability that has one, and must be answered in the contract, never with a 500.
+/// of every capability that has one, and must be answered in the contract, never with a 500. It
+/// runs with no rate limit and no queue caps: a limit would answer most inputs before parsing
+/// them. The distinct outcomes reached are counted, so a run that reaches too few fails.
 pub struct RequestTarget {
     runtime: tokio::runtime::Runtime,
     router: axum::Router,
     agent: String,
     capabilities: Vec<&'static str>,
+    outcomes: std::cell::RefCell<std::collections::BTreeSet<String>>,
 }
 
 impl RequestTarget {
@@ -113,8 +155,14 @@ impl RequestTarget {
             seed_demo(&store).await.unwrap();
             let (_, agent) = accounts::add_agent(&store, "fuzz", None).await.unwrap();
             let registry = default_registry();
-            let state =
-                countersign_embedded::state(store, "Fuzz gateway", Limits::default(), registry);
+            let limits = Limits {
+                rate: None,
+                approver_rate: None,
+                max_pending_plans: u32::MAX,
+                max_subject_rows: u64::MAX,
+                ..Limits::default()
+            };
+            let state = countersign_embedded::state(store, "Fuzz gateway", limits, registry);
             (state.await.unwrap(), agent)
         });
         let capabilities = default_registry()
@@ -127,7 +175,14 @@ impl RequestTarget {
             router: app(state),
             agent,
             capabilities,
+            outcomes: Default::default(),
         }
+    }
+
+    /// The distinct outcomes reached so far: a status with its error code, a plan made (per
+    /// capability), or a preview refused as `valid: false`.
+    pub fn outcomes(&self) -> Vec<String> {
+        self.outcomes.borrow().iter().cloned().collect()
     }
 
     pub fn run(&self, bytes: &[u8]) {
@@ -156,13 +211,43 @@ impl RequestTarget {
             String::from_utf8_lossy(&body)
         );
         let answer: Value = serde_json::from_slice(&body).expect("every answer is JSON");
+        let outcome = if let Some(code) = answer["error"]["code"].as_str() {
+            format!("{} {code}", status.as_u16())
+        } else if answer.get("plan_id").is_some() {
+            format!("plan of {capability}")
+        } else if answer["valid"] == false {
+            "valid: false".to_owned()
+        } else {
+            panic!("{capability}: outside the contract: {answer}")
+        };
         assert!(
-            answer.get("success") == Some(&Value::Bool(false))
-                || answer.get("plan_id").is_some()
-                || answer.get("valid").is_some(),
-            "{capability}: outside the contract: {answer}"
+            answer.get("success") != Some(&Value::Bool(true)),
+            "{capability}: a dry_run answered success: {answer}"
         );
+        self.outcomes.borrow_mut().insert(outcome);
     }
+}
+
+/// How many distinct outcomes a run of the request target must reach: fewer means the inputs
+/// stopped at the door (a limit, a parse that refuses everything) instead of reaching the parsers
+/// and the planning behind them. The corpus alone reaches more.
+pub const OUTCOME_FLOOR: usize = 8;
+
+/// Why a request run that reached `outcomes` went too shallow, if it did.
+pub fn too_shallow(outcomes: &[String]) -> Option<String> {
+    if let Some(throttled) = outcomes.iter().find(|o| o.starts_with("429")) {
+        return Some(format!("inputs were refused before parsing ({throttled})"));
+    }
+    if !outcomes.iter().any(|o| o.starts_with("plan of")) {
+        return Some("no input made a plan".to_owned());
+    }
+    (outcomes.len() < OUTCOME_FLOOR).then(|| {
+        format!(
+            "{} distinct outcomes, fewer than {OUTCOME_FLOOR}: {}",
+            outcomes.len(),
+            outcomes.join(", ")
+        )
+    })
 }
 
 impl Default for RequestTarget {
