@@ -2,6 +2,7 @@
 //! OS keyring, turns plans into what an approver reviews, and signs decisions.
 
 pub mod batch;
+mod causes;
 pub mod changed;
 pub mod client;
 pub mod confirm;

@@ -320,6 +320,9 @@ pub fn refusal(
     if let Some(why) = unsound_cost(&plan.estimated_cost) {
         return Some(why);
     }
+    if let Some(why) = crate::causes::broken(&plan.effects) {
+        return Some(why);
+    }
     if let Some(effect) = sample::contradicted(&plan.effects) {
         return Some(format!(
             "The subjects the gateway lists for {} are not the set the plan signs.",

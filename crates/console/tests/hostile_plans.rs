@@ -73,7 +73,8 @@ enum Expect {
     Error(&'static str),
     /// A view that may not be approved.
     Refused,
-    /// A view, with this check on it.
+    /// A view that may be approved, with this check on it: odd text is shown as text, and the
+    /// plan is still the one signed.
     View(fn(&PlanView)),
 }
 
@@ -206,7 +207,7 @@ fn corpus() -> Vec<(&'static str, Vec<u8>, Expect)> {
             bytes(record(with(|p| {
                 p["effects"][1]["cause"] = json!("eff_404")
             }))),
-            Expect::View(|view| assert_eq!(view.effects.len(), 4)),
+            Expect::Refused,
         ),
         (
             "effects whose causes form a cycle",
@@ -215,7 +216,7 @@ fn corpus() -> Vec<(&'static str, Vec<u8>, Expect)> {
                 p["effects"][0]["derived"] = json!(true);
                 p["effects"][1]["cause"] = json!("eff_1");
             }))),
-            Expect::View(|view| assert_eq!(view.effects.len(), 4)),
+            Expect::Refused,
         ),
         (
             "a plan that is not an object",
@@ -263,7 +264,10 @@ async fn every_hostile_plan_ends_in_a_clear_error_or_a_safe_view() {
                 assert!(!view.approvable, "{name}: approvable");
                 assert!(view.not_approvable_reason.is_some(), "{name}");
             }
-            (Expect::View(check), Ok(view)) => check(&view),
+            (Expect::View(check), Ok(view)) => {
+                assert!(view.approvable, "{name}: {:?}", view.not_approvable_reason);
+                check(&view)
+            }
             (_, Err(e)) => panic!("{name}: refused with {e}"),
             (_, Ok(view)) => panic!("{name}: reviewed as {:?}", view.not_approvable_reason),
         }
