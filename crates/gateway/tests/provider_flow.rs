@@ -424,3 +424,87 @@ async fn an_idempotency_key_is_held_while_the_call_is_in_flight() {
         "the stored answer, not a second call"
     );
 }
+
+/// Seed 004's paired test for the provider capabilities: what the provider received is the
+/// request the plan signed, field for field and nothing else, sent once; and the wallet paid what
+/// the envelope says was charged, within the range the preview gave.
+#[tokio::test]
+async fn what_the_provider_received_is_what_the_plan_signed_and_the_wallet_paid_the_charge() {
+    let (gw, local) = gateway().await;
+    let dana = gw.enroll("Dana").await;
+    let cases = [
+        ("text.generate", text_params(64)),
+        (
+            "speech.synthesize",
+            json!({"model": "tts-1", "input": "Hello there", "voice": "nova"}),
+        ),
+        (
+            "image.generate",
+            json!({"model": "black-forest-labs/flux-schnell", "prompt": "Two owls", "count": 2}),
+        ),
+        (
+            "video.generate",
+            json!({"model": "minimax/video-01", "prompt": "Waves", "seconds": 1}),
+        ),
+    ];
+    for (capability, params) in cases {
+        let plan = gw.preview(capability, params).await;
+        if plan["would_require_approval"] == true {
+            common::approve_by(&gw, &plan, &[&dana]).await;
+        }
+        let signed = &plan["request"]["params"];
+        let (path, body) = match capability {
+            "text.generate" => (
+                "/v1/chat/completions".to_owned(),
+                json!({"model": signed["model"], "messages": signed["messages"],
+                       "max_tokens": signed["max_tokens"]}),
+            ),
+            "speech.synthesize" => (
+                "/v1/audio/speech".to_owned(),
+                json!({"model": signed["model"], "input": signed["input"],
+                       "voice": signed["voice"], "response_format": "wav"}),
+            ),
+            "image.generate" => (
+                format!(
+                    "/v1/models/{}/predictions",
+                    signed["model"].as_str().unwrap()
+                ),
+                json!({"input": {"prompt": signed["prompt"], "num_outputs": signed["count"],
+                                 "width": 1024, "height": 1024}}),
+            ),
+            _ => (
+                format!(
+                    "/v1/models/{}/predictions",
+                    signed["model"].as_str().unwrap()
+                ),
+                json!({"input": {"prompt": signed["prompt"], "duration": signed["seconds"]}}),
+            ),
+        };
+        let (already, before) = (local.sent().len(), spent(&gw, &plan).await);
+        let reply = gw.execute(&plan).await;
+        assert_eq!(reply.status, 200, "{capability}: {}", reply.body);
+        let sent = local.sent();
+        let work: Vec<_> = sent[already..]
+            .iter()
+            .filter(|s| s.method == "POST")
+            .collect();
+        assert_eq!(
+            work.len(),
+            1,
+            "{capability}: one call of paid work: {work:?}"
+        );
+        assert_eq!(work[0].path, path, "{capability}");
+        assert_eq!(
+            work[0].body, body,
+            "{capability}: sent as signed, nothing else"
+        );
+
+        let charged = amount(&reply.body["metadata"]["charged"]["amount"]);
+        assert_eq!(spent(&gw, &plan).await - before, charged, "{capability}");
+        let range = &plan["estimated_cost"];
+        assert!(
+            amount(&range["amount_min"]) <= charged && charged <= amount(&range["amount_max"]),
+            "{capability}: {charged} outside {range}"
+        );
+    }
+}

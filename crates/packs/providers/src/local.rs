@@ -38,8 +38,22 @@ struct Local {
     url: String,
     key: String,
     requests: AtomicU64,
+    sent: Mutex<Vec<Sent>>,
     predictions: Mutex<HashMap<String, Prediction>>,
 }
+
+/// One request as the provider received it, for tests that hold what was sent against what the
+/// plan said would be.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    pub method: String,
+    pub path: String,
+    /// The JSON body; `Null` for a request without one.
+    pub body: Value,
+}
+
+/// The largest request body the local provider takes.
+const BODY_LIMIT: usize = 1024 * 1024;
 
 /// The running local provider; stops when dropped.
 pub struct LocalProviders {
@@ -57,6 +71,7 @@ impl LocalProviders {
             url: url.clone(),
             key: ids::random_id("key_", 16),
             requests: AtomicU64::new(0),
+            sent: Mutex::new(Vec::new()),
             predictions: Mutex::new(HashMap::new()),
         });
         let router = Router::new()
@@ -86,6 +101,15 @@ impl LocalProviders {
         self.local.requests.load(Ordering::SeqCst)
     }
 
+    /// Every request received, in order, with its body.
+    pub fn sent(&self) -> Vec<Sent> {
+        self.local
+            .sent
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default()
+    }
+
     /// Both providers' endpoints, here, with this server's key.
     pub fn providers(&self) -> Providers {
         let endpoint = || Endpoint::new(&self.url, Secret::new(self.local.key.clone()));
@@ -101,6 +125,22 @@ impl Drop for LocalProviders {
 
 async fn count(State(local): State<Arc<Local>>, request: Request, next: Next) -> Response {
     local.requests.fetch_add(1, Ordering::SeqCst);
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, BODY_LIMIT).await else {
+        return openai_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "The request is too large.",
+            "request_too_large",
+        );
+    };
+    if let Ok(mut sent) = local.sent.lock() {
+        sent.push(Sent {
+            method: parts.method.to_string(),
+            path: parts.uri.path().to_owned(),
+            body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        });
+    }
+    let request = Request::from_parts(parts, axum::body::Body::from(bytes));
     let authorized = request
         .headers()
         .get(header::AUTHORIZATION)
