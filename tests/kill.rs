@@ -19,6 +19,14 @@ use serde_json::{json, Value};
 
 const PROJECTS: [&str; 5] = ["prj_184", "prj_311", "prj_420", "prj_421", "prj_200"];
 
+/// The kill lands within this many milliseconds of a round's decisions and invokes starting: the
+/// time they take here, so that most kills cut them rather than follow them.
+const KILL_WITHIN_MS: u64 = 40;
+
+/// The share of rounds whose kill must land mid-flight (something answered, not every plan run):
+/// a harness whose kills all came before or after the work would test nothing.
+const MID_FLIGHT_SHARE: f64 = 0.4;
+
 struct Gateway {
     child: Child,
     url: String,
@@ -171,6 +179,7 @@ async fn killed_mid_flight_the_gateway_loses_nothing_and_runs_nothing_twice() {
         .unwrap()
         .to_owned();
 
+    let mut mid_flight = 0;
     for round in 0..rounds {
         // Each round plans a retention no earlier round used, one plan per project.
         let mut plans = Vec::new();
@@ -214,7 +223,7 @@ async fn killed_mid_flight_the_gateway_loses_nothing_and_runs_nothing_twice() {
                 executed
             })
         };
-        tokio::time::sleep(Duration::from_millis(dice.gen_range(0..120))).await;
+        tokio::time::sleep(Duration::from_millis(dice.gen_range(0..KILL_WITHIN_MS))).await;
         gateway.kill();
         sender.await.unwrap().unwrap();
         let answered_ok = invoker.await.unwrap();
@@ -232,6 +241,9 @@ async fn killed_mid_flight_the_gateway_loses_nothing_and_runs_nothing_twice() {
             answered_decisions.len(),
             answered_ok.len()
         );
+        // Mid-flight: something was answered, and not every plan had run.
+        let started = answered_decisions.len() + answered_ok.len() > 0;
+        mid_flight += usize::from(started && answered_ok.len() < plans.len());
         // Nothing half done on disk: each plan ran once with its value, or not at all.
         for ((status, runs, days), (plan_id, planned)) in
             stored(&database, &plans).await.iter().zip(&plans)
@@ -309,4 +321,10 @@ async fn killed_mid_flight_the_gateway_loses_nothing_and_runs_nothing_twice() {
         }
     }
     gateway.kill();
+    println!("kill harness: {mid_flight} of {rounds} kills landed mid-flight");
+    assert!(
+        mid_flight as f64 >= MID_FLIGHT_SHARE * rounds as f64,
+        "only {mid_flight} of {rounds} kills landed mid-flight (seed {seed}): the harness \
+         mostly killed an idle gateway"
+    );
 }
