@@ -1,7 +1,7 @@
 //! Emails really leave (seed 004): an execution's messages go through a real SMTP conversation to
 //! a sink started here, exactly the planned ones, once; a preview, a refused execution and a stale
 //! plan send none; an address changed after the plan is not mailed but held for a person; a relay
-//! that is down is retried.
+//! that is down is retried; and `serve --smtp-relay` delivers through its own dispatcher.
 
 mod common;
 
@@ -368,4 +368,120 @@ async fn a_relay_that_accepts_and_says_nothing_holds_up_nothing_and_its_lease_ke
         outbox(&gw).await,
         [("usr_92".to_owned(), "sent".to_owned(), 2)]
     );
+}
+
+/// The gateway binary, as an operator runs it.
+const BIN: &str = env!("CARGO_BIN_EXE_countersign-gateway");
+
+/// Runs an admin command of the binary; the last line it prints.
+fn admin(args: &[&str]) -> String {
+    let output = std::process::Command::new(BIN).args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    stdout.lines().last().unwrap().trim().to_owned()
+}
+
+/// POSTs `body` to `url` as `bearer`: the status and the JSON answer.
+async fn post(url: String, bearer: Option<&str>, body: Value) -> (u16, Value) {
+    let mut request = reqwest::Client::new().post(url).json(&body);
+    if let Some(bearer) = bearer {
+        request = request.bearer_auth(bearer);
+    }
+    let reply = request.send().await.unwrap();
+    let status = reply.status().as_u16();
+    (status, reply.json().await.unwrap())
+}
+
+/// The path a served gateway takes: `serve --smtp-relay` runs the background dispatcher, which
+/// delivers an execution's message with no call from here; while it runs, a preview and an
+/// approval send nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_with_an_smtp_relay_delivers_through_its_own_dispatcher() {
+    let sink = Sink::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let agent = ["agents", "add", "--database", &database, "--name", "ops"];
+    let token = admin(&[&agent[..], &["--on-behalf-of", "usr_lead"]].concat());
+    let code = admin(&[
+        "approvers",
+        "invite",
+        "--database",
+        &database,
+        "--name",
+        "Dana",
+    ]);
+    let serve = [
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--database",
+        &database,
+        "--demo",
+    ];
+    let mut server = std::process::Command::new(BIN)
+        .args([&serve[..], &["--smtp-relay", &sink.url]].concat())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let stdout = server.stdout.take().unwrap();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+
+    let preview = format!("{url}/v1/capabilities/memberships.grant/dry_run");
+    let (status, plan) = post(preview, Some(&token), json!({"params": grant()})).await;
+    assert_eq!(status, 200, "{plan}");
+    let key = ed25519_dalek::SigningKey::generate(&mut rand::rngs::OsRng);
+    let public_key = countersign_proto::dsse::encode_public_key(&key.verifying_key());
+    let enroll = json!({"enrollment_code": code, "display_name": "Dana", "public_key": public_key});
+    let (status, enrolled) = post(format!("{url}/v1/approvers/enroll"), None, enroll).await;
+    assert_eq!(status, 200, "{enrolled}");
+    let dana = common::Approver {
+        id: enrolled["approver_id"].as_str().unwrap().to_owned(),
+        key_id: enrolled["key_id"].as_str().unwrap().to_owned(),
+        token: enrolled["token"].as_str().unwrap().to_owned(),
+        key,
+    };
+    let gateway: Value = reqwest::Client::new()
+        .get(format!("{url}/v1/gateway"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let statement = dana.statement_to(gateway["gateway_id"].as_str().unwrap(), &plan);
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let decisions = format!("{url}/v1/plans/{plan_id}/decisions");
+    let envelope = serde_json::to_value(dana.sign(&statement)).unwrap();
+    let (status, decided) = post(decisions, Some(&dana.token), envelope).await;
+    assert_eq!(
+        (status, &decided["status"]),
+        (200, &json!("approved")),
+        "{decided}"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sink.connections(), 0, "a preview or an approval sent mail");
+
+    let invoke = format!("{url}/v1/capabilities/memberships.grant/invoke");
+    let (status, ran) = post(invoke, Some(&token), json!({"plan_id": plan_id})).await;
+    assert_eq!(status, 200, "{ran}");
+    for _ in 0..100 {
+        if !sink.messages().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let messages = sink.messages();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(messages[0].to.len(), 1);
+    assert!(messages[0].data.contains("prj_184"), "{}", messages[0].data);
 }

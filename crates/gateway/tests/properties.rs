@@ -43,13 +43,25 @@ fn people() -> impl Strategy<Value = Vec<Person>> {
     )
 }
 
-fn subjects_of(plan: &Value, effect_type: &str) -> Option<u64> {
-    plan["effects"]
+/// The ids an effect of `plan` names, paged in full as an approver reads them; `None` when the
+/// plan has no effect of that type. Identities, not totals: a plan that names the wrong people
+/// in the right number must fail.
+async fn subjects_of(
+    gw: &Gateway,
+    reader: &str,
+    plan: &Value,
+    effect_type: &str,
+) -> Option<BTreeSet<String>> {
+    let effect = plan["effects"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|e| e["type"] == effect_type)
-        .map(|e| e["subjects"]["total"].as_u64().unwrap())
+        .find(|e| e["type"] == effect_type)?;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let ids = gw
+        .all_subjects(reader, plan_id, effect["id"].as_str().unwrap(), 7)
+        .await;
+    Some(ids.into_iter().collect())
 }
 
 async fn removal(world: Vec<Person>, employment: usize, only: Option<Vec<usize>>) {
@@ -139,18 +151,15 @@ async fn removal(world: Vec<Person>, employment: usize, only: Option<Vec<usize>>
             json!({"group": "grp_t", "filter": filter}),
         )
         .await;
+    let reader = gw.enroll("Reader").await;
+    let named = |effect_type| subjects_of(&gw, &reader.token, &plan, effect_type);
+    let expect = |set: &BTreeSet<String>| (!set.is_empty()).then(|| set.clone());
+    assert_eq!(named("direct_membership_removed").await, expect(&selected));
     assert_eq!(
-        subjects_of(&plan, "direct_membership_removed"),
-        (!selected.is_empty()).then_some(selected.len() as u64)
+        named("access_retained_via_nested_group").await,
+        expect(&retained)
     );
-    assert_eq!(
-        subjects_of(&plan, "access_retained_via_nested_group"),
-        (!retained.is_empty()).then_some(retained.len() as u64)
-    );
-    assert_eq!(
-        subjects_of(&plan, "pager_entitlement_removed"),
-        (!losing.is_empty()).then_some(losing.len() as u64)
-    );
+    assert_eq!(named("pager_entitlement_removed").await, expect(&losing));
     assert_eq!(
         plan["estimated_cost"]["amount_max"],
         format!("{}.{:02}", selected.len() / 100, selected.len() % 100)
@@ -206,9 +215,16 @@ async fn retention(items: Vec<bool>, current: i64, wanted: i64) {
         assert_eq!(plan["validation"][0]["code"], "no_change");
         return;
     }
+    let reader = gw.enroll("Reader").await;
+    let recalculated: BTreeSet<String> = items
+        .iter()
+        .enumerate()
+        .filter(|(_, held)| !**held)
+        .map(|(n, _)| format!("itm_{n:02}"))
+        .collect();
     assert_eq!(
-        subjects_of(&plan, "expiry_recalculated"),
-        (free > 0).then_some(free as u64)
+        subjects_of(&gw, &reader.token, &plan, "expiry_recalculated").await,
+        (free > 0).then_some(recalculated)
     );
     let warned = plan["validation"]
         .as_array()

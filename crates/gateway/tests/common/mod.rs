@@ -645,6 +645,11 @@ pub async fn approve_by(gateway: &Gateway, plan: &Value, approvers: &[&Approver]
 impl Approver {
     /// A valid approval statement for `plan` by this approver at `gateway`.
     pub fn statement(&self, gateway: &Gateway, plan: &Value) -> Statement {
+        self.statement_to(&gateway.state.gateway_id, plan)
+    }
+
+    /// An approval of `plan` addressed to the gateway `audience` (one in another process).
+    pub fn statement_to(&self, audience: &str, plan: &Value) -> Statement {
         let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
         Statement {
             kind: STATEMENT_TYPE.to_owned(),
@@ -654,7 +659,7 @@ impl Approver {
             reason: None,
             approver_id: self.id.clone(),
             key_id: self.key_id.clone(),
-            audience: gateway.state.gateway_id.clone(),
+            audience: audience.to_owned(),
             nonce: new_nonce(),
             issued_at: now,
             expires_at: now + chrono::Duration::minutes(5),
