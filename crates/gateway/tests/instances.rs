@@ -264,14 +264,18 @@ async fn killing_one_of_two_serving_processes_loses_nothing() {
         pending.push(invoke(base, i));
     }
     let answered = tokio::sync::Notify::new();
+    let cut = std::sync::atomic::AtomicUsize::new(0);
     let storm =
         futures_util::future::join_all(pending.into_iter().enumerate().map(|(i, request)| {
-            let (invoke, b_url, answered) = (&invoke, &b_url, &answered);
+            let (invoke, b_url, answered, cut) = (&invoke, &b_url, &answered, &cut);
             async move {
                 let reply = match request.await {
                     Ok(reply) => reply,
                     // What A never answered, the agent sends again, to B, with the same key.
-                    Err(_) => invoke(b_url, i).await.unwrap(),
+                    Err(_) => {
+                        cut.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        invoke(b_url, i).await.unwrap()
+                    }
                 };
                 answered.notify_one();
                 reply
@@ -284,6 +288,13 @@ async fn killing_one_of_two_serving_processes_loses_nothing() {
     };
     let (replies, ()) = tokio::join!(storm, killer);
     a.wait().unwrap();
+    // The kill must have cut requests mid-flight, or this proved nothing about a crash.
+    let cut = cut.into_inner();
+    assert!(
+        cut > 0,
+        "the kill cut no request: every one was answered first"
+    );
+    println!("{cut} of A's requests were cut by the kill and sent again to B");
 
     let mut executed = 0;
     for reply in replies {
