@@ -1,7 +1,7 @@
 //! The queue's rows, computed from the gateway's summaries and what the console knows beyond
 //! them (gists of plans it read, decisions waiting in its outbox).
 
-use countersign_proto::approvals::{PlanSummary, RiskFlag};
+use countersign_proto::approvals::PlanSummary;
 use countersign_proto::decision::Decision;
 use rust_decimal::Decimal;
 use serde::Serialize;
@@ -103,7 +103,9 @@ pub fn queue_item_in(summary: &PlanSummary, context: &dyn RowContext) -> QueueIt
         gist: context
             .gist(&summary.plan_id)
             .unwrap_or_else(|| summary_gist(summary)),
-        blocked: summary.validation_counts.error > 0 || summary.risk.contains(&RiskFlag::Blocked),
+        // A summary flagged blocked never reaches the queue (`live`); an error that does not block
+        // is still worth the mark.
+        blocked: summary.validation_counts.error > 0,
         queued: context.queued(&summary.plan_id),
         approved_by: approvals
             .received
