@@ -414,7 +414,7 @@ async fn a_plan_that_became_blocked_does_not_execute() {
         .await;
     let dana = gw.enroll("Dana").await;
     approve_by(&gw, &plan, &[&dana]).await;
-    // Users carry no revision: the suspension moves nothing the plan read, but now blocks it.
+    // The suspension moves the person's revision (migration 0014), and blocks the grant.
     sqlx::query("UPDATE users SET suspended = 1 WHERE id = 'usr_92'")
         .execute(gw.state.store.pool())
         .await
@@ -429,8 +429,8 @@ async fn a_plan_that_became_blocked_does_not_execute() {
         .await;
     assert_error(&reply, "plan_stale", 409);
     assert_eq!(
-        reply.body["error"]["details"]["validation"][0]["code"],
-        "subject_suspended"
+        reply.body["error"]["details"]["moved"][0]["resource"],
+        "users/usr_92"
     );
     assert_eq!(gw.snapshot().await, before);
 }

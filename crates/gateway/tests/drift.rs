@@ -22,7 +22,8 @@ async fn effects_that_drift_without_a_moved_revision_make_the_plan_stale() {
     let plan_id = plan["plan_id"].as_str().unwrap();
     approve_by(&gw, &plan, &[&dana, &eli]).await;
 
-    // One contractor becomes an employee: no revision the plan read moves.
+    // One contractor leaves the group by a raw write that bypasses the revisions (a change to
+    // the person would move the group: migration 0014): no revision the plan read moves.
     let pool = gw.state.store.pool();
     let revisions_before: Vec<(String, i64)> =
         sqlx::query_as("SELECT id, revision FROM groups ORDER BY id")
@@ -30,7 +31,7 @@ async fn effects_that_drift_without_a_moved_revision_make_the_plan_stale() {
             .await
             .unwrap();
     sqlx::query(
-        "UPDATE users SET employment = 'employee' WHERE id = (
+        "DELETE FROM group_members WHERE group_id = 'grp_support' AND user_id = (
              SELECT u.id FROM users u JOIN group_members m ON m.user_id = u.id
              WHERE m.group_id = 'grp_support' AND u.employment = 'contractor'
              ORDER BY u.id LIMIT 1)",

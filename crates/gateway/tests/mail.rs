@@ -165,20 +165,25 @@ async fn previews_refusals_and_stale_plans_send_nothing() {
 }
 
 #[tokio::test]
-async fn an_address_changed_after_the_preview_makes_the_plan_stale_naming_the_email() {
+async fn an_address_changed_after_the_preview_makes_the_plan_stale_naming_the_person() {
     let gw = Gateway::new().await;
     let plan = gw.approved("memberships.grant", grant()).await;
     set_email(&gw, "usr_92", "sam@elsewhere.example").await;
+    // The approvers see it at once: the person's revision moved (migration 0014).
+    let reader = gw.enroll("Reader").await;
+    let record = gw
+        .record(&reader.token, plan["plan_id"].as_str().unwrap())
+        .await;
+    assert_eq!(record.body["status"], "stale", "{}", record.body);
+    assert_eq!(
+        record.body["stale"]["moved"][0]["resource"], "users/usr_92",
+        "{}",
+        record.body
+    );
     let reply = gw.execute(&plan).await;
     assert_error(&reply, "plan_stale", 409);
-    let drifted = &reply.body["error"]["details"]["drifted"];
-    assert_eq!(drifted.as_array().unwrap().len(), 1, "{drifted}");
-    assert_eq!(drifted[0]["effect"], "eff_3");
-    assert_eq!(drifted[0]["planned"]["type"], "invite_email_sent");
-    assert_ne!(
-        drifted[0]["planned"]["changes"],
-        drifted[0]["current"]["changes"]
-    );
+    let moved = &reply.body["error"]["details"]["moved"];
+    assert_eq!(moved[0]["resource"], "users/usr_92", "{moved}");
     assert!(outbox(&gw).await.is_empty());
 }
 

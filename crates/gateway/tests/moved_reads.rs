@@ -28,8 +28,9 @@ fn cases() -> Vec<(&'static str, Value, &'static [&'static str])> {
         (
             "memberships.grant",
             json!({"project": "prj_421", "subject": "usr_92", "role": "editor"}),
-            // The project's roles (a conflicting role blocks); the seat the grant takes.
-            &["projects/prj_421", "seats/org"],
+            // The project's roles (a conflicting role blocks); the seat the grant takes; the
+            // person, whose address the invitation goes to and whose suspension blocks.
+            &["projects/prj_421", "seats/org", "users/usr_92"],
         ),
         (
             "projects.settings.update",
@@ -109,12 +110,97 @@ async fn each_read_revision_moved_stops_its_plan() {
             );
         }
     }
-    // Groups (the nested one too), entitlements, projects, the seat pool and storage quotas.
+    // Groups (the nested one too), entitlements, projects, the seat pool, storage quotas and
+    // people.
     assert!(seen.contains("groups/grp_support_escalation"), "{seen:?}");
     let kinds: std::collections::BTreeSet<&str> =
         seen.iter().filter_map(|r| r.split('/').next()).collect();
     assert_eq!(
         kinds.into_iter().collect::<Vec<_>>(),
-        ["entitlements", "groups", "projects", "seats", "storage"]
+        [
+            "entitlements",
+            "groups",
+            "projects",
+            "seats",
+            "storage",
+            "users"
+        ]
     );
+}
+
+/// No capability writes people: a directory sync or an operator does, with plain SQL. Such a
+/// write still moves the person's revision and their groups' (migration 0014), so the plans that
+/// read them stop at the next decision, not only at execution; a write that changes nothing
+/// moves nothing.
+#[tokio::test]
+async fn a_write_to_a_person_by_any_path_stops_the_plans_that_read_them() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let grant = preview(
+        &gw,
+        "memberships.grant",
+        &json!({"project": "prj_421", "subject": "usr_92", "role": "editor"}),
+    )
+    .await;
+    let removal = preview(
+        &gw,
+        "groups.members.remove",
+        &json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
+    )
+    .await;
+    let pool = gw.state.store.pool();
+    let revision = |id: &'static str| async move {
+        sqlx::query_scalar::<_, i64>("SELECT revision FROM users WHERE id = $1")
+            .bind(id)
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    };
+    let unchanged = revision("usr_92").await;
+    sqlx::query("UPDATE users SET email = email, suspended = suspended WHERE id = 'usr_92'")
+        .execute(pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        revision("usr_92").await,
+        unchanged,
+        "a write of the same values"
+    );
+
+    sqlx::query("UPDATE users SET email = 'sam@elsewhere.example' WHERE id = 'usr_92'")
+        .execute(pool)
+        .await
+        .unwrap();
+    // A contractor of the group becomes an employee: the removal's filter no longer takes them.
+    sqlx::query(
+        "UPDATE users SET employment = 'employee' WHERE id = (
+             SELECT u.id FROM users u JOIN group_members m ON m.user_id = u.id
+             WHERE m.group_id = 'grp_support' AND u.employment = 'contractor'
+             ORDER BY u.id LIMIT 1)",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    for (plan, resource) in [(&grant, "users/usr_92"), (&removal, "groups/grp_support")] {
+        let plan_id = plan["plan_id"].as_str().unwrap();
+        let record = gw.record(&dana.token, plan_id).await;
+        assert_eq!(
+            record.body["status"], "stale",
+            "{resource}: {}",
+            record.body
+        );
+        let reply = dana
+            .send(&gw, plan_id, &dana.sign(&dana.statement(&gw, plan)))
+            .await;
+        assert_error(&reply, "plan_stale", 409);
+        let moved = &reply.body["error"]["details"]["moved"];
+        assert!(
+            moved
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["resource"] == resource),
+            "{resource} moved: {moved}"
+        );
+    }
 }

@@ -367,16 +367,31 @@ async fn removal_over(nesting: Nesting, employment: usize) {
     if selected.is_empty() {
         return;
     }
+    let members_of =
+        |g: usize| person(&move |(_, groups, _): &(usize, u8, bool)| groups & (1 << g) != 0);
+    let nested_before: Vec<_> = (1..GROUPS).map(members_of).collect();
     run(&gw, "groups.members.remove", &plan).await;
+    // Who is where afterwards, identity by identity: exactly the selected left the group,
+    // exactly the losing lost the pager, and no other group changed.
     let still = ids(
         &gw,
         "SELECT user_id FROM group_members WHERE group_id = 'grp_g0'",
     )
     .await;
-    assert!(still.is_disjoint(&selected));
+    let expected: BTreeSet<String> = members_of(0).difference(&selected).cloned().collect();
+    assert_eq!(still, expected, "{nesting:?}");
     let holders = ids(&gw, "SELECT user_id FROM entitlement_holders").await;
-    assert!(holders.is_disjoint(&losing));
-    assert!(retained.iter().all(|r| !losing.contains(r)));
+    let on_call = person(&|(_, _, on_call)| *on_call);
+    let expected: BTreeSet<String> = on_call.difference(&losing).cloned().collect();
+    assert_eq!(holders, expected, "{nesting:?}");
+    for (g, before) in (1..GROUPS).zip(nested_before) {
+        let now = ids(
+            &gw,
+            &format!("SELECT user_id FROM group_members WHERE group_id = 'grp_g{g}'"),
+        )
+        .await;
+        assert_eq!(now, before, "grp_g{g}, {nesting:?}");
+    }
 }
 
 proptest! {

@@ -1,7 +1,7 @@
 //! A store that cannot take writes: full (SQLite's page limit reached, as on a full disk) or
-//! read-only. Every write answers `storage_unavailable` and leaves nothing half-written, the
-//! database stays sound, and the gateway works again once the store does (a read-only store:
-//! after a restart on a writable one).
+//! read-only (met by previews, decisions and invokes). Every write answers
+//! `storage_unavailable` and leaves nothing half-written, the database stays sound, and the
+//! gateway works again once the store does (a read-only store: after a restart on a writable one).
 
 mod common;
 
@@ -80,12 +80,24 @@ async fn a_full_store_refuses_writes_whole_and_recovers() {
     sound(&gw).await;
 }
 
+fn upload(n: u32) -> serde_json::Value {
+    json!({"params": {"project": "prj_184", "filename": format!("note-{n}.txt"),
+                      "mime_type": "text/plain", "size_bytes": 1}})
+}
+
 #[tokio::test]
 async fn a_read_only_store_refuses_every_write_and_a_restart_recovers() {
     let (_dir, url, gw) = on_file().await;
     let dana = gw.enroll("Dana").await;
     let plan = gw.dry_run(retention(14)).await;
     let plan_id = plan["plan_id"].as_str().unwrap();
+    // Another project's plan, approved: its execution is the invoke the store refuses.
+    let approved = gw
+        .approved(
+            "projects.settings.update",
+            json!({"project": "prj_200", "retention_days": 9}),
+        )
+        .await;
     let before = gw.snapshot().await;
     let plans = count(&gw, "plans").await;
     writer_pragma(&gw, "PRAGMA query_only = 1").await;
@@ -103,9 +115,19 @@ async fn a_read_only_store_refuses_every_write_and_a_restart_recovers() {
         .send(&gw, plan_id, &dana.sign(&dana.statement(&gw, &plan)))
         .await;
     assert_error(&decision, "storage_unavailable", 503);
+    let invoke = gw.execute(&approved).await;
+    assert_error(&invoke, "storage_unavailable", 503);
+    let upload = gw
+        .invoke_as(&gw.agent, "documents.document.upload", upload(0))
+        .await;
+    assert_error(&upload, "storage_unavailable", 503);
     // Reads still answer.
     let record = gw.record(&dana.token, plan_id).await;
     assert_eq!(record.body["status"], "pending_approval");
+    let record = gw
+        .record(&dana.token, approved["plan_id"].as_str().unwrap())
+        .await;
+    assert_eq!(record.body["status"], "approved");
     assert_eq!(gw.snapshot().await, before);
     assert_eq!(count(&gw, "plans").await, plans);
     sound(&gw).await;
@@ -118,6 +140,8 @@ async fn a_read_only_store_refuses_every_write_and_a_restart_recovers() {
     let gw = Gateway::acting_as(state, agent);
     let decision = dana.send(&gw, plan_id, &dana.sign(&statement)).await;
     assert_eq!(decision.status, StatusCode::OK, "{}", decision.body);
+    let invoke = gw.execute(&approved).await;
+    assert_eq!(invoke.status, StatusCode::OK, "{}", invoke.body);
     sound(&gw).await;
 }
 

@@ -31,13 +31,15 @@ pub fn project_not_found(project: &str) -> Validation {
     )
 }
 
-/// The kinds of resource that carry a revision, and the table behind each.
-pub const TABLES: [(&str, &str); 5] = [
+/// The kinds of resource that carry a revision, and the table behind each. A user's revision
+/// moves by a trigger on every write to them (migration 0014), since no capability writes people.
+pub const TABLES: [(&str, &str); 6] = [
     ("projects", "projects"),
     ("groups", "groups"),
     ("entitlements", "entitlements"),
     ("seats", "seat_pools"),
     ("storage", "storage_quotas"),
+    ("users", "users"),
 ];
 
 /// The table behind `resource`, and the id in it.
@@ -87,7 +89,8 @@ mod tests {
         assert_eq!(table_of("groups/grp_1"), Some(("groups", "grp_1")));
         assert_eq!(table_of("seats/org"), Some(("seat_pools", "org")));
         assert_eq!(table_of("projects/prj_1/items"), None);
-        assert_eq!(table_of("users/usr_1"), None);
+        assert_eq!(table_of("users/usr_1"), Some(("users", "usr_1")));
+        assert_eq!(table_of("documents/doc_1"), None);
         assert_eq!(table_of("groups"), None);
     }
 }

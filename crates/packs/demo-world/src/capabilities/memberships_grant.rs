@@ -75,12 +75,12 @@ pub async fn plan(conn: &mut AnyConnection, p: &Params) -> ApiResult<Planned> {
         resource: project.clone(),
         revision,
     });
-    let user: Option<(String, String, Flag)> =
-        sqlx::query_as("SELECT name, email, suspended FROM users WHERE id = $1")
+    let user: Option<(String, String, Flag, i64)> =
+        sqlx::query_as("SELECT name, email, suspended, revision FROM users WHERE id = $1")
             .bind(&p.subject)
             .fetch_optional(&mut *conn)
             .await?;
-    let Some((name, email, Flag(suspended))) = user else {
+    let Some((name, email, Flag(suspended), user_revision)) = user else {
         planned.validation.push(blocker(
             "subject_not_found",
             "/subject",
@@ -89,6 +89,12 @@ pub async fn plan(conn: &mut AnyConnection, p: &Params) -> ApiResult<Planned> {
         ));
         return Ok(planned);
     };
+    // Where the invitation goes and whether the person may hold a role: a change to either
+    // makes the plan stale for its approvers.
+    planned.read_revisions.push(ReadRevision {
+        resource: format!("users/{}", p.subject),
+        revision: user_revision.to_string(),
+    });
     if suspended {
         planned.validation.push(blocker(
             "subject_suspended",
