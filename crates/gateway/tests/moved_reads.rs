@@ -67,6 +67,20 @@ fn read_resources(plan: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A `plan_stale` refusal whose `moved` names `resource`.
+fn assert_stale_naming(reply: &common::Reply, resource: &str) {
+    assert_error(reply, "plan_stale", 409);
+    let moved = &reply.body["error"]["details"]["moved"];
+    assert!(
+        moved
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["resource"] == resource),
+        "{resource} moved: {moved}"
+    );
+}
+
 #[tokio::test]
 async fn each_read_revision_moved_stops_its_plan() {
     let mut seen = std::collections::BTreeSet::new();
@@ -98,16 +112,7 @@ async fn each_read_revision_moved_stops_its_plan() {
                 gw.invoke_as(&gw.agent, capability, json!({"plan_id": plan_id}))
                     .await
             };
-            assert_error(&reply, "plan_stale", 409);
-            let moved = &reply.body["error"]["details"]["moved"];
-            assert!(
-                moved
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|m| m["resource"] == resource.as_str()),
-                "{capability}, {resource} moved: {moved}"
-            );
+            assert_stale_naming(&reply, &resource);
         }
     }
     // Groups (the nested one too), entitlements, projects, the seat pool, storage quotas and
@@ -192,15 +197,6 @@ async fn a_write_to_a_person_by_any_path_stops_the_plans_that_read_them() {
         let reply = dana
             .send(&gw, plan_id, &dana.sign(&dana.statement(&gw, plan)))
             .await;
-        assert_error(&reply, "plan_stale", 409);
-        let moved = &reply.body["error"]["details"]["moved"];
-        assert!(
-            moved
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|m| m["resource"] == resource),
-            "{resource} moved: {moved}"
-        );
+        assert_stale_naming(&reply, resource);
     }
 }
