@@ -118,6 +118,13 @@ where
         strict_json::check(&bytes).map_err(|why| {
             ApiError::validation("", format!("The request body is ambiguous: {why}."))
         })?;
+        // serde would read a struct from an array too: every body of this API is an object.
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(HttpError(ApiError::validation(
+                "",
+                "The request body must be a JSON object.",
+            )));
+        }
         match axum::Json::<T>::from_bytes(&bytes) {
             Ok(axum::Json(value)) => Ok(Body(value)),
             Err(rejection) => Err(HttpError(json_rejection(rejection))),

@@ -33,7 +33,8 @@ fn describe() -> Describe {
             "additionalProperties": false,
             "required": ["estimated_cost_credits"],
             "properties": {
-                "estimated_cost_credits": {"type": "number", "minimum": 0}
+                // The largest amount an exact decimal holds (rust_decimal: 28 digits).
+                "estimated_cost_credits": {"type": "number", "minimum": 0, "maximum": 1e28}
             }
         }),
         DryRunMode::NotApplicable,

@@ -58,12 +58,6 @@ pub async fn subjects(
             format!("limit is 1 to {MAX_PAGE}."),
         ));
     }
-    let after = match cursor {
-        Some(cursor) => summaries::cursor_position(effect_id, cursor).ok_or_else(|| {
-            ApiError::validation("/cursor", "The cursor is not one of this effect's.")
-        })?,
-        None => String::new(),
-    };
     let mut conn = engine.store.pool().begin().await?;
     let plan = plans::load(&mut conn, plan_id)
         .await?
@@ -84,6 +78,13 @@ pub async fn subjects(
         .iter()
         .find(|e| e.id == effect_id)
         .ok_or_else(|| ApiError::not_found("effect"))?;
+    // Read after the plan and effect: a cursor is one effect's, and only a real one can say so.
+    let after = match cursor {
+        Some(cursor) => summaries::cursor_position(effect_id, cursor).ok_or_else(|| {
+            ApiError::validation("/cursor", "The cursor is not one of this effect's.")
+        })?,
+        None => String::new(),
+    };
     let total = effect.subjects.as_ref().map_or(0, |s| s.total);
     let mut rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
         "SELECT subject_id, label, detail FROM plan_subjects

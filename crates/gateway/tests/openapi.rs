@@ -33,7 +33,6 @@ async fn every_route_is_described() {
         "/v1/gateway",
         "/v1/capabilities",
         "/v1/capabilities/{id}",
-        "/v1/capabilities/{id}/dry_run",
         "/v1/capabilities/{id}/invoke",
         "/v1/gateway/identity",
         "/v1/approvers/enroll",
@@ -51,9 +50,35 @@ async fn every_route_is_described() {
     ] {
         assert!(paths.contains_key(route), "{route} is not described");
     }
+    // A dry run is described per capability with a preview, its params its input schema; so is
+    // the invoke of each capability that runs on params alone.
+    let previewed = [
+        "documents.document.upload",
+        "projects.settings.update",
+        "memberships.grant",
+        "groups.members.remove",
+        "storage.quota.update",
+        "text.generate",
+        "speech.synthesize",
+        "image.generate",
+        "video.generate",
+    ];
+    for id in previewed {
+        let path = format!("/v1/capabilities/{id}/dry_run");
+        assert!(paths.contains_key(&path), "{path} is not described");
+    }
+    let direct = [
+        "documents.document.upload",
+        "storage.quota.update",
+        "wallet.agent_budget.guard.check",
+    ];
+    for id in direct {
+        let path = format!("/v1/capabilities/{id}/invoke");
+        assert!(paths.contains_key(&path), "{path} is not described");
+    }
     assert_eq!(
         paths.len(),
-        18,
+        17 + previewed.len() + direct.len(),
         "a described route that app() does not serve"
     );
 }

@@ -1,5 +1,5 @@
-//! A store that cannot take writes: full (SQLite's page limit reached, as on a full disk) or
-//! read-only (met by previews, decisions and invokes). Every write answers
+//! A store that cannot take writes: full (SQLite's page limit reached, or a real full disk, met by
+//! previews, decisions and invokes) or read-only (met by previews, decisions and invokes). Every write answers
 //! `storage_unavailable` and leaves nothing half-written, the database stays sound, and the
 //! gateway works again once the store does (a read-only store: after a restart on a writable one).
 
@@ -180,17 +180,7 @@ async fn a_real_full_disk_refuses_writes_whole_and_recovers_when_space_returns()
     let gw = Gateway::at(&url).await;
     gw.dry_run(retention(30)).await;
     // Everything else on the disk takes what is left.
-    let filler = disk.0.path().join("filler");
-    {
-        use std::io::Write;
-        let mut file = std::fs::File::create(&filler).unwrap();
-        let chunk = vec![0u8; 16 * 1024];
-        while file
-            .write_all(&chunk)
-            .and_then(|()| file.sync_data())
-            .is_ok()
-        {}
-    }
+    let filler = fill(&disk);
 
     let plans_before = count(&gw, "plans").await;
     let mut made = 0;
@@ -220,5 +210,138 @@ async fn a_real_full_disk_refuses_writes_whole_and_recovers_when_space_returns()
     std::fs::remove_file(&filler).unwrap();
     gw.dry_run(retention(3)).await;
     assert_eq!(count(&gw, "plans").await, plans_before + made as i64 + 1);
+    sound(&gw).await;
+}
+
+/// Fills `disk` to its last byte: a file takes what is left.
+fn fill(disk: &Tmpfs) -> std::path::PathBuf {
+    use std::io::Write;
+    let filler = disk.0.path().join("filler");
+    let mut file = std::fs::File::create(&filler).unwrap();
+    let chunk = vec![0u8; 16 * 1024];
+    while file
+        .write_all(&chunk)
+        .and_then(|()| file.sync_data())
+        .is_ok()
+    {}
+    filler
+}
+
+#[tokio::test]
+async fn a_full_disk_met_by_decisions_and_invokes_leaves_each_plan_as_it_was() {
+    const PLANS: u32 = 50;
+    let disk = Tmpfs::mount("256m");
+    let url = format!("sqlite://{}", disk.0.path().join("gw.db").display());
+    let gw = Gateway::at(&url).await;
+    let dana = gw.enroll("Dana").await;
+    let mut pending = Vec::new();
+    for days in 100..100 + PLANS {
+        pending.push(gw.dry_run(retention(days)).await);
+    }
+    let approved = gw
+        .approved(
+            "projects.settings.update",
+            json!({"project": "prj_200", "retention_days": 9}),
+        )
+        .await;
+    let approved_id = approved["plan_id"].as_str().unwrap();
+    // The log's pages written back and the file cut to nothing: a write must grow it again.
+    // (On a connection of its own: the gateway's readers are read-only.)
+    let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&url)
+        .await
+        .unwrap();
+    let (busy, _, _): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    drop(conn);
+    assert_eq!(busy, 0, "the checkpoint ran");
+    let filler = fill(&disk);
+
+    // Decisions until the disk refuses one: the refused plan keeps no decision and still waits.
+    let decisions_before = count(&gw, "decisions").await;
+    let mut decided = 0;
+    let refused = loop {
+        let plan = &pending[decided];
+        let reply = dana
+            .send(
+                &gw,
+                plan["plan_id"].as_str().unwrap(),
+                &dana.sign(&dana.statement(&gw, plan)),
+            )
+            .await;
+        if reply.status != StatusCode::OK {
+            break reply;
+        }
+        decided += 1;
+        assert!(decided < pending.len(), "the disk never filled");
+    };
+    assert_error(&refused, "storage_unavailable", 503);
+    println!("{decided} decisions taken before the disk refused one");
+    let refused_plan = pending[decided]["plan_id"].as_str().unwrap();
+    assert_eq!(
+        count(&gw, "decisions").await,
+        decisions_before + decided as i64
+    );
+    let record = gw.record(&dana.token, refused_plan).await;
+    assert_eq!(record.body["status"], "pending_approval", "{}", record.body);
+    assert_eq!(
+        record.body["approvals"]["received"],
+        json!([]),
+        "{}",
+        record.body
+    );
+    sound(&gw).await;
+
+    // Invokes: the approved plan, then uploads, until the disk refuses one; what it refused left
+    // no execution, no document, and the plan approved.
+    let (executions, documents) = (
+        count(&gw, "execution_audit").await,
+        count(&gw, "documents").await,
+    );
+    let execution = gw.execute(&approved).await;
+    let executed = execution.status == StatusCode::OK;
+    if !executed {
+        assert_error(&execution, "storage_unavailable", 503);
+        let record = gw.record(&dana.token, approved_id).await;
+        assert_eq!(record.body["status"], "approved", "{}", record.body);
+    }
+    assert_eq!(
+        count(&gw, "execution_audit").await,
+        executions + i64::from(executed)
+    );
+    let mut uploaded = 0;
+    let refused = loop {
+        let reply = gw
+            .invoke_as(&gw.agent, "documents.document.upload", upload(uploaded))
+            .await;
+        if reply.status != StatusCode::OK {
+            break reply;
+        }
+        uploaded += 1;
+        assert!(uploaded < 1000, "the disk never filled");
+    };
+    assert_error(&refused, "storage_unavailable", 503);
+    assert_eq!(
+        count(&gw, "documents").await,
+        documents + i64::from(uploaded)
+    );
+    sound(&gw).await;
+
+    // Space returns: the same decision, the plan's execution and an upload go through.
+    std::fs::remove_file(&filler).unwrap();
+    let plan = &pending[decided];
+    let reply = dana
+        .send(&gw, refused_plan, &dana.sign(&dana.statement(&gw, plan)))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    if !executed {
+        let execution = gw.execute(&approved).await;
+        assert_eq!(execution.status, StatusCode::OK, "{}", execution.body);
+    }
+    let reply = gw
+        .invoke_as(&gw.agent, "documents.document.upload", upload(uploaded))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     sound(&gw).await;
 }

@@ -146,6 +146,51 @@ pub enum ApprovalRule {
 
 /// Params the schema accepted, as the capability's own type.
 pub fn parse<T: serde::de::DeserializeOwned>(params: &Value) -> ApiResult<T> {
-    serde_json::from_value(params.clone())
+    serde_json::from_value(integral(params.clone()))
         .map_err(|e| ApiError::validation("/params", format!("The params do not fit: {e}")))
+}
+
+/// JSON Schema's `integer` is any number without a fraction, `2.0` included; serde's integers
+/// take only `2`. Such a number is read as the integer it is (exactly, below 2^53).
+fn integral(value: Value) -> Value {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    match value {
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < EXACT => Value::from(f as i64),
+            _ => Value::Number(n),
+        },
+        Value::Array(items) => Value::Array(items.into_iter().map(integral).collect()),
+        Value::Object(members) => {
+            Value::Object(members.into_iter().map(|(k, v)| (k, integral(v))).collect())
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Retention {
+        days: u32,
+        share: f64,
+        nested: Vec<i64>,
+    }
+
+    #[test]
+    fn a_number_without_a_fraction_is_read_as_the_integer_a_schema_took_it_for() {
+        let parsed: Retention =
+            parse(&json!({"days": 2.0, "share": 3.0, "nested": [-7.0, 8]})).unwrap();
+        assert_eq!(
+            parsed,
+            Retention {
+                days: 2,
+                share: 3.0,
+                nested: vec![-7, 8]
+            }
+        );
+        assert!(parse::<Retention>(&json!({"days": 2.5, "share": 1, "nested": []})).is_err());
+    }
 }

@@ -2,7 +2,13 @@
 //! wire types of `countersign-proto` (their JSON Schemas derived from the Rust types); each
 //! operation is declared on its handler, so a handler that changes what it takes or answers
 //! changes the description. Every failure is the seed 002 error envelope. `docs/openapi.json` is
-//! the demo gateway's description committed; a test holds the two equal.
+//! the demo gateway's description committed; a test holds the two equal. What the derive cannot
+//! say is added to it: the bounds the server enforces (`constraints`), so that a client generated
+//! from the description sends only what is accepted, and how one answer's ids lead to the next
+//! operations (`links`).
+
+mod constraints;
+mod links;
 
 use std::sync::Arc;
 
@@ -11,7 +17,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use countersign_engine::Registry;
 use countersign_proto::error::ErrorEnvelope;
-use utoipa::openapi::schema::{ObjectBuilder, Type};
+use serde_json::Value;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
@@ -45,28 +51,11 @@ impl Modify for Bearer {
     }
 }
 
-/// The description of a gateway serving `registry`'s capabilities: an operation on a capability
-/// names which ids there are.
-pub fn description(registry: &'static Registry) -> utoipa::openapi::OpenApi {
-    let mut api = Api::openapi();
-    let ids: Vec<&str> = registry.all().map(|c| c.id()).collect();
-    for (path, item) in api.paths.paths.iter_mut() {
-        if !path.starts_with("/v1/capabilities/{id}") {
-            continue;
-        }
-        for operation in [&mut item.get, &mut item.post].into_iter().flatten() {
-            for param in operation.parameters.iter_mut().flatten() {
-                if param.name == "id" {
-                    param.schema = Some(
-                        ObjectBuilder::new()
-                            .schema_type(Type::String)
-                            .enum_values(Some(ids.clone()))
-                            .into(),
-                    );
-                }
-            }
-        }
-    }
+/// The description of a gateway serving `registry`'s capabilities.
+pub fn description(registry: &'static Registry) -> Value {
+    let mut api = serde_json::to_value(Api::openapi()).expect("the description serializes");
+    constraints::apply(&mut api, registry);
+    links::apply(&mut api);
     api
 }
 
@@ -74,8 +63,8 @@ pub fn description(registry: &'static Registry) -> utoipa::openapi::OpenApi {
 #[utoipa::path(get, path = "/v1/openapi.json", operation_id = "openapi", security(()),
     responses((status = 200, body = Object)))]
 pub async fn serve(State(state): State<Arc<AppState>>) -> Response {
-    let text = state.openapi.get_or_init(|| {
-        serde_json::to_string(&description(state.registry)).expect("the description serializes")
-    });
+    let text = state
+        .openapi
+        .get_or_init(|| description(state.registry).to_string());
     ([(CONTENT_TYPE, "application/json")], text.clone()).into_response()
 }
