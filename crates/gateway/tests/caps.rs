@@ -375,11 +375,13 @@ async fn requests_without_a_token_share_a_limited_bucket() {
 
 /// Made-up tokens, approver-looking or fresh on every request, are not callers: they share the
 /// bucket of requests without a token, and a real approver the gateway knows keeps being served
-/// meanwhile.
+/// meanwhile. The approver's own bucket holds two requests: a forged token that drew on it would
+/// leave the second poll refused.
 #[tokio::test]
 async fn invented_tokens_buy_no_fresh_buckets() {
     let gw = Gateway::limited(Limits {
         rate: Some("1/4".parse().unwrap()),
+        approver_rate: Some("1/2".parse().unwrap()),
         ..Limits::default()
     })
     .await;

@@ -75,16 +75,20 @@ async fn every_error_travels_in_the_envelope_with_its_status() {
         )
         .await;
     assert_error(&reply, "payload_too_large", 413);
-    let reply = gw
-        .call(
-            "POST",
-            "/v1/approvers/enroll",
-            None,
-            Some(json!({
-            "enrollment_code": "cse_spent", "display_name": "Eve", "public_key": "AAAA"})),
-        )
-        .await;
-    assert_error(&reply, "validation_error", 422);
+    // A key that is not one, with a real code; with a made-up code the code answers first.
+    let code = countersign_engine::accounts::invite_approver(&gw.state.store, "Eve", None)
+        .await
+        .unwrap();
+    for (code, error, status) in [
+        (code.as_str(), "validation_error", 422),
+        ("cse_spent", "unauthenticated", 401),
+    ] {
+        let body = json!({"enrollment_code": code, "display_name": "Eve", "public_key": "AAAA"});
+        let reply = gw
+            .call("POST", "/v1/approvers/enroll", None, Some(body))
+            .await;
+        assert_error(&reply, error, status);
+    }
 }
 
 #[tokio::test]
