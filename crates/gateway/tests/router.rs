@@ -36,6 +36,26 @@ async fn every_error_travels_in_the_envelope_with_its_status() {
         .call("POST", dry_run, Some(&approver.token), Some(params))
         .await;
     assert_error(&reply, "forbidden", 403);
+    // serde reads a struct from an array as well; a body is an object.
+    let reply = gw
+        .call(
+            "POST",
+            dry_run,
+            Some(&agent),
+            Some(json!([{"project": "prj_184"}, null])),
+        )
+        .await;
+    assert_error(&reply, "validation_error", 422);
+    // A plan that does not exist is not found, whatever cursor comes with it.
+    let reply = gw
+        .call(
+            "GET",
+            "/v1/plans/plan_none/effects/eff_1/subjects?cursor=c_x",
+            Some(&agent),
+            None,
+        )
+        .await;
+    assert_error(&reply, "not_found", 404);
     let reply = gw
         .call("GET", "/v1/capabilities/nope.nothing", Some(&agent), None)
         .await;

@@ -10,7 +10,7 @@ use countersign_engine::{queue, reads, Capability, Registry};
 use countersign_proto::describe::DryRunMode;
 use countersign_proto::dsse::DECISION_PAYLOAD_TYPE;
 use countersign_proto::keys::KEY_PAYLOAD_TYPE;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// 16 to 128 base64url characters (`enrollment::nonce_is_valid`).
 const NONCE: &str = "^[A-Za-z0-9_-]{16,128}$";
@@ -213,15 +213,11 @@ fn params_value(depth: usize) -> Value {
         let next = format!("#/components/schemas/ParamsValue{}", depth + 1);
         (MAX_ITEMS, json!({"$ref": next}))
     };
-    let mut object = Map::new();
-    object.insert("type".into(), json!("object"));
-    object.insert("maxProperties".into(), json!(items));
-    object.insert("propertyNames".into(), json!({"maxLength": MAX_KEY}));
-    object.insert("additionalProperties".into(), inner.clone());
     json!({"oneOf": [
         {"type": ["null", "boolean", "number"]},
         {"type": "string", "maxLength": MAX_STRING},
         {"type": "array", "maxItems": items, "items": inner},
-        Value::Object(object),
+        {"type": "object", "maxProperties": items, "propertyNames": {"maxLength": MAX_KEY},
+         "additionalProperties": inner},
     ]})
 }
