@@ -104,8 +104,8 @@ desktop: ui
 
 # Every Rust suite but the desktop's, on SQLite; the two-instance tests need PostgreSQL and run
 # in its pass only.
-RUST_SUITES := not (package(countersign-e2e) & (binary(console) | binary(console_edges) | binary(desktop))) & not binary(instances)
-DESKTOP_SUITES := package(countersign-e2e) & (binary(console) | binary(console_edges) | binary(desktop))
+DESKTOP_SUITES := package(countersign-e2e) & test(/^(console|console_edges|desktop)::/)
+RUST_SUITES := not ($(DESKTOP_SUITES)) & not (package(countersign-gateway) & test(/^instances::/))
 
 rust-test: desktop
 	$(PHASE) rust-suites tests/with-keyring.sh tests/with-display.sh \
@@ -193,7 +193,7 @@ deb-check: desktop
 ## The gateway's property tests at 10,000 cases per property (`make test` runs 256).
 soak: deps
 	COUNTERSIGN_PROPERTY_CASES=10000 cargo test --release -p countersign-gateway \
-		--test properties --test properties_resources
+		--test gateway -- properties:: properties_resources::
 
 ## Mutation fuzzing on stable Rust for FUZZ_SECONDS per target (plan review, envelope
 ## verification, gateway requests); crashes land in tests/fuzz/regressions/, which `make test`

@@ -4,17 +4,14 @@
 //! cost range to what it was charged. Screenshots of each screen, light
 //! and dark, go to target/screenshots. Run under `tests/with-keyring.sh` (as `make test` does).
 
-mod app;
-mod demo_plans;
-
 use std::time::Duration;
 
-use app::{answer_confirmation, answer_if_asked, eventually, serial, App, Launch};
-use countersign_e2e::webdriver::queue_row;
-use countersign_e2e::TestGateway;
-use demo_plans::{
+use crate::app::{answer_confirmation, answer_if_asked, eventually, serial, App, Launch};
+use crate::demo_plans::{
     contractors_of_support, preview, received, retention, signed_over_its_digest, status, REMOVE,
 };
+use countersign_e2e::webdriver::queue_row;
+use countersign_e2e::TestGateway;
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

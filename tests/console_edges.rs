@@ -4,22 +4,19 @@
 //! new risky plan sends over the session bus.
 //! Run under `tests/with-keyring.sh` and `tests/with-display.sh` (as `make test` does).
 
-mod app;
-mod demo_plans;
-
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::app::{answer_if_asked, eventually, serial, App, Launch};
+use crate::demo_plans::{
+    contractors_of_support, preview, received, retention, signed_over_its_digest, status,
+};
 use anyhow::Context as _;
-use app::{answer_if_asked, eventually, serial, App, Launch};
 use countersign_e2e::proxy::FaultProxy;
 use countersign_e2e::webdriver::queue_row;
 use countersign_e2e::TestGateway;
-use demo_plans::{
-    contractors_of_support, preview, received, retention, signed_over_its_digest, status,
-};
 use serde_json::json;
 
 const ANSWERED: &str = "[data-testid='decision-state'][data-state='answered']";

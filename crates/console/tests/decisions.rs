@@ -2,11 +2,9 @@
 //! each plan's own digest, and the outbox that delivers once the gateway answers again. Run
 //! under `tests/with-keyring.sh`.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Recorder, REMOVE, SETTINGS};
+use crate::common::{Recorder, REMOVE, SETTINGS};
 use countersign_console::batch::BatchItem;
 use countersign_console::confirm::short_digest;
 use countersign_console::live::{Live, Timing};
@@ -18,7 +16,7 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_risky_approval_is_not_signed_when_the_confirmation_is_declined() -> anyhow::Result<()> {
-    let (_gateway, agent, dana) = common::approving("Dana").await?;
+    let (_gateway, agent, dana) = crate::common::approving("Dana").await?;
     let plan_id = agent
         .plan(
             REMOVE,
@@ -65,7 +63,7 @@ async fn a_risky_approval_is_not_signed_when_the_confirmation_is_declined() -> a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_signs_each_plan_over_its_own_digest() -> anyhow::Result<()> {
-    let (_gateway, agent, dana) = common::approving("Dana").await?;
+    let (_gateway, agent, dana) = crate::common::approving("Dana").await?;
     let mut items = Vec::new();
     for (project, days) in [("prj_184", 14), ("prj_311", 21), ("prj_420", 60)] {
         let plan_id = agent
@@ -123,7 +121,7 @@ async fn a_batch_signs_each_plan_over_its_own_digest() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_refuses_a_plan_whose_digest_was_not_the_one_seen() -> anyhow::Result<()> {
-    let (_gateway, agent, dana) = common::approving("Dana").await?;
+    let (_gateway, agent, dana) = crate::common::approving("Dana").await?;
     let good = agent
         .plan(
             SETTINGS,
@@ -184,7 +182,7 @@ async fn a_batch_refuses_a_plan_whose_digest_was_not_the_one_seen() -> anyhow::R
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_queued_while_offline_goes_out_on_reconnect() -> anyhow::Result<()> {
-    let (gateway, agent, dana) = common::approving("Dana").await?;
+    let (gateway, agent, dana) = crate::common::approving("Dana").await?;
     let plan_id = agent
         .plan(
             SETTINGS,

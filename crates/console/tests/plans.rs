@@ -2,9 +2,7 @@
 //! else happens to each, the batch summary, an executed plan's result, and the history. Run under
 //! `tests/with-keyring.sh`.
 
-mod common;
-
-use common::{Recorder, REMOVE, SETTINGS};
+use crate::common::{Recorder, REMOVE, SETTINGS};
 use serde_json::json;
 
 /// Seed 004: a retention change names its consequences, not counts: each item's expiry before
@@ -12,7 +10,7 @@ use serde_json::json;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retention_change_names_each_item_s_new_expiry_and_the_items_held() -> anyhow::Result<()>
 {
-    let (_gateway, agent, dana) = common::approving("Dana").await?;
+    let (_gateway, agent, dana) = crate::common::approving("Dana").await?;
     let plan_id = agent
         .plan(
             SETTINGS,
@@ -63,7 +61,7 @@ async fn a_retention_change_names_each_item_s_new_expiry_and_the_items_held() ->
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subjects_are_paged_searched_checked_and_say_what_else_happens() -> anyhow::Result<()> {
-    let (_gateway, agent, dana) = common::approving("Dana").await?;
+    let (_gateway, agent, dana) = crate::common::approving("Dana").await?;
     let plan_id = agent
         .plan(
             REMOVE,
@@ -136,7 +134,7 @@ async fn subjects_are_paged_searched_checked_and_say_what_else_happens() -> anyh
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_view_counts_distinct_subjects_and_shows_overlaps() -> anyhow::Result<()> {
-    let (_gateway, agent, dana) = common::approving("Dana").await?;
+    let (_gateway, agent, dana) = crate::common::approving("Dana").await?;
     let contractors = agent
         .plan(
             REMOVE,
@@ -182,7 +180,7 @@ async fn a_batch_view_counts_distinct_subjects_and_shows_overlaps() -> anyhow::R
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_executed_plan_shows_its_result_and_no_stale_banner() -> anyhow::Result<()> {
-    let (_gateway, agent, dana) = common::approving("Dana").await?;
+    let (_gateway, agent, dana) = crate::common::approving("Dana").await?;
     let plan_id = agent
         .plan(
             SETTINGS,
@@ -231,7 +229,7 @@ async fn an_executed_plan_shows_its_result_and_no_stale_banner() -> anyhow::Resu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_is_newest_first_verified_offline_and_exported_privately() -> anyhow::Result<()> {
-    let (gateway, agent, dana) = common::approving("Dana").await?;
+    let (gateway, agent, dana) = crate::common::approving("Dana").await?;
     let first = agent
         .plan(
             SETTINGS,
@@ -304,7 +302,7 @@ async fn history_is_newest_first_verified_offline_and_exported_privately() -> an
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_plan_refreshes_into_one_that_says_what_changed() -> anyhow::Result<()> {
-    let (_gateway, agent, dana) = common::approving("Dana").await?;
+    let (_gateway, agent, dana) = crate::common::approving("Dana").await?;
     let old = agent
         .plan(
             SETTINGS,

@@ -2,11 +2,9 @@
 //! another invite, the header and the queue from the live snapshot, and notifications judged on
 //! the fetched plan. Run under `tests/with-keyring.sh`.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{require_secret_service, Recorder, REMOVE, SETTINGS};
+use crate::common::{require_secret_service, Recorder, REMOVE, SETTINGS};
 use countersign_console::live::{Link, Snapshot};
 use countersign_console::notify::NotifyRules;
 use countersign_console::session::{Session, SessionConfig};
@@ -65,7 +63,7 @@ async fn a_demo_session_keeps_its_credential_and_spends_no_second_invite() -> an
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_header_and_queue_come_from_the_live_snapshot() -> anyhow::Result<()> {
     require_secret_service();
-    let gateway = common::Gateway::start().await?;
+    let gateway = crate::common::Gateway::start().await?;
     let agent = gateway.agent("ops").await?;
     let code = gateway.invite("Dana").await?;
     let dir = tempfile::tempdir()?;

@@ -82,7 +82,7 @@ fn declarations() -> String {
         SettingsView::decl(),
     ];
     let mut out = String::from(
-        "// Generated from crates/console by `UPDATE_TS=1 cargo test --workspace --test ts_types`.\n// Do not edit.\n",
+        "// Generated from crates/console by `UPDATE_TS=1 cargo test -p countersign-console --test console ts_types`.\n// Do not edit.\n",
     );
     for decl in decls {
         out.push_str("\nexport ");
@@ -102,7 +102,7 @@ fn committed_typescript_types_are_current() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == expected,
-        "{} is out of date: run UPDATE_TS=1 cargo test --workspace --test ts_types",
+        "{} is out of date: run UPDATE_TS=1 cargo test -p countersign-console --test console ts_types",
         path.display()
     );
 }

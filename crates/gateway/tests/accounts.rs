@@ -1,11 +1,9 @@
 //! Accounts: revocation, expiring invites that carry their name, the identity key and bound
 //! enrollment, as the gateway answers them.
 
-mod common;
-
+use crate::common::{approve_by, assert_error, Gateway};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use common::{approve_by, assert_error, Gateway};
 use countersign_engine::{accounts, revocation};
 use countersign_proto::decision::Statement;
 use countersign_proto::dsse::{encode_public_key, Envelope};

@@ -5,18 +5,16 @@
 //! is read, IPv6 peers by their /64; approvers are rate-limited, refreshes included, and hold a
 //! bounded number of event streams; MCP waits are bounded per agent.
 
-mod common;
-
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::sse::Events;
+use crate::common::{approve_by, assert_error, Gateway};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode};
-use common::sse::Events;
-use common::{approve_by, assert_error, Gateway};
 use countersign_engine::{Limits, Registry};
 use countersign_pack::{
     build, ApiResult, ApprovalRule, BoxFuture, Definition, EffectProfile, Handle, Kind, Pack,
@@ -108,7 +106,7 @@ async fn with_probe(limits: Limits) -> (Gateway, Arc<Held>) {
     (Gateway::serving_apart(limits, registry).await, held)
 }
 
-async fn probe(gw: &Gateway) -> common::Reply {
+async fn probe(gw: &Gateway) -> crate::common::Reply {
     gw.call(
         "POST",
         "/v1/capabilities/probe.held/dry_run",
@@ -119,7 +117,7 @@ async fn probe(gw: &Gateway) -> common::Reply {
 }
 
 /// A probe that should be answered without being evaluated (so without waiting to be let go).
-async fn probe_refused(gw: &Gateway) -> common::Reply {
+async fn probe_refused(gw: &Gateway) -> crate::common::Reply {
     tokio::time::timeout(Duration::from_secs(10), probe(gw))
         .await
         .expect("answered without waiting for the evaluation")
@@ -303,7 +301,7 @@ async fn enrollment_looks_its_code_up_before_taking_the_writer() {
 }
 
 /// A request to `/v1/approvals` from `peer` with `token`.
-async fn from_peer(gw: &Gateway, peer: &str, token: &str) -> common::Reply {
+async fn from_peer(gw: &Gateway, peer: &str, token: &str) -> crate::common::Reply {
     let mut request = Request::get("/v1/approvals")
         .header("authorization", format!("Bearer {token}"))
         .body(Body::empty())

@@ -1,10 +1,8 @@
 //! Strings an agent writes reach approvers (plans, validation messages, the preview audit), so the
 //! gateway bounds their length and count: `validation_error` with a pointer, and nothing stored.
 
-mod common;
-
+use crate::common::{assert_error, Gateway, Reply};
 use axum::http::StatusCode;
-use common::{assert_error, Gateway, Reply};
 use serde_json::{json, Map, Value};
 
 const RETENTION: &str = "projects.settings.update";

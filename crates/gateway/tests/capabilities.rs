@@ -1,9 +1,7 @@
 //! Each capability against the demo world: what it previews, and the seeds' examples.
 
-mod common;
-
+use crate::common::{approve_by, assert_error, Gateway};
 use axum::http::StatusCode;
-use common::{approve_by, assert_error, Gateway};
 use countersign_proto::digest::{plan_digest, subjects_digest};
 use serde_json::{json, Value};
 

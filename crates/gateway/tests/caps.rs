@@ -2,14 +2,12 @@
 //! sweep that frees closed plans' subject rows and the rows a preview staged and never stored,
 //! and requests per second per token (`rate_limited` with `Retry-After`).
 
-mod common;
-
 use std::net::SocketAddr;
 
+use crate::common::{approve_by, assert_error, Gateway};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode};
-use common::{approve_by, assert_error, Gateway};
 use countersign_engine::{quotas, Limits};
 use serde_json::{json, Value};
 
@@ -27,7 +25,7 @@ async fn count(gw: &Gateway, sql: &str) -> i64 {
         .unwrap()
 }
 
-async fn dry_run(gw: &Gateway, capability: &str, params: Value) -> common::Reply {
+async fn dry_run(gw: &Gateway, capability: &str, params: Value) -> crate::common::Reply {
     gw.call(
         "POST",
         &format!("/v1/capabilities/{capability}/dry_run"),
@@ -211,7 +209,8 @@ async fn the_sweep_deletes_rows_staged_for_a_plan_never_stored_and_no_others() {
 async fn swept_subject_rows_are_gone_while_the_plan_record_remains() {
     let dir = tempfile::tempdir().unwrap();
     let url =
-        common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display())).await;
+        crate::common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display()))
+            .await;
     let gw = Gateway::at(&url).await;
     let dana = gw.enroll("Dana").await;
     let plan = gw.preview(REMOVE, contractors()).await;
@@ -263,7 +262,7 @@ async fn swept_subject_rows_are_gone_while_the_plan_record_remains() {
     drop(store);
 
     let store = countersign_engine::Store::open(&url).await.unwrap();
-    let gw = Gateway::acting_as(common::state(store).await, String::new());
+    let gw = Gateway::acting_as(crate::common::state(store).await, String::new());
     let record = gw.record(&token, &plan_id).await;
     assert_eq!(record.status, StatusCode::OK, "{}", record.body);
     assert_eq!(record.body["status"], "rejected");

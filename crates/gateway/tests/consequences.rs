@@ -1,10 +1,8 @@
 //! What a plan tells its approver beyond the signed preview, and which plans reach an approver at
 //! all (issue 8): no-op plans, distinct subjects, named consequences, the wallet, staleness.
 
-mod common;
-
+use crate::common::{approve_by, assert_error, Gateway};
 use axum::http::StatusCode;
-use common::{approve_by, assert_error, Gateway};
 use serde_json::{json, Value};
 
 const QUEUE: &str = "/v1/approvals?status=pending";

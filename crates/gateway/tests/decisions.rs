@@ -1,11 +1,9 @@
 //! Signed decisions and execution: each refusal with its code, nothing executes twice.
 
-mod common;
-
+use crate::common::{assert_error, Gateway};
 use axum::http::StatusCode;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use common::{assert_error, Gateway};
 use countersign_proto::decision::{Decision, Statement};
 use ed25519_dalek::SigningKey;
 use serde_json::json;
@@ -526,7 +524,7 @@ async fn an_expired_plan_takes_no_decision_and_never_executes() {
         )
         .await;
     let plan_id = plan["plan_id"].as_str().unwrap();
-    common::approve_by(&gw, &plan, &[&dana]).await;
+    crate::common::approve_by(&gw, &plan, &[&dana]).await;
     let expired = gw.expire(plan_id).await;
     // Issued while the plan was current, sent after it expired.
     let mut statement = eli.statement(&gw, &expired);
@@ -556,7 +554,8 @@ async fn an_expired_plan_takes_no_decision_and_never_executes() {
 async fn concurrent_decisions_and_invokes_execute_once_and_only_with_quorum() {
     let dir = tempfile::tempdir().unwrap();
     let url =
-        common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display())).await;
+        crate::common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display()))
+            .await;
     let gw = std::sync::Arc::new(Gateway::at(&url).await);
     let approvers = [
         gw.enroll("Dana").await,
@@ -698,7 +697,7 @@ async fn a_rotation_retires_the_old_key_and_can_be_resent() {
         StatusCode::OK
     );
 
-    let rotated = common::Approver {
+    let rotated = crate::common::Approver {
         id: dana.id.clone(),
         key_id: first.body["key_id"].as_str().unwrap().to_owned(),
         token: dana.token.clone(),

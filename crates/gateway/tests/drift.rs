@@ -1,10 +1,8 @@
 //! Re-derivation at execution: a state that moved under a plan without any read revision saying
 //! so still stops it, names what differs, and leaves the plan stale for its approvers.
 
-mod common;
-
+use crate::common::{approve_by, assert_error, Gateway};
 use axum::http::StatusCode;
-use common::{approve_by, assert_error, Gateway};
 use serde_json::json;
 
 const REMOVE: &str = "groups.members.remove";

@@ -2,11 +2,9 @@
 //! envelope (`docs/envelope.schema.json`): a client renders the envelope's shape, never a
 //! provider's internals (seed 002).
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::{approve_by, Gateway, Reply};
+use crate::common::{approve_by, Gateway, Reply};
 use countersign_embedded::default_registry;
 use countersign_engine::Capability;
 use countersign_providers::local::LocalProviders;

@@ -1,13 +1,11 @@
 //! Every code of PROTOCOL section 1, provoked through the router: each answer carries its status,
 //! `error.code`, `provider: "system"` and the trace id in the body and the `X-Trace-Id` header.
 
-mod common;
-
 use std::collections::BTreeSet;
 
+use crate::common::{approve_by, assert_error, Gateway, Reply};
 use axum::body::Body;
 use axum::http::Request;
-use common::{approve_by, assert_error, Gateway, Reply};
 use countersign_engine::store::Dialect;
 use countersign_engine::Limits;
 use countersign_proto::ErrorCode;

@@ -4,9 +4,7 @@
 //! approval, executes, makes the plans that read what it moved stale, and answers in the envelope
 //! like any other.
 
-mod common;
-
-use common::{assert_error, Gateway};
+use crate::common::{assert_error, Gateway};
 use countersign_engine::{Limits, Registry};
 use countersign_providers::Providers;
 use serde_json::json;

@@ -1,13 +1,11 @@
 //! The hostile request corpus in `tests/hostile/`: each body sent to a dry_run answers within the
 //! error contract (never a 500, never a plan from an ambiguous request), and the world is as it was.
 
-mod common;
-
 use std::path::PathBuf;
 
+use crate::common::Gateway;
 use axum::body::Body;
 use axum::http::Request;
-use common::Gateway;
 
 fn corpus() -> Vec<(String, Vec<u8>)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/hostile");

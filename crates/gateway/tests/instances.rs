@@ -3,16 +3,14 @@
 //! These run in `make test`'s PostgreSQL pass (`COUNTERSIGN_TEST_POSTGRES`); without a server
 //! they fail and say why, never pass having tested nothing.
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::sse::{beating, Events};
+use crate::common::{approve_by, at_once, Gateway};
 use axum::http::StatusCode;
-use common::sse::{beating, Events};
-use common::{approve_by, at_once, Gateway};
 use countersign_embedded::default_registry;
 use countersign_engine::{Limits, Store};
 use serde_json::{json, Value};
@@ -22,13 +20,13 @@ const REMOVE: &str = "groups.members.remove";
 
 /// A new database on the test server. These tests run in `make test`'s PostgreSQL pass only
 /// (the SQLite pass leaves this binary out); without a server they fail, and say why.
-async fn shared_database() -> common::TestDatabase {
+async fn shared_database() -> crate::common::TestDatabase {
     assert!(
         std::env::var("COUNTERSIGN_TEST_POSTGRES").is_ok(),
         "two gateway instances need a PostgreSQL server: run `make postgres-test` \
          (COUNTERSIGN_TEST_POSTGRES names one)"
     );
-    common::demo_database("unused").await
+    crate::common::demo_database("unused").await
 }
 
 /// Another instance on the database `first` uses, acting as the same agent; no rate limit, so
@@ -36,7 +34,7 @@ async fn shared_database() -> common::TestDatabase {
 async fn second(url: &str, first: &Gateway) -> Gateway {
     let store = Store::open(url).await.unwrap();
     Gateway::acting_as(
-        common::state_with(store, unlimited(), default_registry()).await,
+        crate::common::state_with(store, unlimited(), default_registry()).await,
         first.agent.clone(),
     )
 }
@@ -51,7 +49,8 @@ fn unlimited() -> Limits {
 async fn first(url: &str) -> Gateway {
     let store = Store::open(url).await.unwrap();
     countersign_embedded::seed_demo(&store).await.unwrap();
-    Gateway::from_state(common::state_with(store, unlimited(), default_registry()).await).await
+    Gateway::from_state(crate::common::state_with(store, unlimited(), default_registry()).await)
+        .await
 }
 
 /// The harness itself: a pass makes hundreds of databases, and each goes with its test.

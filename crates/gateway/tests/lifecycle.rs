@@ -1,13 +1,11 @@
 //! A plan's life beyond one decision: staleness and refresh, idempotent previews, the audit
 //! trail, the event stream, and a million subjects in one effect.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::sse::{beating, Events};
+use crate::common::{approve_by, assert_error, database, Gateway};
 use axum::http::StatusCode;
-use common::sse::{beating, Events};
-use common::{approve_by, assert_error, database, Gateway};
 use countersign_engine::accounts;
 use countersign_engine::store::Dialect;
 use countersign_proto::digest::SubjectsHasher;

@@ -3,12 +3,10 @@
 //! plan send none; an address changed after the plan is not mailed but held for a person; a relay
 //! that is down is retried; and `serve --smtp-relay` delivers through its own dispatcher.
 
-mod common;
-
 use std::time::Duration;
 
-use common::smtp::Sink;
-use common::{assert_error, Gateway};
+use crate::common::smtp::Sink;
+use crate::common::{assert_error, Gateway};
 use countersign_engine::mail::{self, Pass};
 use countersign_gateway::smtp::Relay;
 use serde_json::{json, Value};
@@ -446,7 +444,7 @@ async fn serve_with_an_smtp_relay_delivers_through_its_own_dispatcher() {
     let enroll = json!({"enrollment_code": code, "display_name": "Dana", "public_key": public_key});
     let (status, enrolled) = post(format!("{url}/v1/approvers/enroll"), None, enroll).await;
     assert_eq!(status, 200, "{enrolled}");
-    let dana = common::Approver {
+    let dana = crate::common::Approver {
         id: enrolled["approver_id"].as_str().unwrap().to_owned(),
         key_id: enrolled["key_id"].as_str().unwrap().to_owned(),
         token: enrolled["token"].as_str().unwrap().to_owned(),

@@ -1,13 +1,11 @@
 //! `/mcp` admits only agents, before any MCP session starts; tool hints follow each
 //! capability's declared effects, and no preview holds an effect its capability did not declare.
 
-mod common;
-
 use std::collections::BTreeSet;
 
+use crate::common::{assert_error, Gateway, Reply};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::{assert_error, Gateway, Reply};
 use countersign_embedded::default_registry;
 use countersign_engine::Capability;
 use countersign_gateway::mcp::annotations;

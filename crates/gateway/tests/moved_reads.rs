@@ -2,9 +2,7 @@
 //! moved one at a time: the plan stops at the next decision (or, needing none, at execution) with
 //! `plan_stale` naming that resource.
 
-mod common;
-
-use common::{assert_error, Gateway};
+use crate::common::{assert_error, Gateway};
 use countersign_engine::queue;
 use countersign_pack::Handle;
 use serde_json::{json, Value};
@@ -68,7 +66,7 @@ fn read_resources(plan: &Value) -> Vec<String> {
 }
 
 /// A `plan_stale` refusal whose `moved` names `resource`.
-fn assert_stale_naming(reply: &common::Reply, resource: &str) {
+fn assert_stale_naming(reply: &crate::common::Reply, resource: &str) {
     assert_error(reply, "plan_stale", 409);
     let moved = &reply.body["error"]["details"]["moved"];
     assert!(

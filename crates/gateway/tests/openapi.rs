@@ -1,10 +1,8 @@
 //! The OpenAPI description the gateway serves is the one committed in `docs/openapi.json`, so a
 //! change to the API shows in review. `UPDATE_OPENAPI=1` rewrites the file.
 
-mod common;
-
+use crate::common::Gateway;
 use axum::http::StatusCode;
-use common::Gateway;
 
 #[tokio::test]
 async fn the_served_description_is_the_committed_one() {
@@ -20,7 +18,7 @@ async fn the_served_description_is_the_committed_one() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == served,
-        "docs/openapi.json is not what the gateway serves: UPDATE_OPENAPI=1 cargo test -p countersign-gateway --test openapi"
+        "docs/openapi.json is not what the gateway serves: UPDATE_OPENAPI=1 cargo test -p countersign-gateway --test gateway openapi"
     );
 }
 

@@ -3,12 +3,10 @@
 //! executing against the previewed state), executes, and holds the execution journal and the
 //! changed tables against the preview's effects.
 
-mod common;
-
 use std::collections::BTreeSet;
 
+use crate::common::{approve_by, journal_rows, world_diff, Gateway};
 use axum::http::StatusCode;
-use common::{approve_by, journal_rows, world_diff, Gateway};
 use serde_json::{json, Value};
 
 /// Previews, executes with the approvals the plan needs, and compares journal and world.

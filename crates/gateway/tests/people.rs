@@ -3,9 +3,7 @@
 //! a quorum counts people, and nobody approves a grant to themselves or a plan made on their
 //! behalf; the plan record says why an approver may not approve.
 
-mod common;
-
-use common::{approve_by, assert_error, Gateway};
+use crate::common::{approve_by, assert_error, Gateway};
 use countersign_engine::{accounts, plans, revocation};
 use countersign_proto::approvals::PlanStatus;
 use serde_json::json;

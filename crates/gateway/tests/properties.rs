@@ -2,12 +2,10 @@
 //! exactly what a model of the world says, and execution leaves exactly the previewed state.
 //! Nesting shapes vary: chains, diamonds and cycles over five groups.
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::props::{cases, exec, ids, run, runtime, subject_ids};
-use common::Gateway;
+use crate::common::props::{cases, exec, ids, run, runtime, subject_ids};
+use crate::common::Gateway;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

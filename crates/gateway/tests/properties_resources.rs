@@ -2,12 +2,10 @@
 //! uploads under them, and role grants against the seat pool. Each checks identities against a
 //! model of the world (which projects, which users), then runs the plan and checks the world.
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::props::{cases, exec, ids, run, runtime, subject_ids};
-use common::Gateway;
+use crate::common::props::{cases, exec, ids, run, runtime, subject_ids};
+use crate::common::Gateway;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

@@ -1,10 +1,8 @@
 //! Provider capabilities end to end against the local provider server: a preview with a cost
 //! range, approval, execution, the envelope, and a wallet charged what the usage says.
 
-mod common;
-
+use crate::common::{assert_error, Gateway};
 use base64::Engine;
-use common::{assert_error, Gateway};
 use countersign_embedded::default_registry;
 use countersign_engine::external::recover_interrupted;
 use countersign_engine::store::Dialect;
@@ -323,7 +321,7 @@ async fn a_prediction_that_outruns_its_budget_is_canceled_and_charged_the_maximu
 #[tokio::test]
 async fn a_call_in_flight_when_the_gateway_stopped_is_recorded_as_failed() {
     let dir = tempfile::tempdir().unwrap();
-    let url = common::demo_database(&format!(
+    let url = crate::common::demo_database(&format!(
         "sqlite://{}?mode=rwc",
         dir.path().join("gw.db").display()
     ))
@@ -346,7 +344,7 @@ async fn a_call_in_flight_when_the_gateway_stopped_is_recorded_as_failed() {
         Dialect::Sqlite => {
             // Another process on the database (`mcp` over stdio) leaves a call in flight alone:
             // only the serving process recovers, at its start.
-            let other = common::state(store).await;
+            let other = crate::common::state(store).await;
             let still: String = sqlx::query_scalar("SELECT status FROM plans WHERE id = $1")
                 .bind(plan["plan_id"].as_str())
                 .fetch_one(other.store.pool())
@@ -372,7 +370,7 @@ async fn a_call_in_flight_when_the_gateway_stopped_is_recorded_as_failed() {
             .unwrap(),
         1
     );
-    let restarted = common::state(store).await;
+    let restarted = crate::common::state(store).await;
     let (state, execution): (String, String) =
         sqlx::query_as("SELECT status, execution FROM plans WHERE id = $1")
             .bind(plan["plan_id"].as_str())
@@ -450,7 +448,7 @@ async fn what_the_provider_received_is_what_the_plan_signed_and_the_wallet_paid_
     for (capability, params) in cases {
         let plan = gw.preview(capability, params).await;
         if plan["would_require_approval"] == true {
-            common::approve_by(&gw, &plan, &[&dana]).await;
+            crate::common::approve_by(&gw, &plan, &[&dana]).await;
         }
         let signed = &plan["request"]["params"];
         let (path, body) = match capability {

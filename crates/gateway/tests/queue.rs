@@ -1,14 +1,12 @@
 //! The approval queue as it is kept: conditional polls from the revision alone, pages, the expiry
 //! sweep, staleness marked by writes, and writers that never fail under read load.
 
-mod common;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::Gateway;
 use axum::http::StatusCode;
-use common::Gateway;
 use countersign_embedded::default_registry;
 use countersign_engine::Limits;
 use serde_json::{json, Value};
@@ -22,11 +20,11 @@ fn ids(list: &Value) -> Vec<String> {
         .collect()
 }
 
-fn etag(reply: &common::Reply) -> String {
+fn etag(reply: &crate::common::Reply) -> String {
     reply.headers["etag"].to_str().unwrap().to_owned()
 }
 
-async fn poll(gw: &Gateway, token: &str, uri: &str, etag: Option<&str>) -> common::Reply {
+async fn poll(gw: &Gateway, token: &str, uri: &str, etag: Option<&str>) -> crate::common::Reply {
     let mut request =
         axum::http::Request::get(uri).header("authorization", format!("Bearer {token}"));
     if let Some(etag) = etag {
@@ -163,7 +161,7 @@ async fn an_execution_makes_its_readers_stale_and_not_itself() {
     let other = gw
         .dry_run(json!({"project": "prj_200", "retention_days": 60}))
         .await;
-    common::approve_by(&gw, &run, &[&dana]).await;
+    crate::common::approve_by(&gw, &run, &[&dana]).await;
     let executed = gw.invoke(json!({"plan_id": run["plan_id"]})).await;
     assert_eq!(executed.status, StatusCode::OK, "{}", executed.body);
 
@@ -206,7 +204,7 @@ async fn finished_plans_leave_the_read_index() {
     let waiting = gw
         .dry_run(json!({"project": "prj_200", "retention_days": 60}))
         .await;
-    common::approve_by(&gw, &run, &[&dana]).await;
+    crate::common::approve_by(&gw, &run, &[&dana]).await;
     let executed = gw.invoke(json!({"plan_id": run["plan_id"]})).await;
     assert_eq!(executed.status, StatusCode::OK, "{}", executed.body);
     let mut reject = dana.statement(&gw, &refused);

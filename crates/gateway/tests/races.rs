@@ -1,12 +1,10 @@
 //! Races forced with a barrier rather than left to the scheduler: every contender is ready before
 //! any of them sends. Each runs over a SQLite file, so requests take separate pool connections.
 
-mod common;
-
 use std::sync::Arc;
 
+use crate::common::{at_once, Gateway};
 use axum::http::StatusCode;
-use common::{at_once, Gateway};
 use countersign_embedded::default_registry;
 use countersign_engine::Limits;
 use serde_json::{json, Value};

@@ -3,12 +3,10 @@
 //! event, and invoke checks again), an open event stream of a revoked approver ends, and a
 //! revoked agent's MCP wait ends.
 
-mod common;
-
 use std::time::Duration;
 
-use common::sse::Events;
-use common::{approve_by, assert_error, Gateway};
+use crate::common::sse::Events;
+use crate::common::{approve_by, assert_error, Gateway};
 use countersign_engine::{revocation, Store};
 use serde_json::{json, Value};
 
@@ -130,7 +128,8 @@ async fn a_revoked_approvers_event_stream_ends() {
 async fn a_stream_ends_when_another_process_revokes_its_approver() {
     let dir = tempfile::tempdir().unwrap();
     let database =
-        common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display())).await;
+        crate::common::demo_database(&format!("sqlite://{}", dir.path().join("gw.db").display()))
+            .await;
     let gw = Gateway::at(&database).await;
     let dana = gw.enroll("Dana").await;
     let stream = Events::open(&gw, &dana.token, None).await;

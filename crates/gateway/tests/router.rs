@@ -1,10 +1,8 @@
 //! The gateway's HTTP contract for the first capability: errors, previews, the queue.
 
-mod common;
-
+use crate::common::{assert_error, Gateway};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::{assert_error, Gateway};
 use countersign_proto::digest::plan_digest;
 use serde_json::{json, Value};
 
@@ -231,7 +229,7 @@ async fn a_preview_changes_no_domain_table() {
     assert_eq!(audited, 2);
 }
 
-async fn poll_since(gw: &Gateway, token: &str, etag: &str) -> common::Reply {
+async fn poll_since(gw: &Gateway, token: &str, etag: &str) -> crate::common::Reply {
     gw.send(
         Request::get("/v1/approvals?status=pending")
             .header("authorization", format!("Bearer {token}"))

@@ -2,11 +2,9 @@
 //! A refusal is `forbidden` before anything is evaluated, the same for an existing and a missing
 //! resource; subject pages and MCP tools answer the same way.
 
-mod common;
-
+use crate::common::{assert_error, Gateway, Reply};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::{assert_error, Gateway, Reply};
 use countersign_embedded::default_registry;
 use countersign_engine::accounts;
 use countersign_engine::scopes::Scope;

@@ -3,10 +3,8 @@
 //! `storage_unavailable` and leaves nothing half-written, the database stays sound, and the
 //! gateway works again once the store does (a read-only store: after a restart on a writable one).
 
-mod common;
-
+use crate::common::{assert_error, Gateway};
 use axum::http::StatusCode;
-use common::{assert_error, Gateway};
 use countersign_engine::Store;
 use serde_json::json;
 
@@ -136,7 +134,7 @@ async fn a_read_only_store_refuses_every_write_and_a_restart_recovers() {
     let (statement, agent) = (dana.statement(&gw, &plan), gw.agent.clone());
     drop(gw);
     let store = Store::open(&url).await.unwrap();
-    let state = common::state(store).await;
+    let state = crate::common::state(store).await;
     let gw = Gateway::acting_as(state, agent);
     let decision = dana.send(&gw, plan_id, &dana.sign(&statement)).await;
     assert_eq!(decision.status, StatusCode::OK, "{}", decision.body);

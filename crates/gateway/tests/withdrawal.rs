@@ -1,10 +1,8 @@
 //! Plan decisions after the first: an approver may withdraw an approval by rejecting before the
 //! plan runs, and an approver's refresh never replaces a current, approved plan.
 
-mod common;
-
+use crate::common::{approve_by, assert_error, Gateway};
 use axum::http::StatusCode;
-use common::{approve_by, assert_error, Gateway};
 use countersign_proto::decision::{new_nonce, Decision};
 use serde_json::{json, Value};
 
@@ -17,7 +15,7 @@ fn reject(statement: &mut countersign_proto::decision::Statement) {
     statement.nonce = new_nonce();
 }
 
-async fn refresh(gw: &Gateway, token: &str, plan_id: &str) -> common::Reply {
+async fn refresh(gw: &Gateway, token: &str, plan_id: &str) -> crate::common::Reply {
     gw.call(
         "POST",
         &format!("/v1/plans/{plan_id}/refresh"),

@@ -1,4 +1,4 @@
-// Generated from crates/console by `UPDATE_TS=1 cargo test --workspace --test ts_types`.
+// Generated from crates/console by `UPDATE_TS=1 cargo test -p countersign-console --test console ts_types`.
 // Do not edit.
 
 export type ErrorView = { code: string, message: string, };

@@ -1,8 +1,6 @@
 //! A real gateway on a loopback port for the console's tests, an agent that previews plans on
 //! it, and an enrolled console whose credential is removed from the keyring when dropped.
 
-#![allow(dead_code)]
-
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -21,7 +19,7 @@ pub struct Gateway {
     pub url: String,
     pub state: Arc<AppState>,
     /// Dropped with the gateway: its server, and its local model provider.
-    gateway: Embedded,
+    _gateway: Embedded,
     relay: Relay,
     pub dir: TempDir,
 }
@@ -84,7 +82,7 @@ impl Gateway {
         Ok(Gateway {
             url: format!("http://{}", relay.addr),
             state: gateway.state.clone(),
-            gateway,
+            _gateway: gateway,
             relay,
             dir,
         })

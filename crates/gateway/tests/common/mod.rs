@@ -1,6 +1,4 @@
 //! A gateway over in-memory SQLite (or a PostgreSQL database of its own) with the demo world, driven through `app()` with `oneshot`.
-// Each test binary compiles this module and uses only part of it.
-#![allow(dead_code)]
 
 pub mod journal_rows;
 pub mod props;
@@ -27,7 +25,7 @@ pub struct Gateway {
     pub state: Arc<AppState>,
     pub agent: String,
     /// Last, so the store's handles are gone before its database is.
-    database: Option<TestDatabase>,
+    _database: Option<TestDatabase>,
 }
 
 pub struct Reply {
@@ -275,7 +273,7 @@ impl Gateway {
     ) -> Gateway {
         seed_demo(&store).await.unwrap();
         Gateway {
-            database: Some(database),
+            _database: Some(database),
             ..Gateway::from_state(state_with(store, limits, registry).await).await
         }
     }
@@ -292,7 +290,7 @@ impl Gateway {
         Gateway {
             state,
             agent,
-            database,
+            _database: database,
         }
     }
 
@@ -301,7 +299,7 @@ impl Gateway {
         Gateway {
             state,
             agent,
-            database: None,
+            _database: None,
         }
     }
 
@@ -312,7 +310,7 @@ impl Gateway {
         Gateway {
             state,
             agent,
-            database: None,
+            _database: None,
         }
     }
 

@@ -1,0 +1,39 @@
+//! The gateway's integration tests, one binary: each file beside this one is a module of it, so
+//! the shared helpers in `common/` and the gateway's dependencies are compiled and linked once.
+
+mod common;
+
+mod accounts;
+mod availability;
+mod bounds;
+mod capabilities;
+mod caps;
+mod cli;
+mod consequences;
+mod decisions;
+mod drift;
+mod embedded;
+mod envelope;
+mod error_table;
+mod example_pack;
+mod hostile;
+mod instances;
+mod lifecycle;
+mod mail;
+mod mcp_http;
+mod moved_reads;
+mod openapi;
+mod paired;
+mod people;
+mod properties;
+mod properties_resources;
+mod provider_adapters;
+mod provider_flow;
+mod provider_keys;
+mod queue;
+mod races;
+mod revocation;
+mod router;
+mod scopes;
+mod storage_faults;
+mod withdrawal;

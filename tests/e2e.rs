@@ -1,0 +1,17 @@
+//! The end-to-end suites, one binary: each is a module, so the crates under test are linked once.
+//! `app` and `demo_plans` are the desktop suites' helpers; `support.rs` (the library) has the rest.
+
+mod app;
+mod demo_plans;
+
+mod accounts;
+mod console;
+mod console_edges;
+mod credentials;
+mod desktop;
+mod flow;
+mod fuzz_replay;
+mod kill;
+mod mcp;
+mod schemathesis;
+mod sync;
