@@ -3,6 +3,7 @@
 const COMMANDS: &[&str] = &[
     "status",
     "queue",
+    "gists",
     "plan",
     "approve",
     "reject",

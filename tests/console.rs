@@ -6,13 +6,14 @@
 
 use std::time::Duration;
 
+use countersign_e2e::webdriver::queue_row;
+use countersign_e2e::TestGateway;
+use serde_json::{json, Value};
+
 use crate::app::{answer_confirmation, answer_if_asked, eventually, serial, App, Launch};
 use crate::demo_plans::{
     contractors_of_support, preview, received, retention, signed_over_its_digest, status, REMOVE,
 };
-use countersign_e2e::webdriver::queue_row;
-use countersign_e2e::TestGateway;
-use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bulk_removal_is_approved_in_two_app_instances_and_executed() -> anyhow::Result<()> {

@@ -9,15 +9,16 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::app::{answer_if_asked, eventually, serial, App, Launch};
-use crate::demo_plans::{
-    contractors_of_support, preview, received, retention, signed_over_its_digest, status,
-};
 use anyhow::Context as _;
 use countersign_e2e::proxy::FaultProxy;
 use countersign_e2e::webdriver::queue_row;
 use countersign_e2e::TestGateway;
 use serde_json::json;
+
+use crate::app::{answer_if_asked, eventually, serial, App, Launch};
+use crate::demo_plans::{
+    contractors_of_support, preview, received, retention, signed_over_its_digest, status,
+};
 
 const ANSWERED: &str = "[data-testid='decision-state'][data-state='answered']";
 const QUEUED: &str = "[data-testid='decision-state'][data-state='queued']";

@@ -5,7 +5,7 @@
 use countersign_console::batch::{BatchItem, BatchOutcome, BatchView};
 use countersign_console::error::{ConsoleError, ErrorView};
 use countersign_console::history::HistoryEntry;
-use countersign_console::review::{DecisionView, PlanView, QueueView, RefreshView};
+use countersign_console::review::{DecisionView, PlanView, QueueView, RefreshView, RowGist};
 use countersign_console::session::StatusView;
 use countersign_console::settings::{Settings, SettingsView};
 use countersign_console::subjects::SubjectsPage;
@@ -36,6 +36,18 @@ pub fn status(shell: State<'_, Shell>) -> Answer<StatusView> {
 #[tauri::command]
 pub fn queue(shell: State<'_, Shell>) -> Answer<QueueView> {
     Ok(shell.running()?.session.queue())
+}
+
+/// The gists of the rows the window shows; the queue itself reads no plan.
+#[tauri::command]
+pub async fn gists(shell: State<'_, Shell>, plan_ids: Vec<String>) -> Answer<Vec<RowGist>> {
+    let running = shell.running()?;
+    running
+        .session
+        .console()
+        .gists(&plan_ids)
+        .await
+        .map_err(view)
 }
 
 #[tauri::command]

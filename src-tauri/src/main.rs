@@ -71,6 +71,7 @@ fn main() {
         .invoke_handler(tauri::generate_handler![
             commands::status,
             commands::queue,
+            commands::gists,
             commands::plan,
             commands::approve,
             commands::reject,

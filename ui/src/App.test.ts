@@ -232,6 +232,34 @@ describe('a long queue', () => {
   });
 });
 
+describe('a long queue, live', () => {
+  it('reads the gists of the rows in view only, each once, and takes a live change without the whole queue', async () => {
+    const plans = Array.from({ length: 10_000 }, (_, n) =>
+      plan({ plan_id: `plan_${String(n).padStart(5, '0')}`, label: `Plan ${n}`, gist: `prj_${n} retention 30 → 14`,
+        expires_at: new Date(Date.now() + 60_000 + n * 1000).toISOString() }));
+    const backend = new FakeBackend({ plans });
+    let wholeQueues = 0;
+    const whole = backend.queue.bind(backend);
+    backend.queue = async () => {
+      wholeQueues += 1;
+      return whole();
+    };
+    render(App, { props: { backend } });
+    await shown('plan_00000');
+    await waitFor(() => expect(row('plan_00001').textContent).toContain('prj_1 retention 30 → 14'));
+    expect(backend.gistReads.length).toBeLessThan(30);
+    expect(new Set(backend.gistReads).size).toBe(backend.gistReads.length);
+    expect(backend.gistReads).not.toContain('plan_05000');
+    const read = wholeQueues;
+
+    backend.goOffline();
+    await waitFor(() => expect(screen.getByTestId('link-state').dataset.link).toBe('offline'));
+    expect(wholeQueues).toBe(read);
+    expect(screen.getAllByTestId('queue-row').length).toBeLessThan(30);
+    expect(row('plan_00001').textContent).toContain('prj_1 retention 30 → 14');
+  });
+});
+
 describe('batch review', () => {
   it('selects with x and shift-click, shows the plans side by side and approves each over its own digest', async () => {
     const asked: string[][] = [];
@@ -354,7 +382,7 @@ describe('while the gateway is starting', () => {
     };
     let notify: () => void = () => {};
     backend.onQueueChanged = async (listener) => {
-      notify = listener;
+      notify = () => listener(null);
       return () => {};
     };
     render(App, { props: { backend } });

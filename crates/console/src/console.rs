@@ -15,7 +15,7 @@ use crate::changed::{subject_sets_to_fetch, what_changed};
 use crate::client::{FetchedPlan, GatewayClient};
 use crate::error::ConsoleError;
 use crate::journal::{Flushed, Journal};
-use crate::review::{self, PlanView, QueueView, RefreshView, RowContext};
+use crate::review::{self, PlanView, QueueView, RefreshView, RowContext, RowGist};
 use crate::sample::{self, SampleCheck};
 use crate::signer::Signer;
 use crate::snapshot::Snapshot;
@@ -26,8 +26,10 @@ use crate::words;
 
 /// Gists remembered at most; past it, those of plans no longer listed are forgotten.
 const MAX_GISTS: usize = 50_000;
-/// Gists read between two announcements of a new queue generation.
-const GIST_BATCH: usize = 50;
+/// Gists one call reads at most: a window's rows in view (and some beyond), not its queue.
+pub const GISTS_AT_ONCE: usize = 100;
+/// Plans read at once for their gists.
+const GIST_FETCHES: usize = 4;
 /// Plans kept as last fetched, for decisions while the gateway does not answer.
 const RECENT_PLANS: usize = 16;
 
@@ -213,13 +215,15 @@ impl Console {
     pub fn queue(&self) -> QueueView {
         let snapshot = self.publish.borrow();
         let gists = self.gists.lock().unwrap_or_else(|p| p.into_inner());
-        review::queue_in(
+        let mut view = review::queue_in(
             &snapshot.items,
             &Context {
                 gists: &gists,
                 snapshot: &snapshot,
             },
-        )
+        );
+        view.generation = snapshot.generation;
+        view
     }
 
     /// The ids of the listed plans. Read before the gists are locked, never while they are:
@@ -240,52 +244,66 @@ impl Console {
         gists.insert(plan_id.to_owned(), gist.to_owned());
     }
 
-    /// Plans listed without a gist yet, soonest expiry first.
-    fn without_gist(&self) -> Vec<String> {
-        let listed = self.listed();
-        let gists = self.gists.lock().unwrap_or_else(|p| p.into_inner());
-        listed
-            .into_iter()
-            .filter(|id| !gists.contains_key(id))
-            .collect()
-    }
-
-    /// Reads each listed plan once for its gist, as the queue changes, until the snapshot has
-    /// no receivers left; the snapshot's generation moves when gists were added.
-    pub async fn fill_gists(self: std::sync::Arc<Self>) {
-        let mut changes = self.changes();
-        loop {
-            // Marked seen before the listing is read, so a plan listed during the pass wakes
-            // the next one instead of waiting for a later change.
-            changes.borrow_and_update();
-            let (mut added, mut unannounced) = (0usize, 0usize);
-            for plan_id in self.without_gist() {
-                match self.client.plan(&plan_id).await {
-                    Ok(fetched) => {
-                        self.remember_gist(&plan_id, &words::gist(&fetched.record.plan));
-                        added += 1;
-                        unannounced += 1;
-                    }
-                    Err(e @ ConsoleError::Unreachable { .. }) => {
-                        tracing::debug!(error = %e, "no gists until the gateway answers");
-                        break;
-                    }
-                    // One plan gone or unreadable does not hold back the others.
-                    Err(e) => tracing::debug!(error = %e, plan = %plan_id, "no gist for now"),
+    /// The gists of `plan_ids`, the rows a window shows: those remembered at once, the others
+    /// read from the gateway, four at a time. A gist is kept only when the plan's
+    /// content matches its digest; a plan that is not listed, or cannot be read now, is left out
+    /// (its row keeps counting effects). Nothing reads a plan for its gist unasked: a queue of
+    /// 10,000 costs no request per plan, only the rows in view do.
+    pub async fn gists(
+        self: &std::sync::Arc<Self>,
+        plan_ids: &[String],
+    ) -> Result<Vec<RowGist>, ConsoleError> {
+        if plan_ids.len() > GISTS_AT_ONCE {
+            return Err(ConsoleError::Invalid(format!(
+                "at most {GISTS_AT_ONCE} gists at once, not {}",
+                plan_ids.len()
+            )));
+        }
+        let listed: std::collections::HashSet<String> = self.listed().into_iter().collect();
+        let mut known = Vec::new();
+        let mut missing = Vec::new();
+        {
+            let gists = self.gists.lock().unwrap_or_else(|p| p.into_inner());
+            for plan_id in plan_ids.iter().filter(|id| listed.contains(*id)) {
+                match gists.get(plan_id) {
+                    Some(gist) => known.push(RowGist {
+                        plan_id: plan_id.clone(),
+                        gist: gist.clone(),
+                    }),
+                    None if !missing.contains(plan_id) => missing.push(plan_id.clone()),
+                    None => {}
                 }
-                // A long queue shows its gists as they come, not all at the end.
-                if unannounced == GIST_BATCH {
-                    unannounced = 0;
-                    self.publish.send_modify(|s| s.generation += 1);
-                }
-            }
-            if added > 0 {
-                self.publish.send_modify(|s| s.generation += 1);
-            }
-            if changes.changed().await.is_err() {
-                return;
             }
         }
+        let limit = std::sync::Arc::new(tokio::sync::Semaphore::new(GIST_FETCHES));
+        let mut reads = tokio::task::JoinSet::new();
+        for plan_id in missing {
+            let (console, limit) = (self.clone(), limit.clone());
+            reads.spawn(async move {
+                let _permit = limit.acquire_owned().await.ok()?;
+                let fetched = match console.client.plan(&plan_id).await {
+                    Ok(fetched) => fetched,
+                    Err(e) => {
+                        tracing::debug!(error = %e, plan = %plan_id, "no gist for now");
+                        return None;
+                    }
+                };
+                let plan = &fetched.record.plan;
+                let matches = countersign_proto::digest::plan_digest(&fetched.raw)
+                    .is_ok_and(|digest| digest == plan.plan_digest);
+                if !matches {
+                    tracing::warn!(plan = %plan_id, "a plan's content does not match its digest");
+                    return None;
+                }
+                let gist = words::gist(plan);
+                console.remember_gist(&plan_id, &gist);
+                Some(RowGist { plan_id, gist })
+            });
+        }
+        while let Some(read) = reads.join_next().await {
+            known.extend(read.ok().flatten());
+        }
+        Ok(known)
     }
 
     /// The effect of `plan` whose sample a full set paged since contradicts, if any: a sample
@@ -350,7 +368,9 @@ impl Console {
             ));
         }
         view.queued = self.publish.borrow().queued.contains(&view.plan_id);
-        self.remember_gist(&view.plan_id, &view.gist);
+        if view.digest_matches {
+            self.remember_gist(&view.plan_id, &view.gist);
+        }
         view
     }
 

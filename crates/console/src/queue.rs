@@ -1,6 +1,8 @@
 //! The queue's rows, computed from the gateway's summaries and what the console knows beyond
 //! them (gists of plans it read, decisions waiting in its outbox).
 
+use std::collections::{HashMap, HashSet};
+
 use countersign_proto::approvals::PlanSummary;
 use countersign_proto::decision::Decision;
 use rust_decimal::Decimal;
@@ -29,8 +31,11 @@ pub struct QueueItem {
     pub approvals_received: u32,
     pub approvals_required: u32,
     pub expires_at: String,
-    /// One line: "prj_184 retention days 30 → 14", "grp_support −37".
+    /// One line: "prj_184 retention days 30 → 14", "grp_support −37" once the plan's content was
+    /// read; until then what the summary counts ("37 subjects").
     pub gist: String,
+    /// The gist is the plan's own (read, and checked against its digest), not a count.
+    pub gist_read: bool,
     /// Not executable: an error-severity validation entry.
     pub blocked: bool,
     /// A decision on this plan waits in the local outbox.
@@ -44,6 +49,69 @@ pub struct QueueView {
     pub items: Vec<QueueItem>,
     /// Sum of `amount_max` over the pending plans priced in credits.
     pub total_credits: String,
+    /// The live snapshot's generation this view was made from (0 outside a live console): what a
+    /// [`QueueChange`] applies to.
+    #[ts(type = "number")]
+    pub generation: u64,
+}
+
+/// How the queue moved from one view a window was given to the next: the rows added or changed,
+/// whole, each with its place in the new order, and the ids of those gone. A window whose view is
+/// at `from` applies it: the rows it keeps stay in their order around the placed ones. A window
+/// at any other generation asks for the whole queue.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct QueueChange {
+    #[ts(type = "number")]
+    pub from: u64,
+    #[ts(type = "number")]
+    pub to: u64,
+    pub upserted: Vec<PlacedRow>,
+    pub removed: Vec<String>,
+    /// How many rows the queue has after the change.
+    pub total: u32,
+    pub total_credits: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct PlacedRow {
+    /// The row's index in the new queue.
+    pub at: u32,
+    pub item: QueueItem,
+}
+
+/// What turns `old` into `new`: a live change crosses into the window as what changed, not as
+/// the whole queue again.
+pub fn queue_change(old: &QueueView, new: &QueueView) -> QueueChange {
+    let before: HashMap<&str, &QueueItem> =
+        old.items.iter().map(|i| (i.plan_id.as_str(), i)).collect();
+    let now: HashSet<&str> = new.items.iter().map(|i| i.plan_id.as_str()).collect();
+    QueueChange {
+        from: old.generation,
+        to: new.generation,
+        upserted: (0u32..)
+            .zip(&new.items)
+            .filter(|(_, i)| before.get(i.plan_id.as_str()) != Some(i))
+            .map(|(at, item)| PlacedRow {
+                at,
+                item: item.clone(),
+            })
+            .collect(),
+        removed: old
+            .items
+            .iter()
+            .filter(|i| !now.contains(i.plan_id.as_str()))
+            .map(|i| i.plan_id.clone())
+            .collect(),
+        total: u32::try_from(new.items.len()).unwrap_or(u32::MAX),
+        total_credits: new.total_credits.clone(),
+    }
+}
+
+/// A queue row's gist, read from its plan for a row the window shows.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct RowGist {
+    pub plan_id: String,
+    pub gist: String,
 }
 
 /// What the console adds to a queue row from beyond the summary.
@@ -82,6 +150,7 @@ pub fn queue_item(summary: &PlanSummary) -> QueueItem {
 
 pub fn queue_item_in(summary: &PlanSummary, context: &dyn RowContext) -> QueueItem {
     let approvals = &summary.approvals;
+    let gist = context.gist(&summary.plan_id);
     QueueItem {
         plan_id: summary.plan_id.clone(),
         title: summary.title.clone(),
@@ -100,9 +169,8 @@ pub fn queue_item_in(summary: &PlanSummary, context: &dyn RowContext) -> QueueIt
         approvals_received: approvals_count(approvals),
         approvals_required: approvals.required,
         expires_at: time(summary.expires_at),
-        gist: context
-            .gist(&summary.plan_id)
-            .unwrap_or_else(|| summary_gist(summary)),
+        gist_read: gist.is_some(),
+        gist: gist.unwrap_or_else(|| summary_gist(summary)),
         // A summary flagged blocked never reaches the queue (`live`); an error that does not block
         // is still worth the mark.
         blocked: summary.validation_counts.error > 0,
@@ -137,5 +205,75 @@ pub fn queue_in(summaries: &[PlanSummary], context: &dyn RowContext) -> QueueVie
             .map(|s| queue_item_in(s, context))
             .collect(),
         total_credits: total.map_or_else(|| "out of range".to_owned(), |t| format!("{t:.2}")),
+        generation: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(plan_id: &str, approvals: u32) -> QueueItem {
+        QueueItem {
+            plan_id: plan_id.to_owned(),
+            title: "Change retention".to_owned(),
+            capability_id: "projects.settings.update".to_owned(),
+            agent_id: "agt_ops".to_owned(),
+            on_behalf_of: None,
+            status: "pending_approval".to_owned(),
+            risk: Vec::new(),
+            credits_max: "0.01".to_owned(),
+            currency: CREDITS.to_owned(),
+            effects_direct: 1,
+            effects_derived: 0,
+            subjects_total: 0,
+            warnings: 0,
+            errors: 0,
+            approvals_received: approvals,
+            approvals_required: 2,
+            expires_at: "2026-12-03T10:00:00Z".to_owned(),
+            gist: "1 effect".to_owned(),
+            gist_read: false,
+            blocked: false,
+            queued: false,
+            approved_by: Vec::new(),
+        }
+    }
+
+    fn view(generation: u64, items: Vec<QueueItem>) -> QueueView {
+        QueueView {
+            items,
+            total_credits: "0.03".to_owned(),
+            generation,
+        }
+    }
+
+    #[test]
+    fn a_change_carries_only_the_rows_that_moved_each_with_its_place() {
+        let old = view(4, vec![row("a", 0), row("b", 0), row("c", 0)]);
+        let new = view(5, vec![row("a", 0), row("b", 1), row("d", 0)]);
+        let change = queue_change(&old, &new);
+        assert_eq!((change.from, change.to, change.total), (4, 5, 3));
+        assert_eq!(
+            change.upserted,
+            vec![
+                PlacedRow {
+                    at: 1,
+                    item: row("b", 1)
+                },
+                PlacedRow {
+                    at: 2,
+                    item: row("d", 0)
+                },
+            ]
+        );
+        assert_eq!(change.removed, vec!["c".to_owned()]);
+    }
+
+    #[test]
+    fn an_unchanged_queue_crosses_as_no_rows() {
+        let old = view(7, vec![row("a", 0), row("b", 1)]);
+        let change = queue_change(&old, &view(7, old.items.clone()));
+        assert!(change.upserted.is_empty() && change.removed.is_empty());
     }
 }

@@ -25,7 +25,8 @@ use crate::wire::{approvals_count, time, wire};
 use crate::words;
 
 pub use crate::queue::{
-    queue, queue_in, queue_item, queue_item_in, NoContext, QueueItem, QueueView, RowContext,
+    queue, queue_change, queue_in, queue_item, queue_item_in, NoContext, PlacedRow, QueueChange,
+    QueueItem, QueueView, RowContext, RowGist,
 };
 pub use crate::wire::CREDITS;
 

@@ -66,8 +66,7 @@ enum RememberedFile {
     One(RememberedGateway),
 }
 
-/// A console following its gateway: live sync and gists run as tasks until the session is
-/// dropped.
+/// A console following its gateway: live sync runs as a task until the session is dropped.
 pub struct Session {
     console: Arc<Console>,
     gateway_name: String,
@@ -272,10 +271,9 @@ impl Session {
         let console = Arc::new(console.with_journal(journal));
         console.note_outbox().await;
         let changes = console.changes();
-        let tasks = vec![
-            tokio::spawn(Live::for_console(console.clone(), Timing::default()).run()),
-            tokio::spawn(console.clone().fill_gists()),
-        ];
+        let tasks = vec![tokio::spawn(
+            Live::for_console(console.clone(), Timing::default()).run(),
+        )];
         Ok(Session {
             console,
             gateway_name,

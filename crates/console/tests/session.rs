@@ -80,79 +80,86 @@ async fn the_header_and_queue_come_from_the_live_snapshot() -> anyhow::Result<()
         Err(e) => anyhow::bail!("{e}"),
     };
     let gateway_id = session.console().signer().gateway_id().to_owned();
-    let outcome = async {
-        let mut changes = session.changes();
-        until(&mut changes, "online", |s| s.link == Link::Online).await;
-        let status = session.status();
-        assert_eq!(status.approver, "Dana");
-        assert!(status.last_sync.is_some());
-        assert_eq!(status.outbox, 0);
+    let outcome =
+        async {
+            let mut changes = session.changes();
+            until(&mut changes, "online", |s| s.link == Link::Online).await;
+            let status = session.status();
+            assert_eq!(status.approver, "Dana");
+            assert!(status.last_sync.is_some());
+            assert_eq!(status.outbox, 0);
 
-        // More than the agent's wallet holds: blocked, it reaches no person.
-        let blocked = agent
-            .plan(
-                REMOVE,
-                json!({"group": "grp_all_staff", "filter": {"employment": "employee"}}),
-            )
-            .await?;
-        let bulk = agent
-            .plan(
-                REMOVE,
-                json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
-            )
-            .await?;
-        let calm = agent
-            .plan(
-                SETTINGS,
-                json!({"project": "prj_184", "retention_days": 14}),
-            )
-            .await?;
-        until(&mut changes, "both plans listed", |s| s.items.len() == 2).await;
-        until(&mut changes, "the gists", |_| {
-            session
+            // More than the agent's wallet holds: blocked, it reaches no person.
+            let blocked = agent
+                .plan(
+                    REMOVE,
+                    json!({"group": "grp_all_staff", "filter": {"employment": "employee"}}),
+                )
+                .await?;
+            let bulk = agent
+                .plan(
+                    REMOVE,
+                    json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
+                )
+                .await?;
+            let calm = agent
+                .plan(
+                    SETTINGS,
+                    json!({"project": "prj_184", "retention_days": 14}),
+                )
+                .await?;
+            until(&mut changes, "both plans listed", |s| s.items.len() == 2).await;
+            // Rows show their plans' own gists once a window asks for the rows in view.
+            let listed: Vec<String> = session
                 .queue()
                 .items
                 .iter()
-                .all(|i| i.gist.contains("prj_184") || i.gist.contains("grp_support"))
-        })
-        .await;
-        let queue = session.queue();
-        let row = queue.items.iter().find(|i| i.plan_id == bulk).unwrap();
-        assert_eq!(row.gist, "grp_support −37");
-        assert!(!row.blocked && !row.queued);
-
-        let rules = NotifyRules::default();
-        let bulk_view = session.console().plan_view(&bulk).await?;
-        let calm_view = session.console().plan_view(&calm).await?;
-        assert!(rules.selects_plan(&bulk_view));
-        assert_eq!(rules.selects_plan(&calm_view), !calm_view.risk.is_empty());
-        // Opened by its id, it says it is blocked; no rule announces it.
-        let blocked_view = session.console().plan_view(&blocked).await?;
-        assert!(blocked_view.risk.iter().any(|f| f == "blocked"));
-        assert!(!blocked_view.approvable);
-        assert!(!rules.selects_plan(&blocked_view));
-        assert!(session.queue().items.iter().all(|i| i.plan_id != blocked));
-
-        session
-            .console()
-            .approve(&bulk, &bulk_view.digest, None, &Recorder::answering(true))
-            .await?;
-        until(&mut changes, "Dana's approval listed", |s| {
-            s.items
+                .map(|i| i.plan_id.clone())
+                .collect();
+            session.console().gists(&listed).await?;
+            assert!(session
+                .queue()
+                .items
                 .iter()
-                .any(|p| p.plan_id == bulk && !p.approvals.received.is_empty())
-        })
+                .all(|i| i.gist_read
+                    && (i.gist.contains("prj_184") || i.gist.contains("grp_support"))));
+            let queue = session.queue();
+            let row = queue.items.iter().find(|i| i.plan_id == bulk).unwrap();
+            assert_eq!(row.gist, "grp_support −37");
+            assert!(!row.blocked && !row.queued);
+
+            let rules = NotifyRules::default();
+            let bulk_view = session.console().plan_view(&bulk).await?;
+            let calm_view = session.console().plan_view(&calm).await?;
+            assert!(rules.selects_plan(&bulk_view));
+            assert_eq!(rules.selects_plan(&calm_view), !calm_view.risk.is_empty());
+            // Opened by its id, it says it is blocked; no rule announces it.
+            let blocked_view = session.console().plan_view(&blocked).await?;
+            assert!(blocked_view.risk.iter().any(|f| f == "blocked"));
+            assert!(!blocked_view.approvable);
+            assert!(!rules.selects_plan(&blocked_view));
+            assert!(session.queue().items.iter().all(|i| i.plan_id != blocked));
+
+            session
+                .console()
+                .approve(&bulk, &bulk_view.digest, None, &Recorder::answering(true))
+                .await?;
+            until(&mut changes, "Dana's approval listed", |s| {
+                s.items
+                    .iter()
+                    .any(|p| p.plan_id == bulk && !p.approvals.received.is_empty())
+            })
+            .await;
+            let row = session
+                .queue()
+                .items
+                .into_iter()
+                .find(|i| i.plan_id == bulk)
+                .unwrap();
+            assert_eq!(row.approved_by, ["Dana"]);
+            anyhow::Ok(())
+        }
         .await;
-        let row = session
-            .queue()
-            .items
-            .into_iter()
-            .find(|i| i.plan_id == bulk)
-            .unwrap();
-        assert_eq!(row.approved_by, ["Dana"]);
-        anyhow::Ok(())
-    }
-    .await;
     Signer::forget(&gateway_id)?;
     outcome
 }

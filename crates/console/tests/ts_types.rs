@@ -19,7 +19,8 @@ use countersign_console::notify::NotifyRules;
 use countersign_console::request::{ParamView, RequestView};
 use countersign_console::review::{
     ApprovalView, AssumptionView, ChangeView, CostView, DecisionView, EffectGroup, EffectView,
-    MovedView, NamedItem, PlanView, QueueItem, QueueView, RefreshView, ValidationView, WalletView,
+    MovedView, NamedItem, PlacedRow, PlanView, QueueChange, QueueItem, QueueView, RefreshView,
+    RowGist, ValidationView, WalletView,
 };
 use countersign_console::sample::SampleCheck;
 use countersign_console::session::StatusView;
@@ -32,6 +33,9 @@ fn declarations() -> String {
         ErrorView::decl(),
         QueueItem::decl(),
         QueueView::decl(),
+        PlacedRow::decl(),
+        QueueChange::decl(),
+        RowGist::decl(),
         Segment::decl(),
         DiffLine::decl(),
         JsonChange::decl(),

@@ -13,8 +13,10 @@ import type {
   HistoryEntry,
   Overlap,
   PlanView,
+  QueueChange,
   QueueItem,
   QueueView,
+  RowGist,
   RefreshView,
   Settings,
   SettingsView,
@@ -35,7 +37,14 @@ export type FakeOptions = {
 
 const PENDING = ['pending_approval', 'stale'];
 
-function row(p: PlanView): QueueItem {
+/** As the console counts until a plan's content is read (crates/console/src/queue.rs). */
+function countGist(p: PlanView): string {
+  const subjects = Math.max(0, ...p.effects.map((e) => e.subjects_total ?? 0));
+  if (subjects > 0) return `${subjects} subjects`;
+  return p.effects.length === 1 ? '1 effect' : `${p.effects.length} effects`;
+}
+
+function row(p: PlanView, gistRead: boolean): QueueItem {
   return {
     plan_id: p.plan_id, title: p.label, capability_id: p.capability_id, agent_id: p.agent_id,
     on_behalf_of: p.on_behalf_of, status: p.status, risk: p.risk, credits_max: p.cost.max,
@@ -47,8 +56,20 @@ function row(p: PlanView): QueueItem {
     warnings: p.validation.filter((v) => v.severity === 'warning').length,
     errors: p.validation.filter((v) => v.severity === 'error').length,
     approvals_received: p.approvals_received, approvals_required: p.approvals_required,
-    expires_at: p.expires_at, gist: p.gist, blocked: p.validation.some((v) => v.blocks_execution),
+    expires_at: p.expires_at, gist: gistRead ? p.gist : countGist(p), gist_read: gistRead, blocked: p.validation.some((v) => v.blocks_execution),
     queued: p.queued, approved_by: p.approved_by,
+  };
+}
+
+/** What turns `old` into `now`, as the console computes it (crates/console/src/queue.rs). */
+function queueChange(old: QueueView, now: QueueView): QueueChange {
+  const before = new Map(old.items.map((i) => [i.plan_id, JSON.stringify(i)]));
+  const ids = new Set(now.items.map((i) => i.plan_id));
+  return {
+    from: old.generation, to: now.generation,
+    upserted: now.items.flatMap((item, at) => (before.get(item.plan_id) === JSON.stringify(item) ? [] : [{ at, item }])),
+    removed: old.items.filter((i) => !ids.has(i.plan_id)).map((i) => i.plan_id),
+    total: now.items.length, total_credits: now.total_credits,
   };
 }
 
@@ -81,7 +102,9 @@ export class FakeBackend implements Backend {
   };
   private overridden: string[];
   private enrolled: string | null = null;
-  private queueListeners = new Set<() => void>();
+  private queueListeners = new Set<(change: QueueChange | null) => void>();
+  private generation = 0;
+  private sent: QueueView = { items: [], total_credits: '0.00', generation: 0 };
   private openListeners = new Set<(planId: string) => void>();
   private rows = new Map<string, SubjectRow[]>();
 
@@ -128,10 +151,25 @@ export class FakeBackend implements Backend {
   }
 
   async queue(): Promise<QueueView> {
-    const items = this.plans.filter((p) => PENDING.includes(p.status)).map(row)
+    return this.view();
+  }
+
+  private view(): QueueView {
+    const items = this.plans.filter((p) => PENDING.includes(p.status)).map((p) => row(p, this.gistsRead.has(p.plan_id)))
       .sort((a, b) => a.expires_at.localeCompare(b.expires_at));
     const total = items.filter((i) => i.currency === 'credits').reduce((sum, i) => sum + cents(i.credits_max), 0);
-    return { items, total_credits: credits(total) };
+    return { items, total_credits: credits(total), generation: this.generation };
+  }
+
+  /** Plans read for their gists, in order: what a window in view of its rows asked for. */
+  readonly gistReads: string[] = [];
+  private gistsRead = new Set<string>();
+
+  async gists(planIds: string[]): Promise<RowGist[]> {
+    if (planIds.length > 100) throw new BackendError('invalid_input', `at most 100 gists at once, not ${planIds.length}`);
+    this.gistReads.push(...planIds);
+    planIds.forEach((id) => this.gistsRead.add(id));
+    return planIds.filter((id) => this.plans.some((p) => p.plan_id === id)).map((id) => ({ plan_id: id, gist: this.find(id).gist }));
   }
 
   async plan(planId: string): Promise<PlanView> {
@@ -285,7 +323,7 @@ export class FakeBackend implements Backend {
     return this.status();
   }
 
-  async onQueueChanged(listener: () => void): Promise<() => void> {
+  async onQueueChanged(listener: (change: QueueChange | null) => void): Promise<() => void> {
     this.queueListeners.add(listener);
     return () => this.queueListeners.delete(listener);
   }
@@ -363,7 +401,7 @@ export class FakeBackend implements Backend {
   }
 
   private column(p: PlanView): BatchColumn {
-    const r = row(p);
+    const r = row(p, true);
     return {
       plan_id: p.plan_id, label: p.label, capability_id: p.capability_id, gist: p.gist, agent_id: p.agent_id,
       on_behalf_of: p.on_behalf_of, effects_direct: r.effects_direct, effects_derived: r.effects_derived,
@@ -387,7 +425,12 @@ export class FakeBackend implements Backend {
     };
   }
 
+  /** As the shell does: each change crosses as what moved since the last one. */
   private changed() {
-    this.queueListeners.forEach((l) => l());
+    this.generation += 1;
+    const now = this.view();
+    const change = queueChange(this.sent, now);
+    this.sent = now;
+    this.queueListeners.forEach((l) => l(change));
   }
 }

@@ -6,8 +6,10 @@ import type {
   DecisionView,
   HistoryEntry,
   PlanView,
+  QueueChange,
   QueueView,
   RefreshView,
+  RowGist,
   Settings,
   SettingsView,
   StatusView,
@@ -19,6 +21,9 @@ export type * from './types';
 export interface Backend {
   status(): Promise<StatusView>;
   queue(): Promise<QueueView>;
+  /** The gists of the rows in view (at most 100 at once), read from their plans and checked
+   *  against their digests; a plan that cannot be read now is left out. */
+  gists(planIds: string[]): Promise<RowGist[]>;
   plan(planId: string): Promise<PlanView>;
   /** Signs an approval of `digest`, the digest the approver was shown; refused if the plan moved.
    *  A risky plan is confirmed in a native dialog first (declined: `cancelled`). */
@@ -41,8 +46,9 @@ export interface Backend {
   /** Sends the current gateway's credential to `gatewayUrl` from now on (the gateway moved); the
    * core asks a native confirmation naming both URLs and a fresh identity proof first. */
   moveCredential(gatewayUrl: string): Promise<StatusView>;
-  /** Calls `listener` whenever the queue may have changed; returns an unsubscribe function. */
-  onQueueChanged(listener: () => void): Promise<() => void>;
+  /** Calls `listener` whenever the queue may have changed, with what moved in it (null: ask for
+   *  the whole queue); returns an unsubscribe function. */
+  onQueueChanged(listener: (change: QueueChange | null) => void): Promise<() => void>;
   /** Calls `listener` with a plan id to show (a deep link or a notification click). */
   onOpenPlan(listener: (planId: string) => void): Promise<() => void>;
 }

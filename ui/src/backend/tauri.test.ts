@@ -24,6 +24,7 @@ describe('the Tauri backend', () => {
     const settings = { gateway_url: null, poll_interval_secs: 5, theme: 'dark' as const, notify: { risk: [], capabilities: [] } };
     await b.status();
     await b.queue();
+    await b.gists(['p1']);
     await b.plan('p1');
     await b.approve('p1', 'sha256:aa', null);
     await b.reject('p1', 'sha256:aa', 'no');
@@ -39,6 +40,7 @@ describe('the Tauri backend', () => {
     expect(calls).toEqual([
       ['status', undefined],
       ['queue', undefined],
+      ['gists', { planIds: ['p1'] }],
       ['plan', { planId: 'p1' }],
       ['approve', { planId: 'p1', digest: 'sha256:aa', reason: null }],
       ['reject', { planId: 'p1', digest: 'sha256:aa', reason: 'no' }],

@@ -9,8 +9,10 @@ import type {
   DecisionView,
   HistoryEntry,
   PlanView,
+  QueueChange,
   QueueView,
   RefreshView,
+  RowGist,
   Settings,
   SettingsView,
   StatusView,
@@ -31,6 +33,9 @@ export class TauriBackend implements Backend {
   }
   queue(): Promise<QueueView> {
     return call('queue');
+  }
+  gists(planIds: string[]): Promise<RowGist[]> {
+    return call('gists', { planIds });
   }
   plan(planId: string): Promise<PlanView> {
     return call('plan', { planId });
@@ -71,8 +76,8 @@ export class TauriBackend implements Backend {
   moveCredential(gatewayUrl: string): Promise<StatusView> {
     return call('move_credential', { gatewayUrl });
   }
-  async onQueueChanged(listener: () => void): Promise<() => void> {
-    return listen('queue-changed', () => listener());
+  async onQueueChanged(listener: (change: QueueChange | null) => void): Promise<() => void> {
+    return listen<QueueChange | null>('queue-changed', (event) => listener(event.payload ? visible(event.payload) : null));
   }
   async onOpenPlan(listener: (planId: string) => void): Promise<() => void> {
     const unlisten = await listen<string>('open-plan', (event) => listener(visible(event.payload)));

@@ -5,9 +5,14 @@ export type ErrorView = { code: string, message: string, };
 
 export type QueueItem = { plan_id: string, title: string, capability_id: string, agent_id: string, on_behalf_of: string | null, status: string, risk: Array<string>, credits_max: string, currency: string, effects_direct: number, effects_derived: number, subjects_total: number, warnings: number, errors: number, approvals_received: number, approvals_required: number, expires_at: string, 
 /**
- * One line: "prj_184 retention days 30 → 14", "grp_support −37".
+ * One line: "prj_184 retention days 30 → 14", "grp_support −37" once the plan's content was
+ * read; until then what the summary counts ("37 subjects").
  */
 gist: string, 
+/**
+ * The gist is the plan's own (read, and checked against its digest), not a count.
+ */
+gist_read: boolean, 
 /**
  * Not executable: an error-severity validation entry.
  */
@@ -25,7 +30,26 @@ export type QueueView = { items: Array<QueueItem>,
 /**
  * Sum of `amount_max` over the pending plans priced in credits.
  */
-total_credits: string, };
+total_credits: string, 
+/**
+ * The live snapshot's generation this view was made from (0 outside a live console): what a
+ * [`QueueChange`] applies to.
+ */
+generation: number, };
+
+export type PlacedRow = { 
+/**
+ * The row's index in the new queue.
+ */
+at: number, item: QueueItem, };
+
+export type QueueChange = { from: number, to: number, upserted: Array<PlacedRow>, removed: Array<string>, 
+/**
+ * How many rows the queue has after the change.
+ */
+total: number, total_credits: string, };
+
+export type RowGist = { plan_id: string, gist: string, };
 
 export type Segment = { text: string, 
 /**

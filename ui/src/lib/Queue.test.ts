@@ -24,6 +24,7 @@ function item(n: number): QueueItem {
     approvals_required: 1,
     expires_at: '2026-11-30T10:15:00Z',
     gist: 'prj_184 retention 30 → 14',
+    gist_read: true,
     blocked: false,
     queued: false,
     approved_by: [],
@@ -47,6 +48,22 @@ describe('the queue', () => {
     expect(rows()).toContain('plan_09999');
     expect(rows()).not.toContain('plan_00000');
     expect(rows().length).toBeLessThan(30);
+  });
+
+  it('tells which rows are in view, and only those', async () => {
+    const items = Array.from({ length: 10_000 }, (_, n) => item(n));
+    const seen: string[][] = [];
+    const last = () => seen[seen.length - 1];
+    render(Queue, { props: { items, selectedId: null, now: 0, onselect: () => {}, onview: (rows: QueueItem[]) => seen.push(rows.map((r) => r.plan_id)) } });
+    expect(last()[0]).toBe('plan_00000');
+    expect(last().length).toBeLessThan(30);
+    const viewport = screen.getByTestId('queue-rows');
+    Object.defineProperty(viewport, 'clientHeight', { value: 10 * ROW_HEIGHT });
+    viewport.scrollTop = 5_000 * ROW_HEIGHT;
+    await fireEvent.scroll(viewport);
+    expect(last()).toContain('plan_05000');
+    expect(last()).not.toContain('plan_00000');
+    expect(last().length).toBeLessThan(30);
   });
 
   it('scrolls a row selected from the keyboard into view', async () => {
