@@ -1,6 +1,8 @@
 //! The keyring crate falls back to an in-memory mock when a build enables no backend for its
 //! platform: the key would vanish with the process, silently. Every keyring use goes through
-//! [`require`], which refuses that.
+//! [`require`], which refuses that, and [`call`], which waits out a Secret Service restart.
+
+use std::time::Duration;
 
 use crate::error::ConsoleError;
 
@@ -23,9 +25,87 @@ pub fn check() -> Result<(), ConsoleError> {
     require(keyring::Entry::new(KEYRING_SERVICE, "start-up check")?).map(drop)
 }
 
+/// How long [`call`] waits before each new attempt: 1.5 s in all, long enough for a session
+/// manager (or tests/with-keyring.sh) to start a keyring daemon again.
+const RETRY_PAUSES: [Duration; 4] = [
+    Duration::from_millis(100),
+    Duration::from_millis(200),
+    Duration::from_millis(400),
+    Duration::from_millis(800),
+];
+
+/// Runs a keyring read, write or delete, again after a pause when the store could not be
+/// reached. gnome-keyring 42 aborts now and then when a client goes away in the middle of a
+/// request (GNOME/gnome-keyring#196), and systemd starts it again; a signature should not fail
+/// for that. Each of the three calls is idempotent, so a repeat after a lost answer is harmless.
+/// An answer of the store (no entry, locked, denied) is returned at once.
+pub fn call<T>(op: impl FnMut() -> keyring::Result<T>) -> keyring::Result<T> {
+    call_with_pauses(&RETRY_PAUSES, op)
+}
+
+fn call_with_pauses<T>(
+    pauses: &[Duration],
+    mut op: impl FnMut() -> keyring::Result<T>,
+) -> keyring::Result<T> {
+    let mut pauses = pauses.iter();
+    loop {
+        match op() {
+            Err(keyring::Error::PlatformFailure(e)) => match pauses.next() {
+                Some(pause) => {
+                    tracing::warn!("the OS keyring could not be reached ({e}); trying again");
+                    std::thread::sleep(*pause);
+                }
+                None => return Err(keyring::Error::PlatformFailure(e)),
+            },
+            answer => return answer,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn unreachable_store() -> keyring::Error {
+        keyring::Error::PlatformFailure("Message recipient disconnected from message bus".into())
+    }
+
+    #[test]
+    fn a_store_that_comes_back_is_asked_again() {
+        let mut attempts = 0;
+        let answer = call_with_pauses(&[Duration::ZERO; 4], || {
+            attempts += 1;
+            if attempts < 3 {
+                Err(unreachable_store())
+            } else {
+                Ok("key")
+            }
+        });
+        assert_eq!(answer.unwrap(), "key");
+        assert_eq!(attempts, 3);
+    }
+
+    #[test]
+    fn the_stores_own_answer_is_not_repeated() {
+        let mut attempts = 0;
+        let answer: keyring::Result<()> = call_with_pauses(&[Duration::ZERO; 4], || {
+            attempts += 1;
+            Err(keyring::Error::NoEntry)
+        });
+        assert!(matches!(answer, Err(keyring::Error::NoEntry)));
+        assert_eq!(attempts, 1);
+    }
+
+    #[test]
+    fn a_store_that_stays_away_fails_after_the_last_pause() {
+        let mut attempts = 0;
+        let answer: keyring::Result<()> = call_with_pauses(&[Duration::ZERO; 4], || {
+            attempts += 1;
+            Err(unreachable_store())
+        });
+        assert!(matches!(answer, Err(keyring::Error::PlatformFailure(_))));
+        assert_eq!(attempts, 5);
+    }
 
     #[test]
     fn this_build_has_a_real_keyring_backend() {

@@ -89,7 +89,8 @@ fn entry(gateway_id: &str) -> Result<keyring::Entry, ConsoleError> {
 }
 
 fn ensure_not_enrolled(gateway_id: &str) -> Result<(), ConsoleError> {
-    match entry(gateway_id)?.get_password() {
+    let entry = entry(gateway_id)?;
+    match crate::os_keyring::call(|| entry.get_password()) {
         Err(keyring::Error::NoEntry) => Ok(()),
         Ok(_) => Err(ConsoleError::AlreadyEnrolled {
             gateway_id: gateway_id.to_owned(),
@@ -110,7 +111,8 @@ const DEFINITIVE_REFUSALS: [ErrorCode; 4] = [
 impl Signer {
     /// The credential for `gateway_id`, if this machine enrolled with it.
     pub fn load(gateway_id: &str) -> Result<Option<Signer>, ConsoleError> {
-        let text = match entry(gateway_id)?.get_password() {
+        let entry = entry(gateway_id)?;
+        let text = match crate::os_keyring::call(|| entry.get_password()) {
             Ok(text) => text,
             Err(keyring::Error::NoEntry) => return Ok(None),
             Err(e) => return Err(e.into()),
@@ -306,13 +308,15 @@ impl Signer {
         };
         let text =
             serde_json::to_string(&stored).map_err(|e| ConsoleError::Keyring(e.to_string()))?;
-        entry(&self.gateway_id)?.set_password(&text)?;
+        let entry = entry(&self.gateway_id)?;
+        crate::os_keyring::call(|| entry.set_password(&text))?;
         Ok(())
     }
 
     /// Removes this machine's credential for `gateway_id`.
     pub fn forget(gateway_id: &str) -> Result<(), ConsoleError> {
-        match entry(gateway_id)?.delete_credential() {
+        let entry = entry(gateway_id)?;
+        match crate::os_keyring::call(|| entry.delete_credential()) {
             Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
             Err(e) => Err(e.into()),
         }
