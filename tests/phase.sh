@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `phase.sh FILE NAME COMMAND...` runs COMMAND and adds its wall time to phase NAME in FILE;
-# `phase.sh FILE --table` prints each phase's total in the order phases first ran, and the sum.
+# `phase.sh FILE --table` prints each phase's total in the order phases first ran, their sum, and
+# the wall time since `make test` began (FILE.start).
 set -uo pipefail
 file=$1
 shift
@@ -15,8 +16,13 @@ if [ "${1:-}" = --table ]; then
         p = order[i]
         printf "%-14s %6d:%02d%s\n", p, total[p] / 60, total[p] % 60, (p in failed) ? "  FAILED" : ""
       }
-      printf "%-14s %6d:%02d\n", "total", sum / 60, sum % 60
+      printf "%-14s %6d:%02d\n", "sum", sum / 60, sum % 60
     }' "$file"
+  # Phases may run side by side, so the wall time since the start is not their sum.
+  if [ -s "$file.start" ]; then
+    elapsed=$(( $(date +%s) - $(cat "$file.start") ))
+    printf '%-14s %6d:%02d\n' "wall" $(( elapsed / 60 )) $(( elapsed % 60 ))
+  fi
   exit 0
 fi
 name=$1
