@@ -13,5 +13,6 @@ mod flow;
 mod fuzz_replay;
 mod kill;
 mod mcp;
+mod reads;
 mod schemathesis;
 mod sync;

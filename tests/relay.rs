@@ -1,8 +1,10 @@
-//! A relay between console and gateway: an HTTP proxy that records who sent a credential and
-//! can rewrite, forge and lose what travels, as a party in the middle would.
+//! A relay between console and gateway: an HTTP proxy that records every request and who sent a
+//! credential, and can rewrite, forge and lose what travels, as a party in the middle would. An
+//! answer it leaves alone streams through (the event stream among them).
 
 use std::sync::{Arc, Mutex};
 
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, IF_NONE_MATCH};
 use axum::http::StatusCode;
@@ -31,6 +33,8 @@ struct RelayState {
     tamper: Tamper,
     /// The path of every request that carried an `Authorization` header, in order.
     authorized: Mutex<Vec<String>>,
+    /// Every request, as `METHOD /path`, in order.
+    requests: Mutex<Vec<String>>,
 }
 
 /// A relay between console and gateway: an HTTP proxy that can rewrite and forge.
@@ -46,6 +50,7 @@ impl Relay {
             http: reqwest::Client::new(),
             tamper,
             authorized: Mutex::new(Vec::new()),
+            requests: Mutex::new(Vec::new()),
         });
         let router = axum::Router::new()
             .fallback(relay)
@@ -69,10 +74,19 @@ impl Relay {
         self.state.authorized.lock().unwrap().clone()
     }
 
+    /// Every request that reached the relay, as `METHOD /path` (no query), in order.
+    pub fn requests(&self) -> Vec<String> {
+        self.state.requests.lock().unwrap().clone()
+    }
+
     pub fn pass(&self) {
         *self.state.tamper.forged.lock().unwrap() = None;
         *self.state.tamper.lost.lock().unwrap() = None;
     }
+}
+
+fn applies(rule: Rewrite, path: &str) -> bool {
+    rule.is_some_and(|(on, _)| path.starts_with(on))
 }
 
 fn rewritten(rule: Rewrite, path: &str, bytes: Vec<u8>) -> Vec<u8> {
@@ -89,6 +103,11 @@ fn rewritten(rule: Rewrite, path: &str, bytes: Vec<u8>) -> Vec<u8> {
 async fn relay(State(relay): State<Arc<RelayState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().to_owned();
+    relay
+        .requests
+        .lock()
+        .unwrap()
+        .push(format!("{} {path}", parts.method));
     if parts.headers.contains_key(AUTHORIZATION) {
         relay.authorized.lock().unwrap().push(path.clone());
     }
@@ -119,11 +138,23 @@ async fn relay(State(relay): State<Arc<RelayState>>, request: Request) -> Respon
         return (StatusCode::BAD_GATEWAY, [(CONTENT_TYPE, "text/html")], page).into_response();
     }
     let status = answer.status();
+    if !(status.is_success() && applies(relay.tamper.answer, &path)) {
+        let kind = answer.headers().get(CONTENT_TYPE).cloned();
+        let chunks = futures_util::stream::unfold(answer, |mut answer| async move {
+            answer
+                .chunk()
+                .await
+                .transpose()
+                .map(|chunk| (chunk, answer))
+        });
+        let mut passed = Response::new(Body::from_stream(chunks));
+        *passed.status_mut() = status;
+        if let Some(kind) = kind {
+            passed.headers_mut().insert(CONTENT_TYPE, kind);
+        }
+        return passed;
+    }
     let bytes = answer.bytes().await.unwrap().to_vec();
-    let bytes = if status.is_success() {
-        rewritten(relay.tamper.answer, &path, bytes)
-    } else {
-        bytes
-    };
+    let bytes = rewritten(relay.tamper.answer, &path, bytes);
     (status, [(CONTENT_TYPE, "application/json")], bytes).into_response()
 }
