@@ -229,9 +229,19 @@ async fn swept_subject_rows_are_gone_while_the_plan_record_remains() {
         0
     );
     let token = dana.token.clone();
-    // The gateway's own sweeper goes with it; this store sweeps by hand, pass by pass, once the
-    // plan's lifetime is over.
+    // The gateway's own sweeper goes with its engine; this store sweeps by hand, pass by pass,
+    // once the plan's lifetime is over. A sweep the sweeper had begun holds the engine until it
+    // ends (under load it ended between the two passes below and took their rows): wait for it.
+    let engine = std::sync::Arc::downgrade(&gw.state.engine);
     drop(gw);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while engine.strong_count() > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the engine is still held 10 s after its gateway was dropped"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let store = countersign_engine::Store::open(&url).await.unwrap();
     let mut w = store.write().await.unwrap();
     sqlx::query("UPDATE plans SET expires_at = '2026-01-01T00:00:00Z' WHERE id = $1")
