@@ -29,14 +29,25 @@ fn plan_reads(relay: &Relay, plan_id: Option<&str>) -> usize {
         .count()
 }
 
+/// Waits until the session's snapshot passes `test`; otherwise fails, saying what came and what
+/// crossed the relay.
 async fn wait_for(
     changes: &mut watch::Receiver<Snapshot>,
+    relay: &Relay,
     what: &str,
     test: impl Fn(&Snapshot) -> bool,
 ) {
     let within = Duration::from_secs(20);
-    let waited = tokio::time::timeout(within, changes.wait_for(|s| test(s))).await;
-    assert!(matches!(waited, Ok(Ok(_))), "waited {within:?} for {what}");
+    let came = tokio::time::timeout(within, changes.wait_for(|s| test(s)))
+        .await
+        .is_ok();
+    assert!(
+        came,
+        "waited {within:?} for {what}: {} rows, link {:?}; requests {:?}",
+        changes.borrow().items.len(),
+        changes.borrow().link,
+        relay.requests()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -65,19 +76,10 @@ async fn a_queue_lists_without_reading_its_plans_and_a_new_plan_is_read_once() -
     .await?;
     let console = session.console().clone();
     let mut changes = session.changes();
-    let listed = tokio::time::timeout(
-        Duration::from_secs(20),
-        changes.wait_for(|s| s.items.len() == PENDING),
-    )
-    .await
-    .is_ok();
-    assert!(
-        listed,
-        "the whole queue never came: {} rows, link {:?}; requests {:?}",
-        changes.borrow().items.len(),
-        changes.borrow().link,
-        relay.requests()
-    );
+    wait_for(&mut changes, &relay, "the whole queue", |s| {
+        s.items.len() == PENDING
+    })
+    .await;
     // Time for anything that would read the listed plans in the background (the gist filler
     // this replaces read all of them, four at a time, right after the listing).
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -120,7 +122,7 @@ async fn a_queue_lists_without_reading_its_plans_and_a_new_plan_is_read_once() -
         )
         .await?;
     let new_id = new["plan_id"].as_str().unwrap().to_owned();
-    wait_for(&mut changes, "the new plan", |s| {
+    wait_for(&mut changes, &relay, "the new plan", |s| {
         s.items.iter().any(|item| item.plan_id == new_id)
     })
     .await;

@@ -31,10 +31,14 @@ struct RelayState {
     upstream: String,
     http: reqwest::Client,
     tamper: Tamper,
-    /// The path of every request that carried an `Authorization` header, in order.
-    authorized: Mutex<Vec<String>>,
-    /// Every request, as `METHOD /path`, in order.
-    requests: Mutex<Vec<String>>,
+    /// Every request, in order.
+    seen: Mutex<Vec<Seen>>,
+}
+
+struct Seen {
+    method: String,
+    path: String,
+    authorized: bool,
 }
 
 /// A relay between console and gateway: an HTTP proxy that can rewrite and forge.
@@ -49,8 +53,7 @@ impl Relay {
             upstream: upstream.to_owned(),
             http: reqwest::Client::new(),
             tamper,
-            authorized: Mutex::new(Vec::new()),
-            requests: Mutex::new(Vec::new()),
+            seen: Mutex::new(Vec::new()),
         });
         let router = axum::Router::new()
             .fallback(relay)
@@ -71,12 +74,19 @@ impl Relay {
 
     /// The paths of the requests that reached the relay with an `Authorization` header.
     pub fn authorized(&self) -> Vec<String> {
-        self.state.authorized.lock().unwrap().clone()
+        let seen = self.state.seen.lock().unwrap();
+        seen.iter()
+            .filter(|s| s.authorized)
+            .map(|s| s.path.clone())
+            .collect()
     }
 
     /// Every request that reached the relay, as `METHOD /path` (no query), in order.
     pub fn requests(&self) -> Vec<String> {
-        self.state.requests.lock().unwrap().clone()
+        let seen = self.state.seen.lock().unwrap();
+        seen.iter()
+            .map(|s| format!("{} {}", s.method, s.path))
+            .collect()
     }
 
     pub fn pass(&self) {
@@ -103,14 +113,11 @@ fn rewritten(rule: Rewrite, path: &str, bytes: Vec<u8>) -> Vec<u8> {
 async fn relay(State(relay): State<Arc<RelayState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().to_owned();
-    relay
-        .requests
-        .lock()
-        .unwrap()
-        .push(format!("{} {path}", parts.method));
-    if parts.headers.contains_key(AUTHORIZATION) {
-        relay.authorized.lock().unwrap().push(path.clone());
-    }
+    relay.seen.lock().unwrap().push(Seen {
+        method: parts.method.to_string(),
+        path: path.clone(),
+        authorized: parts.headers.contains_key(AUTHORIZATION),
+    });
     let forged = relay.tamper.forged.lock().unwrap().clone();
     if let Some((_, status, body)) = forged.filter(|(on, ..)| *on == path) {
         let status = StatusCode::from_u16(status).unwrap();
