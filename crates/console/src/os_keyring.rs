@@ -107,4 +107,19 @@ mod tests {
         assert!(matches!(result, Err(keyring::Error::PlatformFailure(_))));
         assert_eq!(made, 5);
     }
+
+    #[test]
+    fn this_build_has_a_real_keyring_backend() {
+        assert!(check().is_ok(), "{:?}", check());
+    }
+
+    #[test]
+    fn a_mock_keyring_is_refused() {
+        let mock = keyring::Entry::new_with_credential(
+            keyring::mock::default_credential_builder()
+                .build(None, "countersign", "x")
+                .unwrap(),
+        );
+        assert!(matches!(require(mock), Err(ConsoleError::Keyring(_))));
+    }
 }
