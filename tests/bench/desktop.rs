@@ -1,7 +1,8 @@
 //! The desktop app as an approver starts it: the release `countersign` binary under Xvfb, pointed
-//! at a bench gateway holding 1,000 pending plans and the bulk plan. Per launch: cold start to the
-//! first queue row, memory idle (PSS of the app and its WebKit processes, summed), time from a click
-//! on the bulk plan to its first screen, and memory with it open.
+//! at a bench gateway holding 10,000 pending plans and the bulk plan (issue 28). Per launch: cold
+//! start to the first queue row, memory idle (PSS of the app and its WebKit processes, summed),
+//! time from a click on the bulk plan to its first screen, and memory with it open. The last
+//! launch then stays idle: its processor use over a minute and its memory after ten minutes.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -15,14 +16,21 @@ use crate::stats::Summary;
 use crate::table::{Goal, Row, Unit};
 use crate::webdriver::{self, Driver, QUEUE_ROW};
 
-const PENDING: usize = 1_000;
-const IDLE_PSS: f64 = 250e6;
-const BULK_PSS: f64 = 300e6;
+const PENDING: usize = 10_000;
+const IDLE_PSS: f64 = 300e6;
+const BULK_PSS: f64 = 350e6;
+const FIRST_ROWS_MS: f64 = 1_000.0;
 const FIRST_SCREEN_MS: f64 = 300.0;
+/// An idle window's share of one core, at most.
+const IDLE_CPU: f64 = 0.01;
 /// Launches measured after the first, which enrolls and is not counted.
 const LAUNCHES: usize = 3;
 /// Time given to the page to finish its work before its memory is read.
 const SETTLE: Duration = Duration::from_secs(3);
+/// How long idle processor use is measured over.
+const IDLE_WINDOW: Duration = Duration::from_secs(60);
+/// How long after its first idle reading the memory must still be within its bar.
+const DRIFT_WINDOW: Duration = Duration::from_secs(600);
 
 struct Launch {
     cold_start: f64,
@@ -33,20 +41,29 @@ struct Launch {
     parts: Vec<(String, u64)>,
 }
 
-fn template(subjects: &str) -> [Row; 4] {
+/// What the last launch shows left alone: processor use and memory over time.
+struct Idle {
+    /// Share of one core over [`IDLE_WINDOW`].
+    cpu: f64,
+    /// PSS at the start of the idle time and [`DRIFT_WINDOW`] later.
+    pss_before: f64,
+    pss_after: f64,
+}
+
+fn pending_text() -> String {
+    Unit::Count.format(PENDING as f64)
+}
+
+fn template(subjects: &str) -> [Row; 6] {
+    let pending = pending_text();
     [
         Row::new(
-            format!(
-                "desktop cold start → first queue row ({} pending)",
-                Unit::Count.format(PENDING as f64)
-            ),
+            format!("desktop cold start → first queue row ({pending} pending)"),
             Unit::Time,
-        ),
+        )
+        .goal(Goal::AtMost(FIRST_ROWS_MS * 1e6)),
         Row::new(
-            format!(
-                "desktop PSS idle, {} pending (app + WebKit)",
-                Unit::Count.format(PENDING as f64)
-            ),
+            format!("desktop PSS idle, {pending} pending (app + WebKit)"),
             Unit::Bytes,
         )
         .goal(Goal::AtMost(IDLE_PSS)),
@@ -60,6 +77,22 @@ fn template(subjects: &str) -> [Row; 4] {
             Unit::Bytes,
         )
         .goal(Goal::AtMost(BULK_PSS)),
+        Row::new(
+            format!(
+                "desktop CPU idle over {} s, {pending} pending (% of a core)",
+                IDLE_WINDOW.as_secs()
+            ),
+            Unit::Percent,
+        )
+        .goal(Goal::Below(IDLE_CPU)),
+        Row::new(
+            format!(
+                "desktop PSS after {} min idle, {pending} pending",
+                DRIFT_WINDOW.as_secs() / 60
+            ),
+            Unit::Bytes,
+        )
+        .goal(Goal::AtMost(IDLE_PSS)),
     ]
 }
 
@@ -108,7 +141,7 @@ pub async fn rows(settings: &Settings) -> Vec<Row> {
 
 async fn measure(settings: &Settings, binary: &std::path::Path) -> anyhow::Result<Vec<Row>> {
     let gateway = Gateway::start(settings).await?;
-    let agent = gateway.funded_agent("desk", "10000").await?;
+    let agent = gateway.funded_agent("desk", "1000000").await?;
     gateway.seed(&agent, PENDING, pending_plan).await?;
     let (capability, params) = bulk_plan();
     let bulk = gateway.api.dry_run(&agent, capability, &params).await?;
@@ -133,19 +166,24 @@ async fn measure(settings: &Settings, binary: &std::path::Path) -> anyhow::Resul
     ];
 
     eprintln!("  desktop: first launch (enrolls, not counted)");
-    launch(binary, &env, &bulk_id).await?;
+    launch(binary, &env, &bulk_id, false).await?;
     let mut launches = Vec::new();
+    let mut idle = None;
     for n in 1..=LAUNCHES {
         eprintln!("  desktop: launch {n} of {LAUNCHES}");
-        launches.push(launch(binary, &env, &bulk_id).await?);
+        let last = n == LAUNCHES;
+        let (measured, idle_reading) = launch(binary, &env, &bulk_id, last).await?;
+        launches.push(measured);
+        idle = idle_reading.or(idle);
     }
+    let idle = idle.context("the last launch was not left idle")?;
     countersign_console::signer::Signer::forget(&gateway.gateway_id)?;
 
     let column = |f: fn(&Launch) -> f64| -> anyhow::Result<Summary> {
         let values: Vec<f64> = launches.iter().map(f).collect();
         Summary::median(&values).context("no launch")
     };
-    let [cold, idle, first, open] = template(&subjects);
+    let [cold, idle_row, first, open, cpu, drift] = template(&subjects);
     let parts = launches
         .last()
         .map(|l| {
@@ -159,11 +197,19 @@ async fn measure(settings: &Settings, binary: &std::path::Path) -> anyhow::Resul
     Ok(vec![
         cold.result(column(|l| l.cold_start))
             .note("release build, Xvfb; launch → first row in the DOM"),
-        idle.result(column(|l| l.idle_pss)),
+        idle_row.result(column(|l| l.idle_pss)),
         first
             .result(column(|l| l.first_screen))
             .note("click → first effect painted, timed in the page"),
         open.result(column(|l| l.bulk_pss)).note(parts),
+        cpu.measured(Summary::single(idle.cpu))
+            .note("app + WebKit processes, user + system time, last launch"),
+        drift
+            .measured(Summary::single(idle.pss_after))
+            .note(format!(
+                "{} at the start of the idle time",
+                Unit::Bytes.format(idle.pss_before)
+            )),
     ])
 }
 
@@ -171,7 +217,8 @@ async fn launch(
     binary: &std::path::Path,
     env: &[(&str, String)],
     bulk_id: &str,
-) -> anyhow::Result<Launch> {
+    leave_idle: bool,
+) -> anyhow::Result<(Launch, Option<Idle>)> {
     let driver = Driver::start(env).await?;
     let started = Instant::now();
     let client = driver.session(binary).await?;
@@ -190,15 +237,44 @@ async fn launch(
         let first_screen = webdriver::time_to_first_screen(&client, bulk_id).await? * 1e6;
         tokio::time::sleep(SETTLE).await;
         let (bulk_pss, parts) = procmem::tree_pss(app)?;
-        anyhow::Ok(Launch {
+        let launch = Launch {
             cold_start,
             idle_pss: idle_pss as f64,
             first_screen,
             bulk_pss: bulk_pss as f64,
             parts,
-        })
+        };
+        let idle = if leave_idle {
+            Some(left_alone(&client, app).await?)
+        } else {
+            None
+        };
+        anyhow::Ok((launch, idle))
     }
     .await;
     let _ = client.close().await;
     result
+}
+
+/// Back to the queue, then nothing: processor use over [`IDLE_WINDOW`] and memory over
+/// [`DRIFT_WINDOW`], with the gateway's queue unchanged all the while.
+async fn left_alone(client: &fantoccini::Client, app: u32) -> anyhow::Result<Idle> {
+    client.back().await?;
+    tokio::time::sleep(SETTLE).await;
+    eprintln!(
+        "  desktop: left idle for {} min",
+        DRIFT_WINDOW.as_secs() / 60
+    );
+    let (pss_before, _) = procmem::tree_pss(app)?;
+    let cpu_before = procmem::tree_cpu_seconds(app)?;
+    let started = Instant::now();
+    tokio::time::sleep(IDLE_WINDOW).await;
+    let cpu = (procmem::tree_cpu_seconds(app)? - cpu_before) / started.elapsed().as_secs_f64();
+    tokio::time::sleep(DRIFT_WINDOW.saturating_sub(started.elapsed())).await;
+    let (pss_after, _) = procmem::tree_pss(app)?;
+    Ok(Idle {
+        cpu,
+        pss_before: pss_before as f64,
+        pss_after: pss_after as f64,
+    })
 }

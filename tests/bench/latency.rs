@@ -3,7 +3,8 @@
 //! round trip — fetch, digest, sign, journal, send, the gateway's verification and record (DESIGN:
 //! ≤ 10 ms p50) — next to Ed25519 sign + verify alone, its floor; and the same round trip while
 //! another agent floods the gateway with previews of its largest plan (issue 23: a preview is
-//! evaluated off the writer, so the decision keeps its bar).
+//! evaluated off the writer, so the decision keeps its bar). The queue holds 10,000 pending plans
+//! throughout (1,000 in a quick run): issue 28's bars hold at that size.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -41,6 +42,10 @@ fn percentile_row(row: Row, samples: &[f64], p: f64) -> Row {
 
 /// `floor`: Ed25519 sign + verify of a decision statement, from criterion, when it ran.
 pub async fn rows(settings: &Settings, floor: Option<f64>) -> Vec<Row> {
+    let backlog = format!(
+        " — {} pending",
+        Unit::Count.format(settings.latency_backlog() as f64)
+    );
     let sse = [
         Row::new(
             "plan created → in the console's live queue over SSE, p50",
@@ -51,7 +56,11 @@ pub async fn rows(settings: &Settings, floor: Option<f64>) -> Vec<Row> {
             "plan created → in the console's live queue over SSE, p99",
             Unit::Time,
         ),
-    ];
+    ]
+    .map(|row| Row {
+        bar: format!("{}{backlog}", row.bar),
+        ..row
+    });
     let floor_text = floor.map(|f| format!("Ed25519 sign + verify: {}", Unit::Time.format(f)));
     let decisions = [
         Row::new(
@@ -81,6 +90,10 @@ pub async fn rows(settings: &Settings, floor: Option<f64>) -> Vec<Row> {
             Unit::Time,
         ),
     ]
+    .map(|row| Row {
+        bar: format!("{}{backlog}", row.bar),
+        ..row
+    })
     .map(|row| match &floor_text {
         Some(text) => row.reference(text.clone()),
         None => row.reference("Ed25519 floor not measured (criterion failed)"),
@@ -111,6 +124,10 @@ async fn measure(
 ) -> anyhow::Result<Vec<Row>> {
     let gateway = Gateway::start(settings).await?;
     let agent = gateway.agent("latency").await?;
+    let seeder = gateway.agent("backlog").await?;
+    gateway
+        .seed(&seeder, settings.latency_backlog(), pending_plan)
+        .await?;
     let code = gateway.invite("Bench approver").await?;
     let dir = tempfile::tempdir()?;
     let journal = Journal::open(&dir.path().join("journal.db")).await?;

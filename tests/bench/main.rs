@@ -1,12 +1,14 @@
 //! `countersign-bench`: measures every bar of DESIGN's "Quality bars" and issue 9 that a benchmark
 //! covers, and prints one table (also written to `target/bench/report.md`). `make bench` runs it
 //! in release under a private Secret Service and Xvfb; `--quick` (`make bench-quick`) measures a
-//! subset in under two minutes. It measures; it never decides a test.
+//! subset in under two minutes. A full run appends its figures and report to `docs/` (see
+//! `history`). It measures; it never decides a test.
 
 mod bulk;
 mod criterion;
 mod desktop;
 mod gateway;
+mod history;
 mod latency;
 mod polls;
 mod procmem;
@@ -51,20 +53,21 @@ fn git_head(settings: &Settings) -> String {
 
 fn report(
     settings: &Settings,
+    run: &Run,
     rows: &[Row],
     timings: &[(String, Duration)],
     total: Duration,
 ) -> String {
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let mut out = format!(
-        "# Countersign benchmarks ({})\n\ncommit {}, {cores} cores, {}\n\n",
+        "# Countersign benchmarks ({})\n\n{}, commit {}, {}\n\n",
         if settings.quick {
             "make bench-quick: a subset"
         } else {
             "make bench"
         },
-        git_head(settings),
-        chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
+        run.date,
+        run.commit,
+        history::machine(),
     );
     out.push_str(&table::render(rows));
     out.push_str(
@@ -95,6 +98,12 @@ fn report(
         );
     }
     out
+}
+
+/// When and on what a run measured.
+struct Run {
+    date: String,
+    commit: String,
 }
 
 /// The gateway's rows again, each gateway on a new PostgreSQL database.
@@ -187,9 +196,20 @@ async fn main() -> anyhow::Result<()> {
             eprintln!("skipped: {}: {why}", row.bar);
         }
     }
-    let text = report(&settings, &rows, &timings, started.elapsed());
+    let run = Run {
+        date: chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
+        commit: git_head(&settings),
+    };
+    let history = history::History::in_docs(&settings.workspace);
+    history.compare(&mut rows);
+    let text = report(&settings, &run, &rows, &timings, started.elapsed());
     let path = settings.out_dir.join("report.md");
     std::fs::write(&path, &text)?;
     println!("{text}\nWritten to {}", path.display());
+    // A quick run measures a subset with fewer repeats: it is not history.
+    if !settings.quick {
+        history.append(&rows, &run.date, &run.commit, &text)?;
+        println!("Appended to docs/benchmarks.md and docs/benchmarks.tsv");
+    }
     Ok(())
 }

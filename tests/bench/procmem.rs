@@ -1,5 +1,6 @@
 //! What Linux reports of a process's memory: resident peak (`VmHWM`, which `clear_refs` can reset
-//! so that one operation's peak is read alone) and the proportional set size of a process tree.
+//! so that one operation's peak is read alone), the proportional set size of a process tree, and
+//! the processor time a tree has used.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -102,6 +103,34 @@ pub fn tree_pss(root: u32) -> anyhow::Result<(u64, Vec<(String, u64)>)> {
     Ok((parts.iter().map(|(_, b)| b).sum(), parts))
 }
 
+/// Clock ticks per second, the unit of `/proc/<pid>/stat`'s times.
+fn ticks_per_second() -> anyhow::Result<f64> {
+    let out = std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .context("running getconf CLK_TCK")?;
+    let ticks: f64 = String::from_utf8_lossy(&out.stdout).trim().parse()?;
+    anyhow::ensure!(ticks > 0.0, "getconf CLK_TCK answered {ticks}");
+    Ok(ticks)
+}
+
+/// User and system time of one process so far, in ticks.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = read(pid, "stat").ok()?;
+    // After the command name: state, ppid, … utime (field 14) and stime (field 15).
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(user + system)
+}
+
+/// Processor time `root` and its descendants have used so far, in seconds. Processes that
+/// ended are not counted, so compare two readings of a tree whose processes live throughout.
+pub fn tree_cpu_seconds(root: u32) -> anyhow::Result<f64> {
+    let ticks: u64 = tree(root).into_iter().filter_map(cpu_ticks).sum();
+    Ok(ticks as f64 / ticks_per_second()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +143,12 @@ mod tests {
         assert!(peak_rss(me).unwrap() >= resident && resident > 0);
         assert!(pss(me).unwrap() > 0);
         assert!(tree(me).contains(&me));
+        let before = tree_cpu_seconds(me).unwrap();
+        let started = std::time::Instant::now();
+        while started.elapsed() < std::time::Duration::from_millis(100) {
+            std::hint::black_box(started.elapsed());
+        }
+        assert!(tree_cpu_seconds(me).unwrap() > before);
         assert_eq!(
             kb_field("Name:\tx\nVmHWM:\t   2048 kB\n", "VmHWM:"),
             Some(2048 * 1024)

@@ -104,6 +104,16 @@ impl Settings {
         }
     }
 
+    /// Pending plans already in the queue while latency is measured (issue 28: the bars hold at
+    /// 10,000 pending).
+    pub fn latency_backlog(&self) -> usize {
+        if self.quick {
+            1_000
+        } else {
+            10_000
+        }
+    }
+
     /// Latency samples (SSE arrival, decision round trip).
     pub fn latency_samples(&self) -> usize {
         if self.quick {

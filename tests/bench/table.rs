@@ -13,6 +13,8 @@ pub enum Unit {
     Count,
     /// A dimensionless factor, shown as `1.23×`.
     Ratio,
+    /// A share (0.004 for 0.4 %), shown in percent.
+    Percent,
 }
 
 impl Unit {
@@ -24,6 +26,7 @@ impl Unit {
             Unit::Bytes => format!("{} MB", decimal(value / 1e6, 1)),
             Unit::Count => thousands(value.round() as u64),
             Unit::Ratio => format!("{value:.2}×"),
+            Unit::Percent => format!("{} %", decimal(value * 100.0, 2)),
         }
     }
 }
@@ -175,7 +178,9 @@ impl Row {
 
     pub fn verdict(&self) -> Verdict {
         match (&self.outcome, self.goal) {
-            (Outcome::Skipped(_), _) => Verdict::Skipped,
+            // A bar that could not be measured is not met.
+            (Outcome::Skipped(_), Some(_)) => Verdict::Fail,
+            (Outcome::Skipped(_), None) => Verdict::Skipped,
             (Outcome::Measured(_), None) => Verdict::Info,
             (Outcome::Measured(s), Some(goal)) if goal.met(s.value) => Verdict::Pass,
             (Outcome::Measured(_), Some(_)) => Verdict::Fail,
@@ -288,6 +293,7 @@ mod tests {
         assert_eq!(Unit::Bytes.format(250e6), "250 MB");
         assert_eq!(Unit::Count.format(1_000_000.0), "1,000,000");
         assert_eq!(Unit::Ratio.format(1.234), "1.23×");
+        assert_eq!(Unit::Percent.format(0.0042), "0.42 %");
     }
 
     #[test]
@@ -311,7 +317,9 @@ mod tests {
         let floor = Row::new("sign", Unit::Time).measured(Summary::single(20_000.0));
         assert_eq!(floor.verdict(), Verdict::Info);
         let failed = polls.result(Err(anyhow::anyhow!("wrk | exited 1")));
-        assert_eq!(failed.verdict(), Verdict::Skipped);
+        assert_eq!(failed.verdict(), Verdict::Fail);
+        let unmeasured_info = Row::new("sign", Unit::Time).skipped("no criterion");
+        assert_eq!(unmeasured_info.verdict(), Verdict::Skipped);
 
         let table = render(&[fast, failed]);
         let lines: Vec<&str> = table.lines().collect();
@@ -320,11 +328,12 @@ mod tests {
         assert!(lines[2].contains("| ≥ 5,000/s |"), "{table}");
         assert!(lines[2].contains("| 6,000/s "), "{table}");
         assert!(lines[2].contains("5,500/s – 6,100/s"), "{table}");
-        assert!(lines[2].ends_with("| pass    |"), "{table}");
+        assert!(lines[2].ends_with("| pass   |"), "{table}");
         assert!(
             lines[3].contains("skipped: failed: wrk \\| exited 1"),
             "{table}"
         );
+        assert!(lines[3].ends_with("| FAIL   |"), "{table}");
         let widths: Vec<usize> = lines.iter().map(|l| l.chars().count()).collect();
         assert!(widths.iter().all(|w| *w == widths[0]), "{table}");
     }
