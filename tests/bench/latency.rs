@@ -40,6 +40,14 @@ fn percentile_row(row: Row, samples: &[f64], p: f64) -> Row {
     row.result(Summary::percentile(samples, p).ok_or_else(|| anyhow::anyhow!("no samples")))
 }
 
+/// The queue's size while the row was measured, in its name.
+fn with_backlog(row: Row, backlog: &str) -> Row {
+    Row {
+        bar: format!("{}{backlog}", row.bar),
+        ..row
+    }
+}
+
 /// `floor`: Ed25519 sign + verify of a decision statement, from criterion, when it ran.
 pub async fn rows(settings: &Settings, floor: Option<f64>) -> Vec<Row> {
     let backlog = format!(
@@ -57,10 +65,7 @@ pub async fn rows(settings: &Settings, floor: Option<f64>) -> Vec<Row> {
             Unit::Time,
         ),
     ]
-    .map(|row| Row {
-        bar: format!("{}{backlog}", row.bar),
-        ..row
-    });
+    .map(|row| with_backlog(row, &backlog));
     let floor_text = floor.map(|f| format!("Ed25519 sign + verify: {}", Unit::Time.format(f)));
     let decisions = [
         Row::new(
@@ -90,10 +95,7 @@ pub async fn rows(settings: &Settings, floor: Option<f64>) -> Vec<Row> {
             Unit::Time,
         ),
     ]
-    .map(|row| Row {
-        bar: format!("{}{backlog}", row.bar),
-        ..row
-    })
+    .map(|row| with_backlog(row, &backlog))
     .map(|row| match &floor_text {
         Some(text) => row.reference(text.clone()),
         None => row.reference("Ed25519 floor not measured (criterion failed)"),
