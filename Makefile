@@ -225,15 +225,17 @@ fuzz: deps
 ## Benchmarks (not part of `make test`): one table of every measured bar, also written to
 ## target/bench/report.md, the gateway's rows on SQLite and on a throw-away PostgreSQL cluster.
 ## `bench` measures everything (on 2 cores after the release build, about 10 minutes on SQLite
-## and as long again on PostgreSQL); `bench-quick` a subset.
+## and as long again on PostgreSQL); `bench-quick` a subset. BENCH_ARGS="--only latency,polls"
+## measures only those parts (criterion, polls, writes, bulk, latency, desktop), not recorded.
 BENCH_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 bench: bench-build
 	tests/with-keyring.sh tests/with-display.sh tests/with-postgres.sh \
-		$(BENCH_TARGET)/release/countersign-bench
+		$(BENCH_TARGET)/release/countersign-bench $(BENCH_ARGS)
 
 bench-quick: bench-build-quick
-	tests/with-keyring.sh tests/with-postgres.sh $(BENCH_TARGET)/release/countersign-bench --quick
+	tests/with-keyring.sh tests/with-postgres.sh $(BENCH_TARGET)/release/countersign-bench --quick \
+		$(BENCH_ARGS)
 
 bench-deps: deps
 	$(call apt_install_missing,wrk)

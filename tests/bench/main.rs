@@ -62,6 +62,8 @@ fn report(
         "# Countersign benchmarks ({})\n\n{}, commit {}, {}\n\n",
         if settings.quick {
             "make bench-quick: a subset"
+        } else if !settings.complete() {
+            "make bench, some parts only"
         } else {
             "make bench"
         },
@@ -120,13 +122,18 @@ async fn postgres_rows(
         store: settings::Store::Postgres { server },
         ..settings.clone()
     };
-    let mut rows = section(
-        "304 polls and listings [PostgreSQL]",
-        timings,
-        polls::rows(settings),
-    )
-    .await;
-    if !settings.quick {
+    let mut rows = Vec::new();
+    if settings.runs("polls") {
+        rows.extend(
+            section(
+                "304 polls and listings [PostgreSQL]",
+                timings,
+                polls::rows(settings),
+            )
+            .await,
+        );
+    }
+    if !settings.quick && settings.runs("writes") {
         rows.extend(
             section(
                 "writes per second [PostgreSQL]",
@@ -135,16 +142,20 @@ async fn postgres_rows(
             )
             .await,
         );
+    }
+    if !settings.quick && settings.runs("bulk") {
         rows.extend(section("bulk plan [PostgreSQL]", timings, bulk::rows(settings)).await);
     }
-    rows.extend(
-        section(
-            "latency [PostgreSQL]",
-            timings,
-            latency::rows(settings, floor),
-        )
-        .await,
-    );
+    if settings.runs("latency") {
+        rows.extend(
+            section(
+                "latency [PostgreSQL]",
+                timings,
+                latency::rows(settings, floor),
+            )
+            .await,
+        );
+    }
     for row in &mut rows {
         row.bar.push_str(settings.store.suffix());
     }
@@ -158,22 +169,28 @@ async fn main() -> anyhow::Result<()> {
     let mut timings = Vec::new();
     let mut rows = Vec::new();
 
-    let benches = section(
-        "criterion (in-process)",
-        &mut timings,
-        criterion::run(&settings),
-    )
-    .await;
-    rows.extend(benches.rows());
-    rows.extend(
-        section(
-            "304 polls and listings",
+    let mut floor = None;
+    if settings.runs("criterion") {
+        let benches = section(
+            "criterion (in-process)",
             &mut timings,
-            polls::rows(&settings),
+            criterion::run(&settings),
         )
-        .await,
-    );
-    if !settings.quick {
+        .await;
+        rows.extend(benches.rows());
+        floor = benches.signature_floor();
+    }
+    if settings.runs("polls") {
+        rows.extend(
+            section(
+                "304 polls and listings",
+                &mut timings,
+                polls::rows(&settings),
+            )
+            .await,
+        );
+    }
+    if !settings.quick && settings.runs("writes") {
         rows.extend(
             section(
                 "writes per second",
@@ -182,11 +199,14 @@ async fn main() -> anyhow::Result<()> {
             )
             .await,
         );
+    }
+    if !settings.quick && settings.runs("bulk") {
         rows.extend(section("bulk plan", &mut timings, bulk::rows(&settings)).await);
     }
-    let floor = benches.signature_floor();
-    rows.extend(section("latency", &mut timings, latency::rows(&settings, floor)).await);
-    if !settings.quick {
+    if settings.runs("latency") {
+        rows.extend(section("latency", &mut timings, latency::rows(&settings, floor)).await);
+    }
+    if !settings.quick && settings.runs("desktop") {
         rows.extend(section("desktop", &mut timings, desktop::rows(&settings)).await);
     }
     rows.extend(postgres_rows(&settings, &mut timings, floor).await);
@@ -206,8 +226,8 @@ async fn main() -> anyhow::Result<()> {
     let path = settings.out_dir.join("report.md");
     std::fs::write(&path, &text)?;
     println!("{text}\nWritten to {}", path.display());
-    // A quick run measures a subset with fewer repeats: it is not history.
-    if !settings.quick {
+    // A quick run or a part of one measures a subset: it is not history.
+    if settings.complete() {
         history.append(&rows, &run.date, &run.commit, &text)?;
         println!("Appended to docs/benchmarks.md and docs/benchmarks.tsv");
     }

@@ -36,9 +36,14 @@ pub fn postgres_server() -> Option<String> {
     std::env::var("COUNTERSIGN_TEST_POSTGRES").ok()
 }
 
+/// The parts of a run, as `--only` names them.
+pub const PARTS: [&str; 6] = ["criterion", "polls", "writes", "bulk", "latency", "desktop"];
+
 #[derive(Clone)]
 pub struct Settings {
     pub quick: bool,
+    /// The parts `--only` asked for; every part when empty.
+    pub only: Vec<String>,
     pub store: Store,
     /// Where `countersign-bench` itself and the release binaries it starts live.
     pub bin_dir: PathBuf,
@@ -50,10 +55,23 @@ pub struct Settings {
 impl Settings {
     pub fn from_args() -> anyhow::Result<Settings> {
         let mut quick = false;
-        for arg in std::env::args().skip(1) {
+        let mut only = Vec::new();
+        let mut args = std::env::args().skip(1);
+        while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--quick" => quick = true,
-                other => anyhow::bail!("unknown argument {other:?} (only --quick)"),
+                "--only" => {
+                    let parts = args.next().context("--only needs a list of parts")?;
+                    for part in parts.split(',') {
+                        anyhow::ensure!(
+                            PARTS.contains(&part),
+                            "unknown part {part:?} (parts: {})",
+                            PARTS.join(", ")
+                        );
+                        only.push(part.to_owned());
+                    }
+                }
+                other => anyhow::bail!("unknown argument {other:?} (--quick, --only PART,…)"),
             }
         }
         let exe = std::env::current_exe()?;
@@ -66,11 +84,22 @@ impl Settings {
         std::fs::create_dir_all(&out_dir)?;
         Ok(Settings {
             quick,
+            only,
             store: Store::Sqlite,
             bin_dir,
             workspace: Path::new(env!("CARGO_MANIFEST_DIR")).join(".."),
             out_dir,
         })
+    }
+
+    /// Whether this run measures `part` (one of [`PARTS`]).
+    pub fn runs(&self, part: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|p| p == part)
+    }
+
+    /// A run of every part, at full size: only such a run is history.
+    pub fn complete(&self) -> bool {
+        !self.quick && self.only.is_empty()
     }
 
     /// wrk runs per row: the median of these is the row's value.
