@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::json;
@@ -97,8 +98,6 @@ impl Driver {
 
     /// As [`Driver::session`], with `args` on the app's command line.
     pub async fn session_with(&self, binary: &Path, args: &[String]) -> anyhow::Result<Client> {
-        // reqwest and fantoccini bring different rustls backends; the driver speaks plain HTTP.
-        let _ = rustls::crypto::ring::default_provider().install_default();
         let mut caps = serde_json::Map::new();
         caps.insert(
             "tauri:options".into(),
@@ -107,7 +106,7 @@ impl Driver {
         caps.insert("browserName".into(), json!("wry"));
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            match ClientBuilder::rustls()?
+            match ClientBuilder::new(HttpConnector::new())
                 .capabilities(caps.clone())
                 .connect(&format!("http://127.0.0.1:{}", self.port))
                 .await

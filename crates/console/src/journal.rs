@@ -4,6 +4,7 @@
 //! time. Every entry keeps its envelope; it verifies offline against the keys this machine holds
 //! in the keyring for the approver, never against a key the journal row itself names.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::Path;
 use std::str::FromStr;
@@ -15,6 +16,7 @@ use countersign_proto::dsse::Envelope;
 use countersign_proto::ErrorCode;
 use serde::Serialize;
 use serde_json::Value;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 use sqlx::SqlitePool;
 use ts_rs::TS;
@@ -23,6 +25,25 @@ use crate::client::GatewayClient;
 use crate::error::{ConsoleError, ErrorView};
 use crate::private_files;
 use crate::signer::Signer;
+
+/// The journal's one migration, embedded as `sqlx::migrate!` would (same version, description
+/// and checksum, so journals it made carry on) without the proc macro, which compiles the database
+/// drivers a second time for the build host.
+fn journal_migrator() -> Migrator {
+    let sql = include_str!("../migrations/0001_journal.sql");
+    Migrator {
+        migrations: Cow::Owned(vec![Migration::new(
+            1,
+            Cow::Borrowed("journal"),
+            MigrationType::Simple,
+            Cow::Borrowed(sql),
+            false,
+        )]),
+        ignore_missing: false,
+        locking: true,
+        no_tx: false,
+    }
+}
 
 const PENDING: &str = "pending";
 const ANSWERED: &str = "answered";
@@ -183,7 +204,7 @@ impl Journal {
             .connect_with(options)
             .await
             .map_err(store_error)?;
-        sqlx::migrate!("./migrations")
+        journal_migrator()
             .run(&pool)
             .await
             .map_err(|e| ConsoleError::Storage(e.to_string()))?;
@@ -380,5 +401,20 @@ impl Journal {
                 .await
                 .map_err(store_error)?;
         Ok(inserted.rows_affected() == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A migration added to the folder and not embedded would never run.
+    #[test]
+    fn the_journal_embeds_every_migration_of_its_folder() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+        let files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(files, ["0001_journal.sql"]);
+        assert_eq!(super::journal_migrator().iter().count(), 1);
     }
 }

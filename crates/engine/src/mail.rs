@@ -43,7 +43,6 @@ impl Pass {
 }
 
 /// A message due for sending.
-#[derive(sqlx::FromRow)]
 pub struct Queued {
     pub id: i64,
     pub plan_id: Option<String>,
@@ -55,6 +54,34 @@ pub struct Queued {
     pub attempts: i64,
     /// As read: a claim succeeds only if no other dispatcher changed it since.
     next_attempt_at: Option<String>,
+}
+
+/// [`Queued`]'s columns, in its order.
+type QueuedRow = (
+    i64,
+    Option<String>,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    Option<String>,
+);
+
+impl From<QueuedRow> for Queued {
+    fn from(row: QueuedRow) -> Queued {
+        let (id, plan_id, user_id, recipient, subject, body, attempts, next_attempt_at) = row;
+        Queued {
+            id,
+            plan_id,
+            user_id,
+            recipient,
+            subject,
+            body,
+            attempts,
+            next_attempt_at,
+        }
+    }
 }
 
 /// How one attempt ended; a reason travels with all but success.
@@ -81,7 +108,7 @@ pub async fn dispatch(
     let mut pass = Pass::default();
     let mut after = 0;
     loop {
-        let queued: Vec<Queued> = sqlx::query_as(
+        let rows: Vec<QueuedRow> = sqlx::query_as(
             "SELECT id, plan_id, user_id, recipient, subject, body, attempts, next_attempt_at
              FROM email_outbox
              WHERE state = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
@@ -93,6 +120,7 @@ pub async fn dispatch(
         .bind(BATCH)
         .fetch_all(store.pool())
         .await?;
+        let queued: Vec<Queued> = rows.into_iter().map(Queued::from).collect();
         let Some(last) = queued.last() else {
             return Ok(pass);
         };

@@ -1,0 +1,93 @@
+//! The store's migrations, embedded in the binary. This is what `sqlx::migrate!` makes (same
+//! versions, descriptions and checksums, so stores it migrated carry on), without its proc macro:
+//! that compiles both database drivers a second time, for the build host, on every clean build.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+
+/// `(file name, contents)` of each file named, from `dir` relative to this file.
+macro_rules! embedded {
+    ($dir:literal: $($file:literal)*) => {
+        &[$(($file, include_str!(concat!($dir, "/", $file)))),*]
+    };
+}
+
+type Files = &'static [(&'static str, &'static str)];
+
+const SQLITE_FILES: Files = embedded!("../../migrations":
+    "0001_init.sql" "0002_world.sql" "0003_queue.sql" "0004_accounts.sql" "0005_agents.sql"
+    "0006_live_reads.sql" "0007_queue_covering.sql" "0008_plan_consequences.sql"
+    "0009_mail_delivery.sql" "0010_outbox_pending_by_id.sql" "0011_plan_runner.sql"
+    "0012_staged_subjects.sql" "0013_blocked_plans_unqueued.sql" "0014_user_revisions.sql");
+
+const POSTGRES_FILES: Files = embedded!("../../migrations-postgres":
+    "0001_init.sql" "0002_world.sql" "0003_queue.sql" "0004_accounts.sql" "0005_agents.sql"
+    "0006_live_reads.sql" "0007_queue_covering.sql" "0008_plan_consequences.sql"
+    "0009_mail_delivery.sql" "0010_outbox_pending_by_id.sql" "0011_plan_runner.sql"
+    "0012_staged_subjects.sql" "0013_blocked_plans_unqueued.sql" "0014_user_revisions.sql");
+
+pub static SQLITE: LazyLock<Migrator> = LazyLock::new(|| migrator(SQLITE_FILES));
+pub static POSTGRES: LazyLock<Migrator> = LazyLock::new(|| migrator(POSTGRES_FILES));
+
+/// A migrator over `files`, each named `<version>_<description>.sql` as sqlx names them.
+fn migrator(files: Files) -> Migrator {
+    let migrations = files
+        .iter()
+        .map(|(name, sql)| {
+            let (version, description) = name
+                .strip_suffix(".sql")
+                .and_then(|n| n.split_once('_'))
+                .expect("a migration is named <version>_<description>.sql");
+            Migration::new(
+                version.parse().expect("a migration's version is a number"),
+                Cow::Owned(description.replace('_', " ")),
+                MigrationType::Simple,
+                Cow::Borrowed(sql),
+                sql.starts_with("-- no-transaction"),
+            )
+        })
+        .collect();
+    Migrator {
+        migrations: Cow::Owned(migrations),
+        ignore_missing: false,
+        locking: true,
+        no_tx: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file added to a migrations folder and not listed here would never run.
+    #[test]
+    fn every_file_of_each_folder_is_embedded() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        for (folder, files) in [
+            ("migrations", SQLITE_FILES),
+            ("migrations-postgres", POSTGRES_FILES),
+        ] {
+            let mut on_disk: Vec<String> = std::fs::read_dir(dir.join(folder))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            on_disk.sort();
+            let listed: Vec<&str> = files.iter().map(|(name, _)| *name).collect();
+            assert_eq!(on_disk, listed, "{folder}");
+        }
+    }
+
+    #[test]
+    fn both_stores_migrate_in_step() {
+        let steps = |m: &Migrator| {
+            m.iter()
+                .map(|m| (m.version, m.description.to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(steps(&SQLITE), steps(&POSTGRES));
+        assert!(steps(&SQLITE).len() >= 14);
+        assert_eq!(SQLITE.iter().next().unwrap().description, "init");
+    }
+}
