@@ -258,8 +258,8 @@ pub async fn decide(
     .bind(ids::to_text(now))
     .execute(&mut *w.tx)
     .await?;
-    let approvals = plans::approvals(&mut w.tx, &plan_id, plan.required_approvals).await?;
-    let status = plans::standing(&mut w.tx, &plan_id, plan.required_approvals).await?;
+    let (approvals, status) =
+        plans::decisions(&mut w.tx, &plan_id, plan.required_approvals).await?;
     plans::set_status(&mut w.tx, &plan_id, status).await?;
     queue::publish(&mut w.tx, registry, &plan_id, EventKind::Updated).await?;
     w.commit().await?;

@@ -8,6 +8,10 @@ use crate::{ids, Store};
 /// Events kept for `Last-Event-ID` resumes; a client further behind is told to resync.
 pub const RETAINED: i64 = 10_000;
 
+/// The log is trimmed once per this many events, not at each: a trim is a round trip to a
+/// PostgreSQL server on every write, and the log may hold this many beyond [`RETAINED`].
+const TRIM_EVERY: i64 = 100;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
     Created,
@@ -36,10 +40,12 @@ pub async fn record(
     .bind(ids::to_text(ids::now()))
     .fetch_one(&mut *conn)
     .await?;
-    sqlx::query("DELETE FROM plan_events WHERE revision <= $1")
-        .bind(revision - RETAINED)
-        .execute(&mut *conn)
-        .await?;
+    if revision % TRIM_EVERY == 0 {
+        sqlx::query("DELETE FROM plan_events WHERE revision <= $1")
+            .bind(revision - RETAINED)
+            .execute(&mut *conn)
+            .await?;
+    }
     Ok(revision)
 }
 
@@ -124,4 +130,34 @@ pub async fn after(store: &Store, seen: i64) -> Result<(i64, Vec<Logged>), sqlx:
         })
         .collect();
     Ok((last, changes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_log_keeps_what_resumes_need_and_is_trimmed_beyond_it() {
+        let store = Store::open("sqlite::memory:").await.unwrap();
+        let mut w = store.write().await.unwrap();
+        let total = RETAINED + 2 * TRIM_EVERY + 7;
+        for _ in 0..total {
+            record(&mut w.tx, "plan_x", EventKind::Updated)
+                .await
+                .unwrap();
+        }
+        let (oldest, newest): (i64, i64) =
+            sqlx::query_as("SELECT MIN(revision), MAX(revision) FROM plan_events")
+                .fetch_one(&mut *w.tx)
+                .await
+                .unwrap();
+        assert_eq!(newest, total);
+        let kept = newest - oldest + 1;
+        assert!(kept >= RETAINED, "only {kept} events kept");
+        assert!(
+            kept < RETAINED + TRIM_EVERY,
+            "{kept} events kept: never trimmed"
+        );
+        assert!(can_resume(&mut w.tx, newest - RETAINED).await.unwrap());
+    }
 }

@@ -376,30 +376,7 @@ pub async fn approvals(
     plan_id: &str,
     required: u32,
 ) -> ApiResult<Approvals> {
-    let rows: Vec<(String, String, String, String)> = sqlx::query_as(
-        "SELECT d.approver_id, a.display_name, d.decision, d.decided_at
-         FROM decisions d JOIN approvers a ON a.id = d.approver_id
-         WHERE d.plan_id = $1 AND d.withdrawn_at IS NULL ORDER BY d.id",
-    )
-    .bind(plan_id)
-    .fetch_all(&mut *conn)
-    .await?;
-    let received = rows
-        .into_iter()
-        .map(|(approver_id, display_name, decision, at)| {
-            Ok(ApprovalEntry {
-                approver_id,
-                display_name,
-                decision: if decision == "reject" {
-                    Decision::Reject
-                } else {
-                    Decision::Approve
-                },
-                at: ids::from_text(&at)?,
-            })
-        })
-        .collect::<anyhow::Result<_>>()?;
-    Ok(Approvals { required, received })
+    Ok(decisions(conn, plan_id, required).await?.0)
 }
 
 /// Where a plan's decisions leave it: rejected by any rejection standing, approved once as many
@@ -409,24 +386,51 @@ pub async fn standing(
     conn: &mut AnyConnection,
     plan_id: &str,
     required: u32,
-) -> Result<PlanStatus, sqlx::Error> {
-    let (people, rejections): (i64, i64) = sqlx::query_as(
-        "SELECT COUNT(DISTINCT CASE WHEN d.decision = 'approve'
-                                    THEN COALESCE(a.user_id, a.id) END),
-                COUNT(CASE WHEN d.decision = 'reject' THEN 1 END)
+) -> ApiResult<PlanStatus> {
+    Ok(decisions(conn, plan_id, required).await?.1)
+}
+
+/// The decisions standing on `plan_id` and where they leave it ([`standing`]), read at once: a
+/// decision needs both, and each read is a round trip to a PostgreSQL server.
+pub async fn decisions(
+    conn: &mut AnyConnection,
+    plan_id: &str,
+    required: u32,
+) -> ApiResult<(Approvals, PlanStatus)> {
+    let rows: Vec<(String, String, String, String, String)> = sqlx::query_as(
+        "SELECT d.approver_id, a.display_name, d.decision, d.decided_at, COALESCE(a.user_id, a.id)
          FROM decisions d JOIN approvers a ON a.id = d.approver_id
-         WHERE d.plan_id = $1 AND d.withdrawn_at IS NULL",
+         WHERE d.plan_id = $1 AND d.withdrawn_at IS NULL ORDER BY d.id",
     )
     .bind(plan_id)
-    .fetch_one(&mut *conn)
+    .fetch_all(&mut *conn)
     .await?;
-    Ok(if rejections > 0 {
+    let mut people = std::collections::HashSet::new();
+    let mut rejected = false;
+    let mut received = Vec::with_capacity(rows.len());
+    for (approver_id, display_name, decision, at, person) in rows {
+        let decision = if decision == "reject" {
+            rejected = true;
+            Decision::Reject
+        } else {
+            people.insert(person);
+            Decision::Approve
+        };
+        received.push(ApprovalEntry {
+            approver_id,
+            display_name,
+            decision,
+            at: ids::from_text(&at)?,
+        });
+    }
+    let status = if rejected {
         PlanStatus::Rejected
-    } else if people >= i64::from(required) {
+    } else if people.len() >= required as usize {
         PlanStatus::Approved
     } else {
         PlanStatus::PendingApproval
-    })
+    };
+    Ok((Approvals { required, received }, status))
 }
 
 /// The distinct subjects of `plan`; for a plan stored before they were counted, whose rows are

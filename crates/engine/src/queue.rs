@@ -28,42 +28,52 @@ pub async fn publish(
     plan_id: &str,
     kind: EventKind,
 ) -> ApiResult<()> {
-    if !store_summary(conn, registry, plan_id).await? {
+    let Some(status) = store_summary(conn, registry, plan_id).await? else {
         return Ok(());
+    };
+    if finished(status) {
+        forget_reads(conn, plan_id).await?;
     }
-    forget_reads_when_finished(conn, plan_id).await?;
     events::record(conn, plan_id, kind).await?;
     Ok(())
 }
 
+/// A plan that can no longer be decided or run.
+fn finished(status: PlanStatus) -> bool {
+    match status {
+        PlanStatus::Executed
+        | PlanStatus::Rejected
+        | PlanStatus::Superseded
+        | PlanStatus::Expired
+        | PlanStatus::Failed => true,
+        PlanStatus::PendingApproval | PlanStatus::Approved | PlanStatus::Stale => false,
+    }
+}
+
 /// A finished plan can no longer go stale: its reads leave the index writes consult, which so
 /// stays as large as the live queue, not as the gateway's history.
-async fn forget_reads_when_finished(
-    conn: &mut AnyConnection,
-    plan_id: &str,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "DELETE FROM plan_reads WHERE plan_id = $1 AND EXISTS (SELECT 1 FROM plans WHERE id = $1
-           AND status IN ('executed', 'rejected', 'superseded', 'expired', 'failed'))",
-    )
-    .bind(plan_id)
-    .execute(conn)
-    .await?;
+async fn forget_reads(conn: &mut AnyConnection, plan_id: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM plan_reads WHERE plan_id = $1")
+        .bind(plan_id)
+        .execute(conn)
+        .await?;
     Ok(())
 }
 
-/// Stores the summary approvers list `plan_id` by; false, storing none, for a blocked plan.
+/// Stores the summary approvers list `plan_id` by; the plan's stored status, or none, storing
+/// no summary, for a blocked plan.
 async fn store_summary(
     conn: &mut AnyConnection,
     registry: &'static Registry,
     plan_id: &str,
-) -> ApiResult<bool> {
+) -> ApiResult<Option<PlanStatus>> {
     let plan = plans::load(conn, plan_id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("plan {plan_id} vanished while it changed"))?;
     if !plan.preview.executable {
-        return Ok(false);
+        return Ok(None);
     }
+    let status = plan.status;
     let subjects_total = plans::subjects_total(&plan);
     let record = plans::record(conn, registry, plan).await?;
     let summary = plans::summary(registry, &record, subjects_total);
@@ -72,7 +82,7 @@ async fn store_summary(
         .bind(plan_id)
         .execute(&mut *conn)
         .await?;
-    Ok(true)
+    Ok(Some(status))
 }
 
 /// A write moved `resource`: every pending or approved plan that read it is stale now. Only the

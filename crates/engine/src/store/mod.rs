@@ -34,6 +34,8 @@ pub struct Store {
     listener: Option<tokio::task::JoinHandle<()>>,
     /// One turn: writes apart wait here before they queue for the writer.
     apart: tokio::sync::Semaphore,
+    /// What begins a write on PostgreSQL ([`Store::write`]).
+    postgres_begin: String,
 }
 
 /// A write that takes no place in the order of the others ([`Store::write_apart`]).
@@ -59,19 +61,28 @@ impl WriteTx<'_> {
     }
 
     /// Commits and tells the event streams: this instance's at once, the others' through the
-    /// database (a PostgreSQL NOTIFY is delivered only if, and when, the transaction commits).
-    pub async fn commit(mut self) -> Result<(), sqlx::Error> {
-        if self.store.dialect == Dialect::Postgres {
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(notify::CHANNEL)
-                .bind(&self.store.instance)
-                .execute(&mut *self.tx)
-                .await?;
-        }
+    /// database (the NOTIFY that [`Store::write`] queued is delivered only if, and when, the
+    /// transaction commits).
+    pub async fn commit(self) -> Result<(), sqlx::Error> {
         self.tx.commit().await?;
         self.store.commits.send_modify(|n| *n += 1);
         Ok(())
     }
+}
+
+/// A write's BEGIN on PostgreSQL: the write lock, and the notice of its commit to the other
+/// instances, sent as one query. `instance` is one of [`ids::random_id`]'s, which need no quoting.
+fn postgres_begin(instance: &str) -> String {
+    assert!(
+        instance
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+        "instance names are plain"
+    );
+    format!(
+        "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK}); SELECT pg_notify('{}', '{instance}')",
+        notify::CHANNEL
+    )
 }
 
 /// Read connections: enough for the runtime's workers and a few slow readers (SSE, subject pages).
@@ -108,6 +119,7 @@ impl Store {
             }
         };
         let commits = watch::Sender::new(0);
+        let postgres_begin = postgres_begin(&instance);
         let listener = match dialect {
             Dialect::Sqlite => None,
             Dialect::Postgres => Some(
@@ -125,6 +137,7 @@ impl Store {
             dialect,
             commits,
             instance,
+            postgres_begin,
             listener,
             apart: tokio::sync::Semaphore::new(1),
         })
@@ -164,14 +177,9 @@ impl Store {
             // IMMEDIATE: take SQLite's write lock now, so that a writer in another process makes
             // this wait at BEGIN instead of failing it half-way.
             Dialect::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await?,
-            Dialect::Postgres => {
-                let mut tx = self.writer.begin().await?;
-                sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                    .bind(WRITE_LOCK)
-                    .execute(&mut *tx)
-                    .await?;
-                tx
-            }
+            // One round trip: the lock, and the commit notice, which PostgreSQL holds back
+            // until COMMIT and drops on a rollback.
+            Dialect::Postgres => self.writer.begin_with(self.postgres_begin.clone()).await?,
         };
         Ok(WriteTx { tx, store: self })
     }
@@ -190,14 +198,12 @@ impl Store {
             .map_err(|_| sqlx::Error::PoolClosed)?;
         let tx = match self.dialect {
             Dialect::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await?,
+            // Not flushed at its own commit: nothing refers to these rows until a later
+            // transaction does, and that one's flush covers the log written before it.
             Dialect::Postgres => {
-                let mut tx = self.writer.begin().await?;
-                // Not flushed at its own commit: nothing refers to these rows until a later
-                // transaction does, and that one's flush covers the log written before it.
-                sqlx::query("SET LOCAL synchronous_commit = off")
-                    .execute(&mut *tx)
-                    .await?;
-                tx
+                self.writer
+                    .begin_with("BEGIN; SET LOCAL synchronous_commit = off")
+                    .await?
             }
         };
         Ok(Apart { tx, _turn: turn })
