@@ -53,6 +53,55 @@ async fn first(url: &str) -> Gateway {
         .await
 }
 
+/// A server that ends the gateway's connections (a restart, a failover, an operator) costs at
+/// most the requests already under way on them, each answered `storage_unavailable` (503,
+/// retryable), never `internal`; once the pool's connections sat idle past the alive-bypass
+/// window, it tests them before use, and no request fails.
+#[tokio::test]
+async fn connections_the_server_ended_fail_as_storage_unavailable_then_are_replaced() {
+    use sqlx::Connection as _;
+    let db = shared_database().await;
+    let gw = first(&db.url).await;
+    let mut admin = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    let end_all = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                   WHERE datname = current_database() AND pid <> pg_backend_pid()";
+    let status = |r: &crate::common::Reply| (r.status, r.body["error"]["code"].clone());
+    let list = || gw.call("GET", "/v1/capabilities", Some(&gw.agent), None);
+    assert_eq!(list().await.status, StatusCode::OK);
+
+    // Ended while just used: some requests may fail, but only as the store being unreachable.
+    sqlx::query(end_all).execute(&mut admin).await.unwrap();
+    let mut failed = 0;
+    for _ in 0..20 {
+        let answer = list().await;
+        if answer.status != StatusCode::OK {
+            assert_eq!(
+                status(&answer),
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    json!("storage_unavailable")
+                ),
+                "{}",
+                answer.body
+            );
+            failed += 1;
+        }
+    }
+    assert!(
+        failed <= 8,
+        "{failed} of 20 requests failed after the connections ended"
+    );
+    assert_eq!(list().await.status, StatusCode::OK, "the pool recovered");
+
+    // Ended, then idle past the window: every connection is tested first, and nothing fails.
+    sqlx::query(end_all).execute(&mut admin).await.unwrap();
+    tokio::time::sleep(countersign_engine::store::PING_AFTER_IDLE * 2).await;
+    for _ in 0..20 {
+        let answer = list().await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    }
+}
+
 /// The harness itself: a pass makes hundreds of databases, and each goes with its test.
 #[tokio::test]
 async fn a_test_gateway_takes_its_database_with_it() {

@@ -88,13 +88,19 @@ impl From<sqlx::Error> for ApiError {
 /// Whether the store refused a write because it is full, read-only or gone, rather than because
 /// of the request.
 fn takes_no_writes(e: &sqlx::Error) -> bool {
-    let sqlx::Error::Database(db) = e else {
-        return false;
+    let db = match e {
+        sqlx::Error::Database(db) => db,
+        // The connection to a PostgreSQL server broke (the server restarted, or ended it).
+        sqlx::Error::Io(_) => return true,
+        _ => return false,
     };
     if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
-        // read_only_sql_transaction, disk_full, cannot_connect_now, and connection exceptions.
+        // read_only_sql_transaction, disk_full, the server shutting down or ending the session
+        // (operator intervention: 57P01–57P03), and connection exceptions.
         let code = pg.code();
-        return matches!(code, "25006" | "53100" | "57P03") || code.starts_with("08");
+        return matches!(code, "25006" | "53100")
+            || code.starts_with("57P")
+            || code.starts_with("08");
     }
     // Extended codes carry the primary one in their low byte (SQLITE_READONLY_DBMOVED, …).
     let primary = db

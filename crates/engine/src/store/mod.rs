@@ -255,7 +255,10 @@ impl Drop for Store {
 }
 
 async fn open_sqlite(url: &str, in_memory: bool) -> anyhow::Result<(AnyPool, AnyPool)> {
+    // A connection to a file does not go away: sqlx's ping before each acquire would only cost
+    // a hop to the connection's worker thread.
     let writer = AnyPoolOptions::new()
+        .test_before_acquire(false)
         .max_connections(1)
         .min_connections(1)
         .acquire_timeout(WRITE_QUEUE_TIMEOUT)
@@ -287,6 +290,7 @@ async fn open_sqlite(url: &str, in_memory: bool) -> anyhow::Result<(AnyPool, Any
         writer.clone()
     } else {
         AnyPoolOptions::new()
+            .test_before_acquire(false)
             .max_connections(READERS)
             .idle_timeout(None)
             .max_lifetime(None)
@@ -315,8 +319,29 @@ fn sqlite_pragmas(writer: bool) -> String {
     pragmas
 }
 
+/// sqlx pings a connection on every acquire by default: on PostgreSQL a round trip before each
+/// request's first query, as much as the query itself for a `304`. Only a connection that sat
+/// idle this long (which a server restart or a dropped link may have closed meanwhile) is pinged,
+/// as HikariCP's alive-bypass window does. A connection the server closes while it is in such
+/// use fails one request with `storage_unavailable`, and sqlx's ping when it is released (after
+/// every use) replaces it.
+pub const PING_AFTER_IDLE: Duration = Duration::from_millis(500);
+
+fn postgres_pool() -> AnyPoolOptions {
+    AnyPoolOptions::new()
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= PING_AFTER_IDLE {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
+}
+
 async fn open_postgres(url: &str) -> anyhow::Result<(AnyPool, AnyPool)> {
-    let writer = AnyPoolOptions::new()
+    let writer = postgres_pool()
         .max_connections(POSTGRES_WRITERS)
         // One connection stays open, so that other instances see this one alive.
         .min_connections(1)
@@ -326,7 +351,7 @@ async fn open_postgres(url: &str) -> anyhow::Result<(AnyPool, AnyPool)> {
         .await?;
     // The migrator holds PostgreSQL's migration lock: instances starting together take turns.
     migrations::POSTGRES.run(&writer).await?;
-    let reads = AnyPoolOptions::new()
+    let reads = postgres_pool()
         .max_connections(READERS)
         .connect(url)
         .await?;
