@@ -164,6 +164,13 @@ impl Results {
                     "ed25519/verify_statement",
                     Row::new("Ed25519 verify of a decision statement (DSSE)", Unit::Time),
                 ),
+                row(
+                    "strict_json/listing_1000",
+                    Row::new(
+                        "duplicate-key check of a 1,000-plan listing (about 600 KB)",
+                        Unit::Time,
+                    ),
+                ),
             ]);
         }
         if self.packages.contains(&"countersign-console") {

@@ -1,6 +1,8 @@
 //! What every plan and every decision costs in-process: the plan digest of the bulk fixture, the
-//! digest of a 100,000-id subject set, and Ed25519 signing and verifying of a decision statement
-//! (the floor under the decision round trip). `make bench` reads the results from criterion.
+//! digest of a 100,000-id subject set, Ed25519 signing and verifying of a decision statement
+//! (the floor under the decision round trip), and the duplicate-key check every answer the
+//! console reads goes through, over a 1,000-plan listing. `make bench` reads the results from
+//! criterion.
 
 use std::path::PathBuf;
 
@@ -62,6 +64,45 @@ fn digests(c: &mut Criterion) {
     group.finish();
 }
 
+/// A `GET /v1/approvals` answer of 1,000 summaries shaped as the gateway writes them (about
+/// 600 bytes each).
+fn listing() -> String {
+    let items: Vec<String> = (0..1_000)
+        .map(|i| {
+            serde_json::json!({
+                "plan_id": format!("plan_{i:016x}"),
+                "plan_digest": format!("sha256:{}", "ab".repeat(32)),
+                "capability_id": "projects.settings.update",
+                "title": "Update project settings",
+                "caller": {"agent_id": "agt_bench", "on_behalf_of": null},
+                "status": "pending_approval",
+                "risk_flags": ["irreversible", "bulk"],
+                "cost": {"credits": "0.10", "currency": "credits"},
+                "effects": {"total": 1, "direct": 1, "derived": 0},
+                "validation": {"errors": 0, "warnings": 1},
+                "subjects_total": 3,
+                "approvals": {"required": 1, "received": 0},
+                "created_at": "2026-12-04T02:00:00Z",
+                "expires_at": "2026-12-04T02:15:00Z",
+                "gist": {"resource": "projects/prj_184", "change": "retention_days 30 → 31"},
+            })
+            .to_string()
+        })
+        .collect();
+    format!("{{\"items\":[{}],\"revision\":\"1000\"}}", items.join(","))
+}
+
+fn strict_json(c: &mut Criterion) {
+    let mut group = c.benchmark_group("strict_json");
+    let text = listing();
+    group.bench_function("listing_1000", |b| {
+        b.iter(|| {
+            countersign_proto::strict_json::check(black_box(text.as_bytes())).expect("one meaning")
+        })
+    });
+    group.finish();
+}
+
 fn signatures(c: &mut Criterion) {
     let mut group = c.benchmark_group("ed25519");
     let key = SigningKey::from_bytes(&[7; 32]);
@@ -77,5 +118,5 @@ fn signatures(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(proto, digests, signatures);
+criterion_group!(proto, digests, signatures, strict_json);
 criterion_main!(proto);
