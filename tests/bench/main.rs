@@ -108,6 +108,36 @@ struct Run {
     commit: String,
 }
 
+/// The gateway's rows on the store `settings` names, each part as a section of its own.
+async fn store_rows(
+    settings: &Settings,
+    timings: &mut Vec<(String, Duration)>,
+    floor: Option<f64>,
+) -> Vec<Row> {
+    let suffix = settings.store.suffix();
+    let mut rows = Vec::new();
+    if settings.runs("polls") {
+        let name = format!("304 polls and listings{suffix}");
+        rows.extend(section(&name, timings, polls::rows(settings)).await);
+    }
+    if settings.runs("writes") {
+        let name = format!("writes per second{suffix}");
+        rows.extend(section(&name, timings, throughput::rows(settings)).await);
+    }
+    if settings.runs("bulk") {
+        let name = format!("bulk plan{suffix}");
+        rows.extend(section(&name, timings, bulk::rows(settings)).await);
+    }
+    if settings.runs("latency") {
+        let name = format!("latency{suffix}");
+        rows.extend(section(&name, timings, latency::rows(settings, floor)).await);
+    }
+    for row in &mut rows {
+        row.bar.push_str(suffix);
+    }
+    rows
+}
+
 /// The gateway's rows again, each gateway on a new PostgreSQL database.
 async fn postgres_rows(
     settings: &Settings,
@@ -122,44 +152,7 @@ async fn postgres_rows(
         store: settings::Store::Postgres { server },
         ..settings.clone()
     };
-    let mut rows = Vec::new();
-    if settings.runs("polls") {
-        rows.extend(
-            section(
-                "304 polls and listings [PostgreSQL]",
-                timings,
-                polls::rows(settings),
-            )
-            .await,
-        );
-    }
-    if !settings.quick && settings.runs("writes") {
-        rows.extend(
-            section(
-                "writes per second [PostgreSQL]",
-                timings,
-                throughput::rows(settings),
-            )
-            .await,
-        );
-    }
-    if !settings.quick && settings.runs("bulk") {
-        rows.extend(section("bulk plan [PostgreSQL]", timings, bulk::rows(settings)).await);
-    }
-    if settings.runs("latency") {
-        rows.extend(
-            section(
-                "latency [PostgreSQL]",
-                timings,
-                latency::rows(settings, floor),
-            )
-            .await,
-        );
-    }
-    for row in &mut rows {
-        row.bar.push_str(settings.store.suffix());
-    }
-    rows
+    store_rows(settings, timings, floor).await
 }
 
 #[tokio::main]
@@ -180,33 +173,8 @@ async fn main() -> anyhow::Result<()> {
         rows.extend(benches.rows());
         floor = benches.signature_floor();
     }
-    if settings.runs("polls") {
-        rows.extend(
-            section(
-                "304 polls and listings",
-                &mut timings,
-                polls::rows(&settings),
-            )
-            .await,
-        );
-    }
-    if !settings.quick && settings.runs("writes") {
-        rows.extend(
-            section(
-                "writes per second",
-                &mut timings,
-                throughput::rows(&settings),
-            )
-            .await,
-        );
-    }
-    if !settings.quick && settings.runs("bulk") {
-        rows.extend(section("bulk plan", &mut timings, bulk::rows(&settings)).await);
-    }
-    if settings.runs("latency") {
-        rows.extend(section("latency", &mut timings, latency::rows(&settings, floor)).await);
-    }
-    if !settings.quick && settings.runs("desktop") {
+    rows.extend(store_rows(&settings, &mut timings, floor).await);
+    if settings.runs("desktop") {
         rows.extend(section("desktop", &mut timings, desktop::rows(&settings)).await);
     }
     rows.extend(postgres_rows(&settings, &mut timings, floor).await);

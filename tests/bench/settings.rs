@@ -39,6 +39,9 @@ pub fn postgres_server() -> Option<String> {
 /// The parts of a run, as `--only` names them.
 pub const PARTS: [&str; 6] = ["criterion", "polls", "writes", "bulk", "latency", "desktop"];
 
+/// The parts a quick run leaves out.
+const FULL_ONLY: [&str; 3] = ["writes", "bulk", "desktop"];
+
 #[derive(Clone)]
 pub struct Settings {
     pub quick: bool,
@@ -52,28 +55,34 @@ pub struct Settings {
     pub out_dir: PathBuf,
 }
 
+/// `--quick` and the parts of `--only PART,…`.
+fn parse(args: impl IntoIterator<Item = String>) -> anyhow::Result<(bool, Vec<String>)> {
+    let mut quick = false;
+    let mut only = Vec::new();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--only" => {
+                let parts = args.next().context("--only needs a list of parts")?;
+                for part in parts.split(',') {
+                    anyhow::ensure!(
+                        PARTS.contains(&part),
+                        "unknown part {part:?} (parts: {})",
+                        PARTS.join(", ")
+                    );
+                    only.push(part.to_owned());
+                }
+            }
+            other => anyhow::bail!("unknown argument {other:?} (--quick, --only PART,…)"),
+        }
+    }
+    Ok((quick, only))
+}
+
 impl Settings {
     pub fn from_args() -> anyhow::Result<Settings> {
-        let mut quick = false;
-        let mut only = Vec::new();
-        let mut args = std::env::args().skip(1);
-        while let Some(arg) = args.next() {
-            match arg.as_str() {
-                "--quick" => quick = true,
-                "--only" => {
-                    let parts = args.next().context("--only needs a list of parts")?;
-                    for part in parts.split(',') {
-                        anyhow::ensure!(
-                            PARTS.contains(&part),
-                            "unknown part {part:?} (parts: {})",
-                            PARTS.join(", ")
-                        );
-                        only.push(part.to_owned());
-                    }
-                }
-                other => anyhow::bail!("unknown argument {other:?} (--quick, --only PART,…)"),
-            }
-        }
+        let (quick, only) = parse(std::env::args().skip(1))?;
         let exe = std::env::current_exe()?;
         let bin_dir = exe
             .parent()
@@ -92,9 +101,11 @@ impl Settings {
         })
     }
 
-    /// Whether this run measures `part` (one of [`PARTS`]).
+    /// Whether this run measures `part` (one of [`PARTS`]): every part `--only` names (all when
+    /// it names none), less those a quick run leaves out.
     pub fn runs(&self, part: &str) -> bool {
-        self.only.is_empty() || self.only.iter().any(|p| p == part)
+        let asked = self.only.is_empty() || self.only.iter().any(|p| p == part);
+        asked && !(self.quick && FULL_ONLY.contains(&part))
     }
 
     /// A run of every part, at full size: only such a run is history.
@@ -150,5 +161,47 @@ impl Settings {
         } else {
             100
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(args: &[&str]) -> anyhow::Result<Settings> {
+        let (quick, only) = parse(args.iter().map(|a| a.to_string()))?;
+        Ok(Settings {
+            quick,
+            only,
+            store: Store::Sqlite,
+            bin_dir: PathBuf::new(),
+            workspace: PathBuf::new(),
+            out_dir: PathBuf::new(),
+        })
+    }
+
+    #[test]
+    fn only_the_parts_asked_for_run_and_such_a_run_is_not_history() {
+        let all = settings(&[]).unwrap();
+        assert!(PARTS.iter().all(|p| all.runs(p)));
+        assert!(all.complete());
+
+        let some = settings(&["--only", "latency,polls"]).unwrap();
+        assert!(some.runs("latency") && some.runs("polls"));
+        assert!(!some.runs("criterion") && !some.runs("desktop"));
+        assert!(!some.complete());
+
+        let quick = settings(&["--quick", "--only", "bulk,latency"]).unwrap();
+        assert!(!quick.runs("bulk"), "a quick run has no bulk part");
+        assert!(quick.runs("latency"));
+        assert!(!quick.complete());
+    }
+
+    #[test]
+    fn an_unknown_part_or_argument_is_refused() {
+        let err = settings(&["--only", "latency,speed"]).err().unwrap();
+        assert!(err.to_string().contains("\"speed\""), "{err}");
+        assert!(settings(&["--only"]).is_err());
+        assert!(settings(&["--fast"]).is_err());
     }
 }
