@@ -261,7 +261,9 @@ pub async fn decide(
     let (approvals, status) =
         plans::decisions(&mut w.tx, &plan_id, plan.required_approvals).await?;
     plans::set_status(&mut w.tx, &plan_id, status).await?;
-    queue::publish(&mut w.tx, registry, &plan_id, EventKind::Updated).await?;
+    let plan = plans::StoredPlan { status, ..plan };
+    let known = Some(approvals.clone());
+    queue::publish_plan(&mut w.tx, registry, plan, known, EventKind::Updated).await?;
     w.commit().await?;
     Ok(DecisionResponse {
         plan_id,

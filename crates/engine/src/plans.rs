@@ -281,6 +281,18 @@ pub fn status_text(status: PlanStatus) -> String {
     }
 }
 
+/// A plan that can no longer be decided or run: the statuses `quotas::CLOSED` names in SQL.
+pub fn is_closed(status: PlanStatus) -> bool {
+    match status {
+        PlanStatus::Executed
+        | PlanStatus::Rejected
+        | PlanStatus::Superseded
+        | PlanStatus::Expired
+        | PlanStatus::Failed => true,
+        PlanStatus::PendingApproval | PlanStatus::Approved | PlanStatus::Stale => false,
+    }
+}
+
 pub fn parse_status(text: &str) -> PlanStatus {
     serde_json::from_value(Value::String(text.to_owned())).unwrap_or(PlanStatus::Failed)
 }
@@ -471,6 +483,17 @@ pub async fn record(
     registry: &'static Registry,
     plan: StoredPlan,
 ) -> ApiResult<PlanRecord> {
+    record_with(conn, registry, plan, None).await
+}
+
+/// As [`record`], with the plan's decisions when the caller has just read them in this
+/// transaction ([`decisions`]), which are then not read again.
+pub async fn record_with(
+    conn: &mut AnyConnection,
+    registry: &'static Registry,
+    plan: StoredPlan,
+    approvals: Option<Approvals>,
+) -> ApiResult<PlanRecord> {
     // Staleness concerns only a plan that may still be decided or run: an executed plan's own
     // writes moved what it read, and that is its result, not staleness.
     let open = matches!(
@@ -483,7 +506,10 @@ pub async fn record(
         Vec::new()
     };
     let status = effective_status(&plan, ids::now(), &moved);
-    let approvals = approvals(conn, &plan.preview.plan_id, plan.required_approvals).await?;
+    let approvals = match approvals {
+        Some(known) => known,
+        None => self::approvals(conn, &plan.preview.plan_id, plan.required_approvals).await?,
+    };
     let wallet = crate::wallet::load(conn, &plan.agent_id).await?;
     let mut execution = plan.execution;
     if let Some(Value::Object(done)) = &mut execution {

@@ -2,10 +2,11 @@
 //! [`publish`] (or [`mark_stale_readers`]), which rewrites the plan's stored summary and logs an
 //! event; a listing then reads stored summaries, and a conditional poll needs only the revision.
 
-use countersign_proto::approvals::{PlanStatus, PlanSummary};
+use countersign_proto::approvals::{Approvals, PlanStatus, PlanSummary};
 use sqlx::AnyConnection;
 
 use crate::events::{self, EventKind};
+use crate::plans::StoredPlan;
 use crate::registry::Registry;
 use crate::store::Dialect;
 use crate::{ids, plans, ApiError, ApiResult, Store};
@@ -28,26 +29,35 @@ pub async fn publish(
     plan_id: &str,
     kind: EventKind,
 ) -> ApiResult<()> {
-    let Some(status) = store_summary(conn, registry, plan_id).await? else {
-        return Ok(());
-    };
-    if finished(status) {
-        forget_reads(conn, plan_id).await?;
-    }
-    events::record(conn, plan_id, kind).await?;
-    Ok(())
+    let plan = changed(conn, plan_id).await?;
+    publish_plan(conn, registry, plan, None, kind).await
 }
 
-/// A plan that can no longer be decided or run.
-fn finished(status: PlanStatus) -> bool {
-    match status {
-        PlanStatus::Executed
-        | PlanStatus::Rejected
-        | PlanStatus::Superseded
-        | PlanStatus::Expired
-        | PlanStatus::Failed => true,
-        PlanStatus::PendingApproval | PlanStatus::Approved | PlanStatus::Stale => false,
+/// A plan this transaction is changing, which must exist.
+async fn changed(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<StoredPlan> {
+    Ok(plans::load(conn, plan_id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("plan {plan_id} vanished while it changed"))?)
+}
+
+/// As [`publish`], for a plan the caller holds as it now stands in this transaction, with its
+/// decisions when it has just read them: a decision publishes what it already read.
+pub async fn publish_plan(
+    conn: &mut AnyConnection,
+    registry: &'static Registry,
+    plan: StoredPlan,
+    approvals: Option<Approvals>,
+    kind: EventKind,
+) -> ApiResult<()> {
+    let plan_id = plan.preview.plan_id.clone();
+    let Some(status) = store_summary(conn, registry, plan, approvals).await? else {
+        return Ok(());
+    };
+    if plans::is_closed(status) {
+        forget_reads(conn, &plan_id).await?;
     }
+    events::record(conn, &plan_id, kind).await?;
+    Ok(())
 }
 
 /// A finished plan can no longer go stale: its reads leave the index writes consult, which so
@@ -60,26 +70,24 @@ async fn forget_reads(conn: &mut AnyConnection, plan_id: &str) -> Result<(), sql
     Ok(())
 }
 
-/// Stores the summary approvers list `plan_id` by; the plan's stored status, or none, storing
-/// no summary, for a blocked plan.
+/// Stores the summary approvers list `plan` by; the plan's stored status, or none, storing no
+/// summary, for a blocked plan.
 async fn store_summary(
     conn: &mut AnyConnection,
     registry: &'static Registry,
-    plan_id: &str,
+    plan: StoredPlan,
+    approvals: Option<Approvals>,
 ) -> ApiResult<Option<PlanStatus>> {
-    let plan = plans::load(conn, plan_id)
-        .await?
-        .ok_or_else(|| anyhow::anyhow!("plan {plan_id} vanished while it changed"))?;
     if !plan.preview.executable {
         return Ok(None);
     }
     let status = plan.status;
     let subjects_total = plans::subjects_total(&plan);
-    let record = plans::record(conn, registry, plan).await?;
+    let record = plans::record_with(conn, registry, plan, approvals).await?;
     let summary = plans::summary(registry, &record, subjects_total);
     sqlx::query("UPDATE plans SET summary = $1 WHERE id = $2")
         .bind(serde_json::to_string(&summary)?)
-        .bind(plan_id)
+        .bind(&record.plan.plan_id)
         .execute(&mut *conn)
         .await?;
     Ok(Some(status))
@@ -259,7 +267,8 @@ pub async fn backfill(store: &Store, registry: &'static Registry) -> ApiResult<(
     }
     let mut w = store.write().await?;
     for plan_id in missing {
-        store_summary(&mut w.tx, registry, &plan_id).await?;
+        let plan = changed(&mut w.tx, &plan_id).await?;
+        store_summary(&mut w.tx, registry, plan, None).await?;
     }
     w.commit().await?;
     Ok(())

@@ -19,7 +19,7 @@ use crate::{ApiError, ApiResult};
 /// writer is never held for long.
 pub const SWEEP_BATCH: u64 = 20_000;
 
-/// Plan statuses whose subject rows are no longer kept.
+/// Plan statuses whose subject rows are no longer kept: [`crate::plans::is_closed`]'s.
 const CLOSED: &str = "('expired', 'superseded', 'executed', 'rejected', 'failed')";
 
 fn exceeded(kind: &str, limit: u64, in_use: u64, message: String) -> ApiError {
@@ -231,4 +231,31 @@ pub async fn swept_at(
         .fetch_optional(&mut *conn)
         .await
         .map(Option::flatten)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_closed_statuses_are_the_same_in_sql_and_in_rust() {
+        let all = [
+            PlanStatus::PendingApproval,
+            PlanStatus::Approved,
+            PlanStatus::Rejected,
+            PlanStatus::Executed,
+            PlanStatus::Stale,
+            PlanStatus::Expired,
+            PlanStatus::Superseded,
+            PlanStatus::Failed,
+        ];
+        for status in all {
+            let quoted = format!("'{}'", crate::plans::status_text(status));
+            assert_eq!(
+                CLOSED.contains(&quoted),
+                crate::plans::is_closed(status),
+                "{quoted}"
+            );
+        }
+    }
 }
