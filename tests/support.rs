@@ -142,33 +142,6 @@ impl TestGateway {
             .collect()
     }
 
-    /// Adds `n` employees to `grp_all_staff`; answers how many employees it has now.
-    pub async fn add_staff(&self, n: u32) -> anyhow::Result<i64> {
-        let mut w = self.state.store.write().await?;
-        sqlx::query(
-            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
-             INSERT INTO users (id, name, email, employment)
-             SELECT printf('usr_t%06d', i), 'Temp ' || i, printf('t%06d@example.com', i), 'employee'
-             FROM n",
-        )
-        .bind(i64::from(n))
-        .execute(&mut *w.tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO group_members (group_id, user_id)
-             SELECT 'grp_all_staff', id FROM users WHERE id LIKE 'usr_t%'",
-        )
-        .execute(&mut *w.tx)
-        .await?;
-        w.commit().await?;
-        Ok(sqlx::query_scalar(
-            "SELECT COUNT(*) FROM group_members m JOIN users u ON u.id = m.user_id
-             WHERE m.group_id = 'grp_all_staff' AND u.employment = 'employee'",
-        )
-        .fetch_one(self.state.store.pool())
-        .await?)
-    }
-
     /// Gives agent `agent_id` a wallet of `credits`: a plan it cannot pay is blocked, and a
     /// blocked plan reaches no approver.
     pub async fn fund(&self, agent_id: &str, credits: i64) -> anyhow::Result<()> {

@@ -54,17 +54,12 @@ async fn measure(settings: &Settings) -> anyhow::Result<Vec<Row>> {
         .as_u64()
         .unwrap_or(0);
     let size = Unit::Count.format(subjects as f64);
-    let mut dry_run = Row::new(
+    let dry_run = Row::new(
         format!("bulk dry_run, {size} subjects (groups.members.remove)"),
         Unit::Time,
     )
     .goal(Goal::AtMost(ns(DRY_RUN)))
     .result(Summary::of(&times));
-    if subjects < 100_000 {
-        dry_run = dry_run.note(
-            "the demo world's largest one-effect plan: its filter must name an employment kind",
-        );
-    }
     let peak = Row::new(
         "gateway peak RSS during the bulk dry_run (VmHWM, reset before each)",
         Unit::Bytes,

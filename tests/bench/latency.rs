@@ -238,7 +238,7 @@ async fn measure(
     {
         let [r50, r99] = [r50, r99].map(|row| {
             row.reference(format!(
-                "{made} previews of 90,000 removals made meanwhile, {workers} at a time"
+                "{made} previews of 100,000 removals made meanwhile, {workers} at a time"
             ))
         });
         rows.push(percentile_row(r50, &samples, 50.0));

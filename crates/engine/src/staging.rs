@@ -1,6 +1,6 @@
 //! A large plan's subject rows, written before its plan in short transactions of their own.
 //!
-//! Storing the 90,000 rows of a bulk removal takes the better part of a second. Inside the plan's
+//! Storing the 100,000 rows of a bulk removal takes the better part of a second. Inside the plan's
 //! write transaction that second would hold the write lock, and every approver's decision would
 //! wait behind every large preview (issue 23). Staged, the rows go in batches, and a decision
 //! waits for one batch at most. They name a plan id that no plan holds yet, so no reader finds
@@ -60,7 +60,7 @@ pub async fn stage(store: &Store, sets: Vec<SubjectSet>) -> ApiResult<Option<Sta
     if rows < STAGE_FROM {
         return Ok(None);
     }
-    // Sorting, hashing and counting the ids takes tens of milliseconds for 90,000 subjects (a
+    // Sorting, hashing and counting the ids takes tens of milliseconds for 100,000 subjects (a
     // second for a million); on a runtime worker it would hold up the requests queued behind it,
     // decisions among them.
     let (sets, summaries) = tokio::task::spawn_blocking(move || {

@@ -1,6 +1,6 @@
 //! What a plan signs about each effect's subjects (total, sample, digest) and the counts its
 //! record keeps, worked out once per distinct set. For a large plan this runs before the writer is
-//! taken: sorting, hashing and counting 90,000 ids is the costly part of storing a preview, and
+//! taken: sorting, hashing and counting 100,000 ids is the costly part of storing a preview, and
 //! under the writer every decision would wait for it.
 
 use std::collections::HashSet;

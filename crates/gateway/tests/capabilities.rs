@@ -374,7 +374,7 @@ async fn the_all_staff_group_is_real_bulk() {
             json!({"group": "grp_all_staff", "filter": {"employment": "contractor"}}),
         )
         .await;
-    assert_eq!(plan["effects"][0]["subjects"]["total"], 10_000);
+    assert_eq!(plan["effects"][0]["subjects"]["total"], 11_111);
     assert_eq!(
         plan["effects"][0]["subjects"]["sample"]
             .as_array()
@@ -389,8 +389,8 @@ async fn the_all_staff_group_is_real_bulk() {
         .iter()
         .find(|e| e["type"] == "vpn_entitlement_removed")
         .unwrap();
-    assert_eq!(vpn["subjects"]["total"], 5_000);
-    assert_eq!(plan["estimated_cost"]["amount_max"], "100.00");
+    assert_eq!(vpn["subjects"]["total"], 5_555);
+    assert_eq!(plan["estimated_cost"]["amount_max"], "111.11");
     // One notification per removed member is more than an agent's 50.00 credits pay for.
     let codes: Vec<&Value> = plan["validation"]
         .as_array()

@@ -130,9 +130,9 @@ fn all_staff_contractors() -> Value {
 
 #[tokio::test]
 async fn a_large_plans_staged_subject_rows_are_its_own_or_gone() {
-    // 25,000 rows (10,000 contractors, their notices, their VPN entitlements): staged before the
-    // plan, in batches. The cap lets the first plan in and refuses the second only once it is
-    // evaluated and staged.
+    // 27,777 rows (11,111 contractors, their notices, the VPN entitlements of half of them):
+    // staged before the plan, in batches. The cap lets the first plan in and refuses the second
+    // only once it is evaluated and staged.
     let gw = Gateway::limited(Limits {
         max_subject_rows: 40_000,
         ..Limits::default()
@@ -142,7 +142,7 @@ async fn a_large_plans_staged_subject_rows_are_its_own_or_gone() {
     assert_eq!(first.status, StatusCode::OK, "{}", first.body);
     let plan_id = first.body["plan_id"].as_str().unwrap();
     let held = count(&gw, "SELECT COUNT(*) FROM plan_subjects").await;
-    assert_eq!(held, 25_000);
+    assert_eq!(held, 27_777);
     assert_eq!(count(&gw, &rows(plan_id)).await, held);
     let recorded = format!("SELECT subject_rows FROM plans WHERE id = '{plan_id}'");
     assert_eq!(count(&gw, &recorded).await, held);

@@ -243,7 +243,7 @@ async fn a_bulk_plan_the_wallet_cannot_pay_says_so_and_cannot_be_approved() {
             json!({"group": "grp_all_staff", "filter": {"employment": "employee"}}),
         )
         .await;
-    assert_eq!(plan["estimated_cost"]["amount_max"], "900.00");
+    assert_eq!(plan["estimated_cost"]["amount_max"], "1000.00");
     assert_eq!(plan["executable"], false);
     let blocker = &plan["validation"][0];
     assert_eq!(blocker["code"], "insufficient_budget");
@@ -252,7 +252,7 @@ async fn a_bulk_plan_the_wallet_cannot_pay_says_so_and_cannot_be_approved() {
     assert_eq!(blocker["path"], "/estimated_cost/amount_max");
     let message = blocker["message"].as_str().unwrap();
     assert!(
-        message.contains("900.00") && message.contains("50.00") && message.contains("agt_ops"),
+        message.contains("1000.00") && message.contains("50.00") && message.contains("agt_ops"),
         "{message}"
     );
     assert!(blocker["repair"].as_str().unwrap().contains("50.00"));

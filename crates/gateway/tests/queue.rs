@@ -293,7 +293,7 @@ async fn writes_succeed_while_polls_keep_every_reader_busy() {
         .await;
     done.store(true, Ordering::Relaxed);
     assert_eq!(bulk.status, StatusCode::OK, "{}", bulk.body);
-    assert_eq!(bulk.body["effects"][0]["subjects"]["total"], 90_000);
+    assert_eq!(bulk.body["effects"][0]["subjects"]["total"], 100_000);
     assert!(small["plan_id"].is_string());
     for poller in pollers {
         assert!(poller.await.unwrap() > 0);

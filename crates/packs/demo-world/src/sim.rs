@@ -198,7 +198,7 @@ fn next_request() -> (&'static str, Value) {
                 json!({"group": "grp_support", "filter": {"employment": "contractor"}})
             } else {
                 let users: std::collections::BTreeSet<String> = (0..30)
-                    .map(|_| format!("usr_s{:06}", rng.gen_range(1..=100_000)))
+                    .map(|_| format!("usr_s{:06}", rng.gen_range(1..=111_111)))
                     .collect();
                 json!({"group": "grp_all_staff", "filter": {"employment": "employee", "users": users}})
             };

@@ -5,8 +5,9 @@
 use countersign_pack::{ids, Dialect};
 use sqlx::AnyConnection;
 
-/// Members of `grp_all_staff`.
-const ALL_STAFF: u32 = 100_000;
+/// Members of `grp_all_staff`: every tenth is a contractor, so 100,000 are employees, the size of
+/// the seeds' bulk example (one removal of 100,000 subjects).
+const ALL_STAFF: u32 = 111_111;
 
 const FIRST: [&str; 16] = [
     "Ana", "Ben", "Chloe", "Dana", "Emil", "Farah", "Gus", "Hana", "Ivo", "Jun", "Kira", "Luis",
@@ -69,8 +70,7 @@ pub async fn seed(conn: &mut AnyConnection) -> anyhow::Result<()> {
         .execute(&mut *conn)
         .await?;
     }
-    // A hundred thousand colleagues, generated in the database itself; every tenth is a
-    // contractor.
+    // The colleagues, generated in the database itself; every tenth is a contractor.
     let colleagues = match Dialect::of(conn) {
         Dialect::Sqlite => {
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1)
