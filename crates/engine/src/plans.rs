@@ -483,16 +483,25 @@ pub async fn record(
     registry: &'static Registry,
     plan: StoredPlan,
 ) -> ApiResult<PlanRecord> {
-    record_with(conn, registry, plan, None).await
+    record_with(conn, registry, plan, Known::default()).await
 }
 
-/// As [`record`], with the plan's decisions when the caller has just read them in this
-/// transaction ([`decisions`]), which are then not read again.
+/// What a caller has just read of a plan in this transaction, which [`record_with`] then does
+/// not read again: each read is a round trip to a PostgreSQL server.
+#[derive(Default)]
+pub struct Known {
+    /// Its decisions ([`decisions`]).
+    pub approvals: Option<Approvals>,
+    /// Its read revisions that moved ([`moved`]).
+    pub moved: Option<Vec<MovedRevision>>,
+}
+
+/// As [`record`], with what the caller already knows of the plan.
 pub async fn record_with(
     conn: &mut AnyConnection,
     registry: &'static Registry,
     plan: StoredPlan,
-    approvals: Option<Approvals>,
+    known: Known,
 ) -> ApiResult<PlanRecord> {
     // Staleness concerns only a plan that may still be decided or run: an executed plan's own
     // writes moved what it read, and that is its result, not staleness.
@@ -500,13 +509,13 @@ pub async fn record_with(
         plan.status,
         PlanStatus::PendingApproval | PlanStatus::Approved | PlanStatus::Stale
     );
-    let moved = if open {
-        moved(conn, registry, &plan.preview.read_revisions).await?
-    } else {
-        Vec::new()
+    let moved = match known.moved {
+        _ if !open => Vec::new(),
+        Some(moved) => moved,
+        None => moved(conn, registry, &plan.preview.read_revisions).await?,
     };
     let status = effective_status(&plan, ids::now(), &moved);
-    let approvals = match approvals {
+    let approvals = match known.approvals {
         Some(known) => known,
         None => self::approvals(conn, &plan.preview.plan_id, plan.required_approvals).await?,
     };

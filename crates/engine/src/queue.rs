@@ -2,7 +2,7 @@
 //! [`publish`] (or [`mark_stale_readers`]), which rewrites the plan's stored summary and logs an
 //! event; a listing then reads stored summaries, and a conditional poll needs only the revision.
 
-use countersign_proto::approvals::{Approvals, PlanStatus, PlanSummary};
+use countersign_proto::approvals::{PlanStatus, PlanSummary};
 use sqlx::AnyConnection;
 
 use crate::events::{self, EventKind};
@@ -30,7 +30,7 @@ pub async fn publish(
     kind: EventKind,
 ) -> ApiResult<()> {
     let plan = changed(conn, plan_id).await?;
-    publish_plan(conn, registry, plan, None, kind).await
+    publish_plan(conn, registry, plan, plans::Known::default(), kind).await
 }
 
 /// A plan this transaction is changing, which must exist.
@@ -40,19 +40,23 @@ async fn changed(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<StoredPla
         .ok_or_else(|| anyhow::anyhow!("plan {plan_id} vanished while it changed"))?)
 }
 
-/// As [`publish`], for a plan the caller holds as it now stands in this transaction, with its
-/// decisions when it has just read them: a decision publishes what it already read.
+/// As [`publish`], for a plan the caller holds as it now stands in this transaction, with what it
+/// has just read of it (a decision publishes what it already read). The plan's status is stored
+/// with its summary, in one write.
 pub async fn publish_plan(
     conn: &mut AnyConnection,
     registry: &'static Registry,
     plan: StoredPlan,
-    approvals: Option<Approvals>,
+    known: plans::Known,
     kind: EventKind,
 ) -> ApiResult<()> {
     let plan_id = plan.preview.plan_id.clone();
-    let Some(status) = store_summary(conn, registry, plan, approvals).await? else {
+    let status = plan.status;
+    if !plan.preview.executable {
+        plans::set_status(conn, &plan_id, status).await?;
         return Ok(());
-    };
+    }
+    store_summary(conn, registry, plan, known).await?;
     if plans::is_closed(status) {
         forget_reads(conn, &plan_id).await?;
     }
@@ -70,27 +74,24 @@ async fn forget_reads(conn: &mut AnyConnection, plan_id: &str) -> Result<(), sql
     Ok(())
 }
 
-/// Stores the summary approvers list `plan` by; the plan's stored status, or none, storing no
-/// summary, for a blocked plan.
+/// Stores the status of `plan` (not blocked) and the summary approvers list it by.
 async fn store_summary(
     conn: &mut AnyConnection,
     registry: &'static Registry,
     plan: StoredPlan,
-    approvals: Option<Approvals>,
-) -> ApiResult<Option<PlanStatus>> {
-    if !plan.preview.executable {
-        return Ok(None);
-    }
-    let status = plan.status;
+    known: plans::Known,
+) -> ApiResult<()> {
+    let status = plans::status_text(plan.status);
     let subjects_total = plans::subjects_total(&plan);
-    let record = plans::record_with(conn, registry, plan, approvals).await?;
+    let record = plans::record_with(conn, registry, plan, known).await?;
     let summary = plans::summary(registry, &record, subjects_total);
-    sqlx::query("UPDATE plans SET summary = $1 WHERE id = $2")
+    sqlx::query("UPDATE plans SET summary = $1, status = $2 WHERE id = $3")
         .bind(serde_json::to_string(&summary)?)
+        .bind(status)
         .bind(&record.plan.plan_id)
         .execute(&mut *conn)
         .await?;
-    Ok(Some(status))
+    Ok(())
 }
 
 /// A write moved `resource`: every pending or approved plan that read it is stale now. Only the
@@ -268,7 +269,10 @@ pub async fn backfill(store: &Store, registry: &'static Registry) -> ApiResult<(
     let mut w = store.write().await?;
     for plan_id in missing {
         let plan = changed(&mut w.tx, &plan_id).await?;
-        store_summary(&mut w.tx, registry, plan, None).await?;
+        // A blocked plan has no summary: it reaches no person.
+        if plan.preview.executable {
+            store_summary(&mut w.tx, registry, plan, plans::Known::default()).await?;
+        }
     }
     w.commit().await?;
     Ok(())

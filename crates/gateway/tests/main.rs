@@ -33,6 +33,7 @@ mod provider_keys;
 mod queue;
 mod races;
 mod revocation;
+mod round_trips;
 mod router;
 mod scopes;
 mod storage_faults;

@@ -1,0 +1,139 @@
+//! How many statements the gateway sends its database for an approver's requests. On PostgreSQL
+//! each is a round trip, the unit of a write's cost (docs/decisions.md, "A round trip is the
+//! unit of a write's cost on PostgreSQL"): a statement more on a decision's path shows here before
+//! it shows in `make bench`. Counted from sqlx's own record of every statement it runs (its
+//! `sqlx::query` events). nextest runs each test in a process of its own, so what is counted is
+//! this test's; the sweeper beside it may add a sweep to one request, so each count is the
+//! fewest over three requests.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use countersign_pack::Dialect;
+use serde_json::json;
+use tracing::field::{Field, Visit};
+use tracing_subscriber::layer::{Context, SubscriberExt as _};
+use tracing_subscriber::Layer;
+
+use crate::common::{Approver, Gateway};
+
+/// The statements sqlx has run in this process since the last [`Statements::take`].
+#[derive(Clone, Default)]
+struct Statements(Arc<Mutex<Vec<String>>>);
+
+impl Statements {
+    fn installed() -> Statements {
+        static LOG: OnceLock<Statements> = OnceLock::new();
+        LOG.get_or_init(|| {
+            let log = Statements::default();
+            tracing::subscriber::set_global_default(
+                tracing_subscriber::registry().with(log.clone()),
+            )
+            .expect("no other subscriber in this test process");
+            log
+        })
+        .clone()
+    }
+
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut self.0.lock().unwrap())
+    }
+}
+
+/// The statement's text, the first line of it.
+struct Text(Option<String>);
+
+impl Visit for Text {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        // sqlx leaves `db.statement` empty when the summary is the whole statement.
+        let line = value.lines().map(str::trim).find(|l| !l.is_empty());
+        if let (Some(line), "db.statement" | "summary") = (line, field.name()) {
+            self.0 = Some(line.to_owned());
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.record_str(field, &format!("{value:?}"));
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for Statements {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        if event.metadata().target() == "sqlx::query" {
+            let mut text = Text(None);
+            event.record(&mut text);
+            self.0.lock().unwrap().push(text.0.unwrap_or_default());
+        }
+    }
+}
+
+/// The fewest statements any of `requests` ran, and those statements.
+async fn fewest<F, Fut>(log: &Statements, requests: usize, mut request: F) -> Vec<String>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut fewest: Option<Vec<String>> = None;
+    for n in 0..requests {
+        log.take();
+        request(n).await;
+        let ran = log.take();
+        if fewest.as_ref().is_none_or(|f| ran.len() < f.len()) {
+            fewest = Some(ran);
+        }
+    }
+    fewest.unwrap_or_default()
+}
+
+async fn pending_plans(gw: &Gateway, n: usize) -> Vec<serde_json::Value> {
+    let mut plans = Vec::new();
+    for i in 0..n {
+        plans.push(
+            gw.dry_run(json!({"project": "prj_184", "retention_days": 40 + i}))
+                .await,
+        );
+    }
+    plans
+}
+
+#[tokio::test]
+async fn an_approval_is_eleven_statements_and_a_plan_record_six() {
+    let log = Statements::installed();
+    let gw = Gateway::new().await;
+    let dana: Approver = gw.enroll_as("Dana", "usr_92").await;
+    let plans = pending_plans(&gw, 3).await;
+
+    let opened = fewest(&log, plans.len(), |n| {
+        let (gw, dana, plan_id) = (&gw, &dana, plans[n]["plan_id"].as_str().unwrap());
+        async move {
+            let reply = gw.record(&dana.token, plan_id).await;
+            assert_eq!(reply.status, 200, "{}", reply.body);
+        }
+    })
+    .await;
+    let decided = fewest(&log, plans.len(), |n| {
+        let (gw, dana, plan) = (&gw, &dana, &plans[n]);
+        async move {
+            let envelope = dana.sign(&dana.statement(gw, plan));
+            let reply = dana
+                .send(gw, plan["plan_id"].as_str().unwrap(), &envelope)
+                .await;
+            assert_eq!(reply.status, 200, "{}", reply.body);
+            assert_eq!(reply.body["status"], "approved");
+        }
+    })
+    .await;
+
+    // sqlx records neither end of a SQLite transaction, and of PostgreSQL's only the COMMIT
+    // (the BEGIN goes out with the write's first query).
+    let commit = match gw.state.store.dialect() {
+        Dialect::Sqlite => 0,
+        Dialect::Postgres => 1,
+    };
+    // The approver's token; the plan, a decision by the same person under another approver
+    // account, its one read revision, its decisions, the agent's wallet.
+    assert_eq!(opened.len(), 6, "{opened:#?}");
+    // The token and key; the plan, this approver's decisions and the nonce's, a decision by the
+    // same person under another approver account, the read revision, the new decision, the
+    // decisions it joins, the wallet, the plan's status and summary, the event.
+    assert_eq!(decided.len(), 11 + commit, "{decided:#?}");
+}
