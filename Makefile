@@ -244,7 +244,8 @@ bench-deps: deps
 # UI embedded, and the criterion benches.
 bench-build: bench-deps ui
 	@start=$$(date +%s); \
-	cargo build --release -p countersign-gateway -p countersign-e2e -p countersign-desktop --bins && \
+	cargo build --release -p countersign-gateway -p countersign-e2e -p countersign-desktop --bins \
+		--example countersign-hello --features countersign-desktop/reference-window && \
 	cargo bench --no-run --bench '*' -p countersign-proto -p countersign-console; \
 	status=$$?; echo "Release build: $$(( $$(date +%s) - start )) s"; exit $$status
 

@@ -1,7 +1,8 @@
 //! The desktop app as an approver starts it: the release `countersign` binary under Xvfb, pointed
 //! at a bench gateway holding 10,000 pending plans and the bulk plan (issue 28). Per launch: cold
 //! start to the first queue row, memory idle (PSS of the app and its WebKit processes, summed),
-//! time from a click on the bulk plan to its first screen, and memory with it open. The last
+//! time from a click on the bulk plan to its first screen, and memory with it open and its subject
+//! list, digest-checked, scrolled to the last row. The last
 //! launch is then left alone as it is, the bulk plan open (the window keeps no history to go back
 //! through): its processor use over a minute and its memory after ten minutes.
 
@@ -74,7 +75,9 @@ fn template(subjects: &str) -> [Row; 6] {
         )
         .goal(Goal::AtMost(FIRST_SCREEN_MS * 1e6)),
         Row::new(
-            format!("desktop PSS with the {subjects}-subject plan open"),
+            format!(
+                "desktop PSS with the {subjects}-subject plan open, its list scrolled to the end"
+            ),
             Unit::Bytes,
         )
         .goal(Goal::AtMost(BULK_PSS)),
@@ -129,15 +132,73 @@ fn missing(binary: &std::path::Path) -> Option<String> {
 
 pub async fn rows(settings: &Settings) -> Vec<Row> {
     let binary = desktop_binary(settings);
-    if let Some(why) = missing(&binary) {
-        return template("bulk").map(|r| r.skipped(why.clone())).into();
+    let mut rows: Vec<Row> = match missing(&binary) {
+        Some(why) => template("bulk").map(|r| r.skipped(why.clone())).into(),
+        None => match measure(settings, &binary).await {
+            Ok(rows) => rows,
+            Err(e) => template("bulk")
+                .map(|r| r.skipped(format!("failed: {e:#}")))
+                .into(),
+        },
+    };
+    rows.push(hello_floor(settings).await);
+    rows
+}
+
+/// The floor under the memory rows: Tauri's own example-sized window (`countersign-hello`, one
+/// line of static text) started the same way and left idle as long as the app is before its
+/// first reading.
+async fn hello_floor(settings: &Settings) -> Row {
+    let row = Row::new(
+        "reference: desktop PSS of an idle Tauri hello-world window (app + WebKit)",
+        Unit::Bytes,
+    );
+    let binary = settings.bin_dir.join("examples").join("countersign-hello");
+    if std::env::var_os("DISPLAY").is_none() {
+        return row.skipped("no display (make bench runs Xvfb)");
     }
-    match measure(settings, &binary).await {
-        Ok(rows) => rows,
-        Err(e) => template("bulk")
-            .map(|r| r.skipped(format!("failed: {e:#}")))
-            .into(),
+    if !binary.exists() {
+        return row.skipped(format!(
+            "{} is not built (make bench-build)",
+            binary.display()
+        ));
     }
+    let measured = async {
+        let mut child = tokio::process::Command::new(&binary)
+            .env("WEBKIT_DISABLE_DMABUF_RENDERER", "1")
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting the reference window")?;
+        let pid = child.id().context("the reference window's process")?;
+        // Its page has loaded once a web process runs below it; then it settles as the app does.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while procmem::tree(pid).len() < 3 {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "no WebKit processes below the reference window after 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(SETTLE * 2).await;
+        let (bytes, parts) = procmem::tree_pss(pid)?;
+        child.kill().await?;
+        anyhow::Ok((bytes, parts))
+    }
+    .await;
+    match measured {
+        Ok((bytes, parts)) => row
+            .measured(Summary::single(bytes as f64))
+            .note(parts_text(&parts)),
+        Err(e) => row.skipped(format!("failed: {e:#}")),
+    }
+}
+
+fn parts_text(parts: &[(String, u64)]) -> String {
+    parts
+        .iter()
+        .map(|(name, bytes)| format!("{name} {}", Unit::Bytes.format(*bytes as f64)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 async fn measure(settings: &Settings, binary: &std::path::Path) -> anyhow::Result<Vec<Row>> {
@@ -147,6 +208,11 @@ async fn measure(settings: &Settings, binary: &std::path::Path) -> anyhow::Resul
     let (capability, params) = bulk_plan();
     let bulk = gateway.api.dry_run(&agent, capability, &params).await?;
     let bulk_id = bulk["plan_id"].as_str().context("a plan id")?.to_owned();
+    let effect_id = bulk["effects"][0]["id"].as_str().context("an effect id")?;
+    let last_subject = gateway
+        .api
+        .last_subject(&agent, &bulk_id, effect_id)
+        .await?;
     let subjects = Unit::Count.format(
         bulk["effects"][0]["subjects"]["total"]
             .as_f64()
@@ -167,13 +233,13 @@ async fn measure(settings: &Settings, binary: &std::path::Path) -> anyhow::Resul
     ];
 
     eprintln!("  desktop: first launch (enrolls, not counted)");
-    launch(binary, &env, &bulk_id, false).await?;
+    launch(binary, &env, &bulk_id, &last_subject, false).await?;
     let mut launches = Vec::new();
     let mut idle = None;
     for n in 1..=LAUNCHES {
         eprintln!("  desktop: launch {n} of {LAUNCHES}");
         let last = n == LAUNCHES;
-        let (measured, idle_reading) = launch(binary, &env, &bulk_id, last).await?;
+        let (measured, idle_reading) = launch(binary, &env, &bulk_id, &last_subject, last).await?;
         launches.push(measured);
         idle = idle_reading.or(idle);
     }
@@ -187,13 +253,7 @@ async fn measure(settings: &Settings, binary: &std::path::Path) -> anyhow::Resul
     let [cold, idle_row, first, open, cpu, drift] = template(&subjects);
     let parts = launches
         .last()
-        .map(|l| {
-            l.parts
-                .iter()
-                .map(|(name, bytes)| format!("{name} {}", Unit::Bytes.format(*bytes as f64)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
+        .map(|l| parts_text(&l.parts))
         .unwrap_or_default();
     Ok(vec![
         cold.result(column(|l| l.cold_start))
@@ -218,6 +278,7 @@ async fn launch(
     binary: &std::path::Path,
     env: &[(&str, String)],
     bulk_id: &str,
+    last_subject: &str,
     leave_idle: bool,
 ) -> anyhow::Result<(Launch, Option<Idle>)> {
     let driver = Driver::start(env).await?;
@@ -236,6 +297,10 @@ async fn launch(
         let app = procmem::find_below(driver.pid(), &name).context("the app's process")?;
         let (idle_pss, _) = procmem::tree_pss(app)?;
         let first_screen = webdriver::time_to_first_screen(&client, bulk_id).await? * 1e6;
+        let last = webdriver::scroll_subjects_to_end(&client).await?;
+        if last != last_subject {
+            anyhow::bail!("the subject list ends at {last}, the plan at {last_subject}");
+        }
         tokio::time::sleep(SETTLE).await;
         let (bulk_pss, parts) = procmem::tree_pss(app)?;
         let launch = Launch {

@@ -270,6 +270,38 @@ impl Api {
         }
         Ok(body)
     }
+
+    /// The last subject id (ids ascend) of an effect, paged through as its agent may.
+    pub async fn last_subject(
+        &self,
+        token: &str,
+        plan_id: &str,
+        effect_id: &str,
+    ) -> anyhow::Result<String> {
+        let mut cursor: Option<String> = None;
+        let mut last = None;
+        loop {
+            let mut request = self
+                .http
+                .get(format!(
+                    "{}/v1/plans/{plan_id}/effects/{effect_id}/subjects",
+                    self.url
+                ))
+                .bearer_auth(token)
+                .query(&[("limit", "5000")]);
+            if let Some(cursor) = &cursor {
+                request = request.query(&[("cursor", cursor)]);
+            }
+            let page: Value = request.send().await?.error_for_status()?.json().await?;
+            if let Some(id) = page["items"].as_array().and_then(|i| i.last()) {
+                last = id["id"].as_str().map(str::to_owned);
+            }
+            match page["next_cursor"].as_str() {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => return last.context("an effect without subjects"),
+            }
+        }
+    }
 }
 
 /// A plan that always waits for one approver: `projects.settings.update` on `prj_184`.
@@ -282,8 +314,8 @@ pub fn pending_plan(i: usize) -> (&'static str, Value) {
     )
 }
 
-/// The largest plan the demo world makes: every employee of `grp_all_staff` (90,000 of its
-/// 100,000 members; the filter needs an employment kind, and a tenth are contractors).
+/// The seeds' bulk example at its size: every employee of `grp_all_staff`, 100,000 of its 111,111
+/// members (the filter needs an employment kind, and a tenth are contractors).
 pub fn bulk_plan() -> (&'static str, Value) {
     (
         "groups.members.remove",

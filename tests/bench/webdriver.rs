@@ -77,3 +77,41 @@ pub async fn time_to_first_screen(client: &Client, plan_id: &str) -> anyhow::Res
     }
     Ok(elapsed)
 }
+
+/// Waits for the open plan's subject list to report that the full set matches its digest, then
+/// scrolls it to its end until the last row is loaded; answers that row's subject id.
+const SUBJECTS_TO_THE_END: &str = r#"
+const done = arguments[0];
+const step = () => {
+  const check = document.querySelector("[data-testid='subjects-check']");
+  const list = document.querySelector("[data-testid='subjects-scroll']");
+  if (!check || !list) { setTimeout(step, 50); return; }
+  if (check.dataset.matches !== 'true') { done({ error: 'the subjects do not match their digest' }); return; }
+  list.scrollTop = list.scrollHeight;
+  list.dispatchEvent(new Event('scroll'));
+  const rows = list.querySelectorAll("[data-testid='subject-row']");
+  const last = rows[rows.length - 1];
+  const atEnd = list.scrollTop + list.clientHeight >= list.scrollHeight - 1;
+  if (atEnd && last && last.dataset.subjectId) {
+    done({ id: last.dataset.subjectId });
+    return;
+  }
+  setTimeout(step, 50);
+};
+step();
+"#;
+
+/// The open plan's subject list, digest-checked and scrolled to its last row: that row's id.
+pub async fn scroll_subjects_to_end(client: &Client) -> anyhow::Result<String> {
+    let answer = client
+        .execute_async(SUBJECTS_TO_THE_END, vec![])
+        .await
+        .context("scrolling the subject list")?;
+    if let Some(error) = answer["error"].as_str() {
+        bail!("{error}");
+    }
+    answer["id"]
+        .as_str()
+        .map(str::to_owned)
+        .context("the page reported no last subject")
+}
