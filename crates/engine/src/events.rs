@@ -103,7 +103,7 @@ pub async fn start(
 /// The changes after `seen`, and the last revision read. Each carries its plan's summary as
 /// stored now: a reader that catches up sees where every plan stands, not each step on the way.
 pub async fn after(store: &Store, seen: i64) -> Result<(i64, Vec<Logged>), sqlx::Error> {
-    let mut conn = store.pool().begin().await?;
+    let mut conn = store.snapshot().await?;
     // Fell behind what the log keeps (a slow reader, or a burst): start over from the present.
     if !can_resume(&mut conn, seen).await? {
         let current = revision(&mut conn).await?;

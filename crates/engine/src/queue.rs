@@ -137,7 +137,7 @@ pub async fn page(store: &Store, limit: u32, cursor: Option<&str>) -> ApiResult<
         })?,
         None => (String::new(), String::new()),
     };
-    let mut conn = store.pool().begin().await?;
+    let mut conn = store.snapshot().await?;
     let revision = events::revision(&mut conn).await?;
     let sql = page_sql(store.dialect());
     let (count, items, last_expiry, last_id): (i64, String, Option<String>, Option<String>) =

@@ -31,7 +31,7 @@ pub fn no_such_plan() -> ApiError {
 
 /// A plan with its status, approvals and what moved: for any approver, and for its own agent.
 pub async fn plan(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<PlanRecord> {
-    let mut conn = engine.store.pool().begin().await?;
+    let mut conn = engine.store.snapshot().await?;
     let plan = plans::load(&mut conn, plan_id)
         .await?
         .ok_or_else(no_such_plan)?;
@@ -58,7 +58,7 @@ pub async fn subjects(
             format!("limit is 1 to {MAX_PAGE}."),
         ));
     }
-    let mut conn = engine.store.pool().begin().await?;
+    let mut conn = engine.store.snapshot().await?;
     let plan = plans::load(&mut conn, plan_id)
         .await?
         .ok_or_else(no_such_plan)?;
@@ -138,7 +138,7 @@ type DecisionAudit = (
 
 /// A plan's three audit trails: its previews, the decisions as received, its executions.
 pub async fn audit(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<Value> {
-    let mut conn = engine.store.pool().begin().await?;
+    let mut conn = engine.store.snapshot().await?;
     let plan = plans::load(&mut conn, plan_id)
         .await?
         .ok_or_else(no_such_plan)?;

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod abandoned_begins;
 mod accounts;
 mod availability;
 mod bounds;

@@ -4,6 +4,7 @@
 mod migrations;
 mod notify;
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use sqlx::any::AnyPoolOptions;
@@ -85,6 +86,32 @@ fn postgres_begin(instance: &str) -> String {
     )
 }
 
+/// Begins a transaction on a connection of `pool` in a task of its own, which runs to the end
+/// even when the request that asked for it is dropped half-way (its client went away). sqlx's
+/// begin is not safe to drop: a custom BEGIN that SQLite has run is counted only after one more
+/// exchange with the connection's worker, and PostgreSQL's BEGIN only once its answer is read
+/// (sqlx issue 4385). A write dropped in between left the writer connection in its pool inside a
+/// transaction nobody would end, holding the write lock while the gateway sat idle: another
+/// instance's writes, or an admin command's, waited for it (under `make bench`'s load, minutes).
+/// Run to the end, the begin makes a [`Transaction`], whose drop rolls back as every other
+/// abandoned transaction's does. Reads begin the same way, so that no connection goes back to
+/// its pool inside a transaction.
+async fn begin(pool: &AnyPool, statement: Option<Cow<'static, str>>) -> Result<Tx, sqlx::Error> {
+    let pool = pool.clone();
+    let begun = tokio::spawn(async move {
+        match statement {
+            Some(statement) => pool.begin_with(statement).await,
+            None => pool.begin().await,
+        }
+    });
+    match begun.await {
+        Ok(tx) => tx,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // Only a runtime shutting down cancels the task.
+        Err(_) => Err(sqlx::Error::PoolClosed),
+    }
+}
+
 /// Read connections: enough for the runtime's workers and a few slow readers (SSE, subject pages).
 const READERS: u32 = 8;
 
@@ -163,11 +190,13 @@ impl Store {
     /// needs from one moment without holding the writer.
     pub async fn snapshot(&self) -> Result<Tx, sqlx::Error> {
         match self.dialect {
-            Dialect::Sqlite => self.reads.begin().await,
+            Dialect::Sqlite => begin(&self.reads, None).await,
             Dialect::Postgres => {
-                self.reads
-                    .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    .await
+                begin(
+                    &self.reads,
+                    Some("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY".into()),
+                )
+                .await
             }
         }
     }
@@ -176,10 +205,12 @@ impl Store {
         let tx = match self.dialect {
             // IMMEDIATE: take SQLite's write lock now, so that a writer in another process makes
             // this wait at BEGIN instead of failing it half-way.
-            Dialect::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await?,
+            Dialect::Sqlite => begin(&self.writer, Some("BEGIN IMMEDIATE".into())).await?,
             // One round trip: the lock, and the commit notice, which PostgreSQL holds back
             // until COMMIT and drops on a rollback.
-            Dialect::Postgres => self.writer.begin_with(self.postgres_begin.clone()).await?,
+            Dialect::Postgres => {
+                begin(&self.writer, Some(self.postgres_begin.clone().into())).await?
+            }
         };
         Ok(WriteTx { tx, store: self })
     }
@@ -197,13 +228,15 @@ impl Store {
             .await
             .map_err(|_| sqlx::Error::PoolClosed)?;
         let tx = match self.dialect {
-            Dialect::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await?,
+            Dialect::Sqlite => begin(&self.writer, Some("BEGIN IMMEDIATE".into())).await?,
             // Not flushed at its own commit: nothing refers to these rows until a later
             // transaction does, and that one's flush covers the log written before it.
             Dialect::Postgres => {
-                self.writer
-                    .begin_with("BEGIN; SET LOCAL synchronous_commit = off")
-                    .await?
+                begin(
+                    &self.writer,
+                    Some("BEGIN; SET LOCAL synchronous_commit = off".into()),
+                )
+                .await?
             }
         };
         Ok(Apart { tx, _turn: turn })

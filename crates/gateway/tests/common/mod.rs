@@ -90,7 +90,7 @@ async fn test_database(sqlite: &str, seeded: bool) -> TestDatabase {
 
 /// A database of its own, on SQLite a file rather than memory: an in-memory store has one
 /// connection, which its reads share with its writer.
-async fn on_disk(seeded: bool) -> TestDatabase {
+pub async fn on_disk(seeded: bool) -> TestDatabase {
     let directory = tempfile::tempdir().unwrap();
     let file = format!("sqlite://{}", directory.path().join("test.db").display());
     let mut database = test_database(&file, seeded).await;
