@@ -94,8 +94,9 @@ fn postgres_begin(instance: &str) -> String {
 /// transaction nobody would end, holding the write lock while the gateway sat idle: another
 /// instance's writes, or an admin command's, waited for it (under `make bench`'s load, minutes).
 /// Run to the end, the begin makes a [`Transaction`], whose drop rolls back as every other
-/// abandoned transaction's does. Reads begin the same way, so that no connection goes back to
-/// its pool inside a transaction.
+/// abandoned transaction's does. Reads begin the same way: a snapshot dropped as it began left
+/// a PostgreSQL reader inside a repeatable-read transaction, and every read that connection
+/// served outside a transaction of its own (the queue's `304` check) saw one frozen state.
 async fn begin(pool: &AnyPool, statement: Option<Cow<'static, str>>) -> Result<Tx, sqlx::Error> {
     let pool = pool.clone();
     let begun = tokio::spawn(async move {
