@@ -79,23 +79,30 @@ pub async fn time_to_first_screen(client: &Client, plan_id: &str) -> anyhow::Res
 }
 
 /// Waits for the open plan's subject list to report that the full set matches its digest, then
-/// scrolls it to its end until the last row is loaded; answers that row's subject id.
+/// scrolls it to its end until the last row is loaded; answers that row's subject id. The rows are
+/// read a step after the scroll, and only once the same last row is seen twice at the end: the
+/// list renders the rows in view after the scroll event, not during it.
 const SUBJECTS_TO_THE_END: &str = r#"
 const done = arguments[0];
+let seen = null;
 const step = () => {
   const check = document.querySelector("[data-testid='subjects-check']");
   const list = document.querySelector("[data-testid='subjects-scroll']");
   if (!check || !list) { setTimeout(step, 50); return; }
   if (check.dataset.matches !== 'true') { done({ error: 'the subjects do not match their digest' }); return; }
-  list.scrollTop = list.scrollHeight;
-  list.dispatchEvent(new Event('scroll'));
-  const rows = list.querySelectorAll("[data-testid='subject-row']");
-  const last = rows[rows.length - 1];
   const atEnd = list.scrollTop + list.clientHeight >= list.scrollHeight - 1;
-  if (atEnd && last && last.dataset.subjectId) {
-    done({ id: last.dataset.subjectId });
+  if (!atEnd) {
+    seen = null;
+    list.scrollTop = list.scrollHeight;
+    list.dispatchEvent(new Event('scroll'));
+    setTimeout(step, 50);
     return;
   }
+  const rows = list.querySelectorAll("[data-testid='subject-row']");
+  const last = rows[rows.length - 1];
+  const id = last && last.dataset.subjectId;
+  if (id && id === seen) { done({ id }); return; }
+  seen = id || null;
   setTimeout(step, 50);
 };
 step();
