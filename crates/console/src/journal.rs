@@ -17,7 +17,7 @@ use countersign_proto::ErrorCode;
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 use ts_rs::TS;
 
@@ -198,6 +198,10 @@ impl Journal {
             .map_err(store_error)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
+            // A commit survives the app's crash without a flush; only a decision left waiting
+            // needs to survive the machine's, and `attempted` flushes it (docs/decisions.md, "The
+            // outbox's flushes").
+            .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(std::time::Duration::from_secs(10));
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
@@ -312,12 +316,26 @@ impl Journal {
         Ok(())
     }
 
+    /// Counts a failed attempt at entry `id`, which now waits in the outbox: committed with the
+    /// log flushed, and with it every commit before, its own record among them.
     async fn attempted(&self, id: i64) -> Result<(), ConsoleError> {
-        sqlx::query("UPDATE decisions SET attempts = attempts + 1 WHERE id = ?")
-            .bind(id)
-            .execute(&self.pool)
+        let mut conn = self.pool.acquire().await.map_err(store_error)?;
+        sqlx::query("PRAGMA synchronous = FULL")
+            .execute(&mut *conn)
             .await
             .map_err(store_error)?;
+        let counted = sqlx::query("UPDATE decisions SET attempts = attempts + 1 WHERE id = ?")
+            .bind(id)
+            .execute(&mut *conn)
+            .await;
+        let restored = sqlx::query("PRAGMA synchronous = NORMAL")
+            .execute(&mut *conn)
+            .await;
+        if restored.is_err() {
+            // A connection left flushing every commit is slow, not wrong; it is not kept.
+            conn.detach();
+        }
+        counted.map_err(store_error)?;
         Ok(())
     }
 
@@ -416,5 +434,36 @@ mod tests {
             .collect();
         assert_eq!(files, ["0001_journal.sql"]);
         assert_eq!(super::journal_migrator().iter().count(), 1);
+    }
+
+    /// A commit is not flushed by itself (a decision the gateway answered needs no flush: it is
+    /// the gateway's); the attempt that leaves one waiting flushes at FULL and puts its connection
+    /// back as it found it.
+    #[tokio::test]
+    async fn only_a_decision_left_waiting_is_flushed() {
+        use super::*;
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(&dir.path().join("journal.db")).await.unwrap();
+        let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+        let envelope = countersign_proto::dsse::sign(&key, "key_1", "application/x", b"{}");
+        let id = journal
+            .record("gw_1", "plan_1", Decision::Approve, &envelope, "pk")
+            .await
+            .unwrap();
+        // Nothing listens on port 1: the attempt fails and the entry waits.
+        let client = GatewayClient::new("http://127.0.0.1:1", Some("t".into())).unwrap();
+        let delivery = journal.deliver(&client, id).await.unwrap();
+        assert!(matches!(delivery, Delivery::Queued(_)));
+        assert_eq!(journal.get(id).await.unwrap().attempts, 1);
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            let mut conn = journal.pool.acquire().await.unwrap();
+            let level: i64 = sqlx::query_scalar("PRAGMA synchronous")
+                .fetch_one(&mut *conn)
+                .await
+                .unwrap();
+            assert_eq!(level, 1, "NORMAL, not FULL (2)");
+            held.push(conn);
+        }
     }
 }
