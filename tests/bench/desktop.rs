@@ -37,6 +37,8 @@ const DRIFT_WINDOW: Duration = Duration::from_secs(600);
 struct Launch {
     cold_start: f64,
     idle_pss: f64,
+    /// PSS by process name idle, before the bulk plan is opened.
+    idle_parts: Vec<(String, u64)>,
     first_screen: f64,
     bulk_pss: f64,
     /// PSS by process name with the bulk plan open.
@@ -45,11 +47,14 @@ struct Launch {
 
 /// What the last launch shows left alone: processor use and memory over time.
 struct Idle {
-    /// Share of one core over [`IDLE_WINDOW`].
+    /// Share of one core over [`IDLE_WINDOW`], in all and by process name (largest first).
     cpu: f64,
-    /// PSS at the start of the idle time and [`DRIFT_WINDOW`] later.
+    cpu_parts: Vec<(String, f64)>,
+    /// PSS at the start of the idle time and [`DRIFT_WINDOW`] later, in all and by process name.
     pss_before: f64,
+    parts_before: Vec<(String, u64)>,
     pss_after: f64,
+    parts_after: Vec<(String, u64)>,
 }
 
 fn pending_text() -> String {
@@ -170,12 +175,13 @@ async fn hello_floor(settings: &Settings) -> Row {
             .spawn()
             .context("starting the reference window")?;
         let pid = child.id().context("the reference window's process")?;
-        // Its page has loaded once a web process runs below it; then it settles as the app does.
+        // Its page is under way once a web process runs below it (a `data:` page needs no
+        // network process, so only that one is looked for); then it settles as the app does.
         let deadline = Instant::now() + Duration::from_secs(30);
-        while procmem::tree(pid).len() < 3 {
+        while procmem::find_below(pid, "WebKitWebProcess").is_none() {
             anyhow::ensure!(
                 Instant::now() < deadline,
-                "no WebKit processes below the reference window after 30 s"
+                "no WebKit web process below the reference window after 30 s"
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -251,25 +257,33 @@ async fn measure(settings: &Settings, binary: &std::path::Path) -> anyhow::Resul
         Summary::median(&values).context("no launch")
     };
     let [cold, idle_row, first, open, cpu, drift] = template(&subjects);
-    let parts = launches
+    let (idle_parts, parts) = launches
         .last()
-        .map(|l| parts_text(&l.parts))
+        .map(|l| (parts_text(&l.idle_parts), parts_text(&l.parts)))
         .unwrap_or_default();
     Ok(vec![
         cold.result(column(|l| l.cold_start))
             .note("release build, Xvfb; launch → first row in the DOM"),
-        idle_row.result(column(|l| l.idle_pss)),
+        idle_row.result(column(|l| l.idle_pss)).note(idle_parts),
         first
             .result(column(|l| l.first_screen))
             .note("click → first effect painted, timed in the page"),
         open.result(column(|l| l.bulk_pss)).note(parts),
-        cpu.measured(Summary::single(idle.cpu))
-            .note("app + WebKit processes, user + system time, last launch"),
+        cpu.measured(Summary::single(idle.cpu)).note(format!(
+            "user + system time, last launch: {}",
+            idle.cpu_parts
+                .iter()
+                .map(|(name, share)| format!("{name} {}", Unit::Percent.format(*share)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
         drift
             .measured(Summary::single(idle.pss_after))
             .note(format!(
-                "{} at the start of the idle time",
-                Unit::Bytes.format(idle.pss_before)
+                "{}; at the start of the idle time {} ({})",
+                parts_text(&idle.parts_after),
+                Unit::Bytes.format(idle.pss_before),
+                parts_text(&idle.parts_before)
             )),
     ])
 }
@@ -295,7 +309,7 @@ async fn launch(
             .to_string_lossy()
             .into_owned();
         let app = procmem::find_below(driver.pid(), &name).context("the app's process")?;
-        let (idle_pss, _) = procmem::tree_pss(app)?;
+        let (idle_pss, idle_parts) = procmem::tree_pss(app)?;
         let first_screen = webdriver::time_to_first_screen(&client, bulk_id).await? * 1e6;
         let last = webdriver::scroll_subjects_to_end(&client).await?;
         if last != last_subject {
@@ -306,6 +320,7 @@ async fn launch(
         let launch = Launch {
             cold_start,
             idle_pss: idle_pss as f64,
+            idle_parts,
             first_screen,
             bulk_pss: bulk_pss as f64,
             parts,
@@ -329,16 +344,27 @@ async fn left_alone(app: u32) -> anyhow::Result<Idle> {
         "  desktop: left idle for {} min",
         DRIFT_WINDOW.as_secs() / 60
     );
-    let (pss_before, _) = procmem::tree_pss(app)?;
+    let (pss_before, parts_before) = procmem::tree_pss(app)?;
     let cpu_before = procmem::tree_cpu_seconds(app)?;
     let started = Instant::now();
     tokio::time::sleep(IDLE_WINDOW).await;
-    let cpu = (procmem::tree_cpu_seconds(app)? - cpu_before) / started.elapsed().as_secs_f64();
+    let seconds = started.elapsed().as_secs_f64();
+    let mut cpu_parts: Vec<(String, f64)> = procmem::tree_cpu_seconds(app)?
+        .into_iter()
+        .map(|(name, used)| {
+            let before = cpu_before.get(&name).copied().unwrap_or(0.0);
+            (name, (used - before) / seconds)
+        })
+        .collect();
+    cpu_parts.sort_by(|(_, a), (_, b)| b.total_cmp(a));
     tokio::time::sleep(DRIFT_WINDOW.saturating_sub(started.elapsed())).await;
-    let (pss_after, _) = procmem::tree_pss(app)?;
+    let (pss_after, parts_after) = procmem::tree_pss(app)?;
     Ok(Idle {
-        cpu,
+        cpu: cpu_parts.iter().map(|(_, share)| share).sum(),
+        cpu_parts,
         pss_before: pss_before as f64,
+        parts_before,
         pss_after: pss_after as f64,
+        parts_after,
     })
 }

@@ -124,11 +124,20 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
     Some(user + system)
 }
 
-/// Processor time `root` and its descendants have used so far, in seconds. Processes that
-/// ended are not counted, so compare two readings of a tree whose processes live throughout.
-pub fn tree_cpu_seconds(root: u32) -> anyhow::Result<f64> {
-    let ticks: u64 = tree(root).into_iter().filter_map(cpu_ticks).sum();
-    Ok(ticks as f64 / ticks_per_second()?)
+/// Processor time `root` and its descendants have used so far, in seconds, by command name.
+/// Processes that ended are not counted, so compare two readings of a tree whose processes live
+/// throughout.
+pub fn tree_cpu_seconds(root: u32) -> anyhow::Result<BTreeMap<String, f64>> {
+    let per_second = ticks_per_second()?;
+    let mut by_name: BTreeMap<String, f64> = BTreeMap::new();
+    for pid in tree(root) {
+        let Some(ticks) = cpu_ticks(pid) else {
+            continue;
+        };
+        let name = read(pid, "comm").unwrap_or_default().trim().to_owned();
+        *by_name.entry(name).or_default() += ticks as f64 / per_second;
+    }
+    Ok(by_name)
 }
 
 #[cfg(test)]
@@ -143,12 +152,13 @@ mod tests {
         assert!(peak_rss(me).unwrap() >= resident && resident > 0);
         assert!(pss(me).unwrap() > 0);
         assert!(tree(me).contains(&me));
-        let before = tree_cpu_seconds(me).unwrap();
+        let total = || tree_cpu_seconds(me).unwrap().values().sum::<f64>();
+        let before = total();
         let started = std::time::Instant::now();
         while started.elapsed() < std::time::Duration::from_millis(100) {
             std::hint::black_box(started.elapsed());
         }
-        assert!(tree_cpu_seconds(me).unwrap() > before);
+        assert!(total() > before);
         assert_eq!(
             kb_field("Name:\tx\nVmHWM:\t   2048 kB\n", "VmHWM:"),
             Some(2048 * 1024)

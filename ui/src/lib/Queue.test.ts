@@ -171,7 +171,7 @@ describe('the queue', () => {
     expect(first.getAttribute('aria-selected')).toBe('true');
     expect(second.getAttribute('aria-selected')).toBe('false');
     expect(first.textContent).toContain('prj_184 retention 30 → 14');
-    expect(first.textContent).toContain('12:19');
+    expect(first.textContent).toContain('13 min');
     expect(first.textContent).toContain('0.37 cr');
     expect(first.querySelector('[data-testid=row-approvals]')!.getAttribute('title')).toBe('1 of 2 approvals; approved by Ada');
     await fireEvent.click(second.querySelector('[data-testid=select-plan]')!);

@@ -1,9 +1,22 @@
 // Countdown text for an expiry, from a clock the caller ticks.
 
+/** Under this much time left a plan is urgent, and its countdown counts seconds. */
+const URGENT_MS = 3 * 60_000;
+
+/**
+ * "13 min" while there is time, "02:59" in the last three minutes: the text changes once a
+ * minute until seconds matter, so a window left open is not repainted every second for nothing.
+ */
 export function remaining(expiresAt: string, now: number): string {
   const ms = Date.parse(expiresAt) - now;
   if (Number.isNaN(ms)) return '—';
   if (ms <= 0) return 'expired';
+  if (ms >= URGENT_MS) {
+    // Rounded up, so the text never claims less time than is left.
+    const minutes = Math.ceil(ms / 60_000);
+    if (minutes < 60) return `${minutes} min`;
+    return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
+  }
   const total = Math.floor(ms / 1000);
   const m = Math.floor(total / 60);
   const s = total % 60;
@@ -11,7 +24,7 @@ export function remaining(expiresAt: string, now: number): string {
 }
 
 export function isUrgent(expiresAt: string, now: number): boolean {
-  return Date.parse(expiresAt) - now < 3 * 60_000;
+  return Date.parse(expiresAt) - now < URGENT_MS;
 }
 
 export function isExpired(expiresAt: string, now: number): boolean {
