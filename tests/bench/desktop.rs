@@ -175,8 +175,8 @@ async fn hello_floor(settings: &Settings) -> Row {
             .spawn()
             .context("starting the reference window")?;
         let pid = child.id().context("the reference window's process")?;
-        // Its page is under way once a web process runs below it (a `data:` page needs no
-        // network process, so only that one is looked for); then it settles as the app does.
+        // Its page is under way once a web process runs below it (its page needs no network
+        // process, so only that one is looked for); then it settles as the app does.
         let deadline = Instant::now() + Duration::from_secs(30);
         while procmem::find_below(pid, "WebKitWebProcess").is_none() {
             anyhow::ensure!(
