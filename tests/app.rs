@@ -15,6 +15,17 @@ use tempfile::TempDir;
 
 const WAIT: Duration = Duration::from_secs(60);
 
+/// Thirty frames of a transparent pixel in the window's corner moving to and fro, then gone.
+const KEEP_PAINTING: &str = "const pixel = document.createElement('div');
+    pixel.style.cssText = 'position:fixed;left:0;top:0;width:1px;height:1px;opacity:0.01;pointer-events:none';
+    document.body.append(pixel);
+    let frames = 0;
+    const step = () => {
+      pixel.style.transform = `translateX(${frames % 2}px)`;
+      if (++frames < 30) requestAnimationFrame(step); else pixel.remove();
+    };
+    requestAnimationFrame(step);";
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -153,6 +164,10 @@ impl App {
             let settle = "const done = arguments[0];
                 requestAnimationFrame(() => requestAnimationFrame(() => done(null)));";
             self.client.execute_async(settle, vec![]).await?;
+            // WebKit's screenshot waits for the page's next presentation update, which a window
+            // with nothing moving never makes (its countdowns change once a minute): a pixel that
+            // cannot be seen moves for half a second meanwhile.
+            self.client.execute(KEEP_PAINTING, vec![]).await?;
             let png = self.client.screenshot().await?;
             std::fs::write(dir.join(format!("{name}-{theme}.png")), png)?;
         }
