@@ -345,7 +345,21 @@ impl GatewayClient {
         plan_id: &str,
         effect_id: &str,
     ) -> Result<Vec<SubjectItem>, ConsoleError> {
-        let mut ids = Vec::new();
+        let mut items = Vec::new();
+        self.each_subject_page(plan_id, effect_id, |page| items.extend(page))
+            .await?;
+        Ok(items)
+    }
+
+    /// Hands every page of an effect's subjects to `each` as it arrives, in the gateway's order,
+    /// so that a caller keeping the set in its own form never holds it twice.
+    pub async fn each_subject_page(
+        &self,
+        plan_id: &str,
+        effect_id: &str,
+        mut each: impl FnMut(Vec<SubjectItem>),
+    ) -> Result<(), ConsoleError> {
+        let mut received = 0usize;
         let mut cursor: Option<String> = None;
         loop {
             let page = self
@@ -356,14 +370,15 @@ impl GatewayClient {
                     "an empty subject page that claims more".to_owned(),
                 ));
             }
-            ids.extend(page.items);
+            received += page.items.len();
             // A gateway that pages past its own total, or in circles, is not followed forever.
-            if ids.len() as u64 > page.total || ids.len() > MAX_SUBJECTS {
+            if received as u64 > page.total || received > MAX_SUBJECTS {
                 return Err(ConsoleError::Protocol(format!(
                     "the subject pages run past their total of {}",
                     page.total
                 )));
             }
+            each(page.items);
             match page.next_cursor {
                 Some(next) if Some(&next) == cursor.as_ref() => {
                     return Err(ConsoleError::Protocol(
@@ -371,7 +386,7 @@ impl GatewayClient {
                     ))
                 }
                 Some(next) => cursor = Some(next),
-                None => return Ok(ids),
+                None => return Ok(()),
             }
         }
     }

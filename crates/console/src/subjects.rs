@@ -10,7 +10,7 @@ use ts_rs::TS;
 use crate::client::FetchedPlan;
 use crate::console::Console;
 use crate::error::ConsoleError;
-use crate::subject_sets::{EffectInfo, SubjectCheck, SubjectSet};
+use crate::subject_sets::{Column, EffectInfo, SubjectCheck, SubjectSet};
 use crate::words;
 
 /// Rows one page may ask for.
@@ -93,21 +93,26 @@ impl Console {
         let (total, digest) = effect.subjects.clone().ok_or_else(|| {
             ConsoleError::Invalid(format!("effect {} names no subjects", effect.id))
         })?;
-        let items = self.client().all_subject_items(plan_id, &effect.id).await?;
-        let mut details: Vec<Option<String>> =
-            items.iter().map(|i| words::detail(&i.detail)).collect();
-        if details.iter().all(Option::is_none) {
-            details = Vec::new();
+        let (mut ids, mut labels, mut details) = Default::default();
+        let mut described = false;
+        self.client()
+            .each_subject_page(plan_id, &effect.id, |page| {
+                for item in page {
+                    let detail = words::detail(&item.detail);
+                    described |= detail.is_some();
+                    Column::push(&mut ids, &item.id);
+                    Column::push(&mut labels, &item.label);
+                    Column::push(&mut details, detail.as_deref().unwrap_or_default());
+                }
+            })
+            .await?;
+        if !described {
+            details = Column::default();
         }
-        let (ids, labels): (Vec<String>, Vec<String>) =
-            items.into_iter().map(|i| (i.id, i.label)).unzip();
-        let check = SubjectCheck::of(
-            plan_id,
-            &effect.id,
-            total,
-            &digest,
-            ids.iter().map(String::as_str),
-        );
+        for column in [&mut ids, &mut labels, &mut details] {
+            column.shrink_to_fit();
+        }
+        let check = SubjectCheck::of(plan_id, &effect.id, total, &digest, ids.iter());
         let set = Arc::new(SubjectSet {
             ids,
             labels,
@@ -162,16 +167,17 @@ impl Console {
             }
         }
         let query = query.trim().to_lowercase();
-        let matching = (0..set.ids.len()).filter(|&i| matches(&query, &set.ids[i], &set.labels[i]));
+        let matching =
+            (0..set.ids.len()).filter(|&i| matches(&query, set.ids.get(i), set.labels.get(i)));
         let mut matched = 0u64;
         let mut rows = Vec::new();
         for i in matching {
             if matched >= offset && (rows.len() as u64) < limit {
-                let id = &set.ids[i];
+                let id = set.ids.get(i);
                 rows.push(SubjectRow {
-                    id: id.clone(),
-                    label: Some(set.labels[i].clone()).filter(|l| !l.is_empty()),
-                    detail: set.details.get(i).cloned().flatten(),
+                    id: id.to_owned(),
+                    label: Some(set.labels.get(i).to_owned()).filter(|l| !l.is_empty()),
+                    detail: set.detail(i).map(str::to_owned),
                     also: others
                         .iter()
                         .filter(|(_, s)| s.contains(id))
