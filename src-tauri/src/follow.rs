@@ -6,7 +6,7 @@ use std::sync::Arc;
 use countersign_console::console::Console;
 use countersign_console::live::Snapshot;
 use countersign_console::notify::NotifyRules;
-use countersign_console::review::{queue_change, QueueView};
+use countersign_console::review::SentQueue;
 use countersign_desktop::seen::Seen;
 use tauri::{AppHandle, Emitter};
 use tokio::sync::{watch, Semaphore};
@@ -29,11 +29,7 @@ pub async fn follow(
     let mut seen = Seen::default();
     let mut shown = None;
     // The queue as the last event described it: the next event carries only what moved since.
-    let mut sent = QueueView {
-        items: Vec::new(),
-        total_credits: "0.00".to_owned(),
-        generation: 0,
-    };
+    let mut sent = SentQueue::default();
     // Each arrival is fetched to be judged on its own flags; a burst of thousands (a busy agent)
     // must not become thousands of requests at once.
     let fetches = Arc::new(Semaphore::new(FETCHES_AT_ONCE));
@@ -58,9 +54,7 @@ pub async fn follow(
         };
         if shown.as_ref() != Some(&now) {
             shown = Some(now);
-            let queue = console.queue();
-            let _ = app.emit(QUEUE_CHANGED, queue_change(&sent, &queue));
-            sent = queue;
+            let _ = app.emit(QUEUE_CHANGED, sent.change_to(&console.queue()));
             tray::set_pending(&app, pending);
         }
         for plan_id in arrivals {

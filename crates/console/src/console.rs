@@ -198,13 +198,13 @@ impl Console {
     pub async fn sync(&self) -> Result<bool, ConsoleError> {
         let mut poller = self.poller.lock().await;
         let changed = poller.poll(&self.client).await?;
-        let items = poller.list().map(|l| l.items.clone()).unwrap_or_default();
+        let list = poller.take_list();
         drop(poller);
         self.publish.send_modify(|s| {
             s.last_sync = Some(Utc::now());
             s.last_error = None;
-            if s.items != items {
-                s.items = items;
+            if let Some(list) = list.filter(|l| l.items != s.items) {
+                s.items = list.items;
                 s.generation += 1;
             }
         });

@@ -103,7 +103,7 @@ impl Live {
         match self.poller.poll(&self.client).await {
             Ok(_) => {
                 self.timing.offline.succeeded();
-                let items = self.poller.list().map(|l| l.items.clone());
+                let items = self.poller.take_list().map(|l| l.items);
                 self.set(link, items, None);
                 if let Some(console) = &self.console {
                     console.send_outbox().await;

@@ -1,7 +1,8 @@
 //! The queue's rows, computed from the gateway's summaries and what the console knows beyond
 //! them (gists of plans it read, decisions waiting in its outbox).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::hash::{BuildHasher as _, RandomState};
 
 use countersign_proto::approvals::PlanSummary;
 use countersign_proto::decision::Decision;
@@ -11,7 +12,7 @@ use ts_rs::TS;
 
 use crate::wire::{approvals_count, time, wire, CREDITS};
 
-#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, TS)]
 pub struct QueueItem {
     pub plan_id: String,
     pub title: String,
@@ -79,31 +80,47 @@ pub struct PlacedRow {
     pub item: QueueItem,
 }
 
-/// What turns `old` into `new`: a live change crosses into the window as what changed, not as
-/// the whole queue again.
-pub fn queue_change(old: &QueueView, new: &QueueView) -> QueueChange {
-    let before: HashMap<&str, &QueueItem> =
-        old.items.iter().map(|i| (i.plan_id.as_str(), i)).collect();
-    let now: HashSet<&str> = new.items.iter().map(|i| i.plan_id.as_str()).collect();
-    QueueChange {
-        from: old.generation,
-        to: new.generation,
-        upserted: (0u32..)
-            .zip(&new.items)
-            .filter(|(_, i)| before.get(i.plan_id.as_str()) != Some(i))
-            .map(|(at, item)| PlacedRow {
-                at,
-                item: item.clone(),
-            })
-            .collect(),
-        removed: old
-            .items
-            .iter()
-            .filter(|i| !now.contains(i.plan_id.as_str()))
-            .map(|i| i.plan_id.clone())
-            .collect(),
-        total: u32::try_from(new.items.len()).unwrap_or(u32::MAX),
-        total_credits: new.total_credits.clone(),
+/// The queue as a window was last given it, one fingerprint a row: what the next change is
+/// computed against. Keeping the rows themselves held a second copy of a 10,000-row queue in the
+/// app for as long as it ran (issue 28). The fingerprints are keyed per process, so no gateway
+/// can make a changed row look unchanged.
+#[derive(Debug, Default)]
+pub struct SentQueue {
+    generation: u64,
+    rows: HashMap<String, u64>,
+    keys: RandomState,
+}
+
+impl SentQueue {
+    /// What turns the queue last sent into `new`, which is sent from now on: a live change
+    /// crosses into the window as what changed, not as the whole queue again.
+    pub fn change_to(&mut self, new: &QueueView) -> QueueChange {
+        let mut rows = HashMap::with_capacity(new.items.len());
+        let mut upserted = Vec::new();
+        for (at, item) in (0u32..).zip(&new.items) {
+            let fingerprint = self.keys.hash_one(item);
+            if self.rows.remove(&item.plan_id) != Some(fingerprint) {
+                upserted.push(PlacedRow {
+                    at,
+                    item: item.clone(),
+                });
+            }
+            rows.insert(item.plan_id.clone(), fingerprint);
+        }
+        // What is left of the old rows is gone from the queue.
+        let mut removed: Vec<String> = std::mem::replace(&mut self.rows, rows)
+            .into_keys()
+            .collect();
+        removed.sort_unstable();
+        let from = std::mem::replace(&mut self.generation, new.generation);
+        QueueChange {
+            from,
+            to: new.generation,
+            upserted,
+            removed,
+            total: u32::try_from(new.items.len()).unwrap_or(u32::MAX),
+            total_credits: new.total_credits.clone(),
+        }
     }
 }
 
@@ -248,11 +265,18 @@ mod tests {
         }
     }
 
+    /// A record of `view` as sent to a window.
+    fn sent(view: &QueueView) -> SentQueue {
+        let mut sent = SentQueue::default();
+        sent.change_to(view);
+        sent
+    }
+
     #[test]
     fn a_change_carries_only_the_rows_that_moved_each_with_its_place() {
-        let old = view(4, vec![row("a", 0), row("b", 0), row("c", 0)]);
+        let mut was = sent(&view(4, vec![row("a", 0), row("b", 0), row("c", 0)]));
         let new = view(5, vec![row("a", 0), row("b", 1), row("d", 0)]);
-        let change = queue_change(&old, &new);
+        let change = was.change_to(&new);
         assert_eq!((change.from, change.to, change.total), (4, 5, 3));
         assert_eq!(
             change.upserted,
@@ -268,12 +292,35 @@ mod tests {
             ]
         );
         assert_eq!(change.removed, vec!["c".to_owned()]);
+        let again = was.change_to(&view(6, vec![row("d", 0)]));
+        assert_eq!(again.from, 5, "the next change starts where this one ended");
+        assert!(again.upserted.is_empty());
+        assert_eq!(again.removed, vec!["a".to_owned(), "b".to_owned()]);
     }
 
     #[test]
     fn an_unchanged_queue_crosses_as_no_rows() {
         let old = view(7, vec![row("a", 0), row("b", 1)]);
-        let change = queue_change(&old, &view(7, old.items.clone()));
+        let change = sent(&old).change_to(&view(7, old.items.clone()));
         assert!(change.upserted.is_empty() && change.removed.is_empty());
+    }
+
+    #[test]
+    fn a_change_to_any_field_of_a_row_sends_the_row() {
+        let old = view(1, vec![row("a", 0)]);
+        let mut gist = row("a", 0);
+        gist.gist = "prj_184 retention days 30 → 14".to_owned();
+        let mut queued = row("a", 0);
+        queued.queued = true;
+        for changed in [gist, queued] {
+            let change = sent(&old).change_to(&view(2, vec![changed.clone()]));
+            assert_eq!(
+                change.upserted,
+                vec![PlacedRow {
+                    at: 0,
+                    item: changed
+                }]
+            );
+        }
     }
 }

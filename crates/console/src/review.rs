@@ -25,8 +25,8 @@ use crate::wire::{approvals_count, time, wire};
 use crate::words;
 
 pub use crate::queue::{
-    queue, queue_change, queue_in, queue_item, queue_item_in, NoContext, PlacedRow, QueueChange,
-    QueueItem, QueueView, RowContext, RowGist,
+    queue, queue_in, queue_item, queue_item_in, NoContext, PlacedRow, QueueChange, QueueItem,
+    QueueView, RowContext, RowGist, SentQueue,
 };
 pub use crate::wire::CREDITS;
 
