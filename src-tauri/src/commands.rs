@@ -9,6 +9,7 @@ use countersign_console::review::{DecisionView, PlanView, QueueView, RefreshView
 use countersign_console::session::StatusView;
 use countersign_console::settings::{Settings, SettingsView};
 use countersign_console::subjects::SubjectsPage;
+use countersign_desktop::memory::Release;
 use countersign_proto::decision::Decision;
 use tauri::{AppHandle, State};
 use tauri_plugin_dialog::DialogExt;
@@ -34,7 +35,8 @@ pub fn status(shell: State<'_, Shell>) -> Answer<StatusView> {
 }
 
 #[tauri::command]
-pub fn queue(shell: State<'_, Shell>) -> Answer<QueueView> {
+pub fn queue(shell: State<'_, Shell>, release: State<'_, Release>) -> Answer<QueueView> {
+    release.after_work();
     Ok(shell.running()?.session.queue())
 }
 
@@ -51,7 +53,12 @@ pub async fn gists(shell: State<'_, Shell>, plan_ids: Vec<String>) -> Answer<Vec
 }
 
 #[tauri::command]
-pub async fn plan(shell: State<'_, Shell>, plan_id: String) -> Answer<PlanView> {
+pub async fn plan(
+    shell: State<'_, Shell>,
+    release: State<'_, Release>,
+    plan_id: String,
+) -> Answer<PlanView> {
+    release.after_work();
     let running = shell.running()?;
     running
         .session
@@ -107,12 +114,14 @@ pub async fn refresh(shell: State<'_, Shell>, plan_id: String) -> Answer<Refresh
 #[tauri::command]
 pub async fn subjects(
     shell: State<'_, Shell>,
+    release: State<'_, Release>,
     plan_id: String,
     effect_id: String,
     query: String,
     offset: u64,
     limit: u64,
 ) -> Answer<SubjectsPage> {
+    release.after_work();
     let running = shell.running()?;
     let console = running.session.console();
     console
@@ -122,7 +131,12 @@ pub async fn subjects(
 }
 
 #[tauri::command]
-pub async fn batch(shell: State<'_, Shell>, plan_ids: Vec<String>) -> Answer<BatchView> {
+pub async fn batch(
+    shell: State<'_, Shell>,
+    release: State<'_, Release>,
+    plan_ids: Vec<String>,
+) -> Answer<BatchView> {
+    release.after_work();
     let running = shell.running()?;
     running
         .session

@@ -7,8 +7,9 @@ use countersign_console::console::Console;
 use countersign_console::live::Snapshot;
 use countersign_console::notify::NotifyRules;
 use countersign_console::review::SentQueue;
+use countersign_desktop::memory::Release;
 use countersign_desktop::seen::Seen;
-use tauri::{AppHandle, Emitter};
+use tauri::{AppHandle, Emitter, Manager};
 use tokio::sync::{watch, Semaphore};
 
 use crate::{notification, tray};
@@ -55,6 +56,7 @@ pub async fn follow(
         if shown.as_ref() != Some(&now) {
             shown = Some(now);
             let _ = app.emit(QUEUE_CHANGED, sent.change_to(&console.queue()));
+            app.state::<Release>().after_work();
             tray::set_pending(&app, pending);
         }
         for plan_id in arrivals {

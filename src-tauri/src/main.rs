@@ -15,6 +15,7 @@ mod window;
 use clap::Parser;
 use countersign_desktop::deep_link;
 use countersign_desktop::instance::{self, Claim};
+use countersign_desktop::memory::{self, Release};
 use tauri::{Manager, RunEvent, WindowEvent};
 use tracing_subscriber::EnvFilter;
 
@@ -96,6 +97,9 @@ fn main() {
         })
         .setup(move |app| {
             countersign_console::os_keyring::check()?;
+            let (release, releasing) = Release::new(memory::trim_heap);
+            tauri::async_runtime::spawn(releasing);
+            app.manage(release);
             if let Some(window) = app.get_webview_window(window::MAIN) {
                 window::restore(&window, &env.data_dir);
             }
