@@ -335,20 +335,12 @@ impl GatewayClient {
         plan_id: &str,
         effect_id: &str,
     ) -> Result<Vec<String>, ConsoleError> {
-        let items = self.all_subject_items(plan_id, effect_id).await?;
-        Ok(items.into_iter().map(|i| i.id).collect())
-    }
-
-    /// Every subject of an effect, in the gateway's order (ids ascending).
-    pub async fn all_subject_items(
-        &self,
-        plan_id: &str,
-        effect_id: &str,
-    ) -> Result<Vec<SubjectItem>, ConsoleError> {
-        let mut items = Vec::new();
-        self.each_subject_page(plan_id, effect_id, |page| items.extend(page))
-            .await?;
-        Ok(items)
+        let mut ids = Vec::new();
+        self.each_subject_page(plan_id, effect_id, |page| {
+            ids.extend(page.into_iter().map(|item| item.id));
+        })
+        .await?;
+        Ok(ids)
     }
 
     /// Hands every page of an effect's subjects to `each` as it arrives, in the gateway's order,

@@ -93,16 +93,17 @@ impl Console {
         let (total, digest) = effect.subjects.clone().ok_or_else(|| {
             ConsoleError::Invalid(format!("effect {} names no subjects", effect.id))
         })?;
-        let (mut ids, mut labels, mut details) = Default::default();
+        let (mut ids, mut labels, mut details) =
+            (Column::default(), Column::default(), Column::default());
         let mut described = false;
         self.client()
             .each_subject_page(plan_id, &effect.id, |page| {
                 for item in page {
                     let detail = words::detail(&item.detail);
                     described |= detail.is_some();
-                    Column::push(&mut ids, &item.id);
-                    Column::push(&mut labels, &item.label);
-                    Column::push(&mut details, detail.as_deref().unwrap_or_default());
+                    ids.push(&item.id);
+                    labels.push(&item.label);
+                    details.push(detail.as_deref().unwrap_or_default());
                 }
             })
             .await?;

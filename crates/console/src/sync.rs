@@ -142,6 +142,26 @@ mod tests {
     }
 
     #[test]
+    fn a_listing_is_handed_over_once_and_not_kept() {
+        let mut poller = Poller {
+            list: Some(ApprovalList {
+                items: Vec::new(),
+                revision: "rev_1".to_owned(),
+                next_cursor: None,
+            }),
+            ..Poller::default()
+        };
+        assert_eq!(
+            poller.take_list().map(|l| l.revision),
+            Some("rev_1".to_owned())
+        );
+        assert!(
+            poller.take_list().is_none(),
+            "the snapshot holds the one copy"
+        );
+    }
+
+    #[test]
     fn backoff_grows_within_its_cap_and_resets() {
         let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
         let first = backoff.failed();
