@@ -36,6 +36,7 @@ pub fn status(shell: State<'_, Shell>) -> Answer<StatusView> {
 
 #[tauri::command]
 pub fn queue(shell: State<'_, Shell>, release: State<'_, Release>) -> Answer<QueueView> {
+    // Told before the answer is serialized, which is the work; the trim waits a quiet second.
     release.after_work();
     Ok(shell.running()?.session.queue())
 }
@@ -58,12 +59,10 @@ pub async fn plan(
     release: State<'_, Release>,
     plan_id: String,
 ) -> Answer<PlanView> {
-    release.after_work();
     let running = shell.running()?;
-    running
-        .session
-        .console()
-        .plan_view(&plan_id)
+    let console = running.session.console();
+    release
+        .after(console.plan_view(&plan_id))
         .await
         .map_err(view)
 }
@@ -121,13 +120,10 @@ pub async fn subjects(
     offset: u64,
     limit: u64,
 ) -> Answer<SubjectsPage> {
-    release.after_work();
     let running = shell.running()?;
     let console = running.session.console();
-    console
-        .subjects_page(&plan_id, &effect_id, &query, offset, limit)
-        .await
-        .map_err(view)
+    let page = console.subjects_page(&plan_id, &effect_id, &query, offset, limit);
+    release.after(page).await.map_err(view)
 }
 
 #[tauri::command]
@@ -136,12 +132,10 @@ pub async fn batch(
     release: State<'_, Release>,
     plan_ids: Vec<String>,
 ) -> Answer<BatchView> {
-    release.after_work();
     let running = shell.running()?;
-    running
-        .session
-        .console()
-        .batch_view(&plan_ids)
+    let console = running.session.console();
+    release
+        .after(console.batch_view(&plan_ids))
         .await
         .map_err(view)
 }
