@@ -9,18 +9,20 @@ import sys
 MAY_USE = {
     "countersign-proto": set(),
     "countersign-pack": {"countersign-proto"},
+    "countersign-policy": {"countersign-proto"},
     "countersign-demo-world": {"countersign-pack", "countersign-proto"},
     "countersign-providers": {"countersign-pack", "countersign-proto"},
     "countersign-example-pack": {"countersign-pack", "countersign-proto"},
-    "countersign-engine": {"countersign-pack", "countersign-proto"},
+    "countersign-engine": {"countersign-pack", "countersign-policy", "countersign-proto"},
     "countersign-api": {"countersign-engine", "countersign-pack", "countersign-proto"},
     "countersign-embedded": {
-        "countersign-api", "countersign-engine", "countersign-pack", "countersign-proto",
-        "countersign-demo-world", "countersign-providers",
+        "countersign-api", "countersign-engine", "countersign-pack", "countersign-policy",
+        "countersign-proto", "countersign-demo-world", "countersign-providers",
     },
     "countersign-gateway": {
-        "countersign-api", "countersign-engine", "countersign-pack", "countersign-proto",
-        "countersign-demo-world", "countersign-providers", "countersign-embedded",
+        "countersign-api", "countersign-engine", "countersign-pack", "countersign-policy",
+        "countersign-proto", "countersign-demo-world", "countersign-providers",
+        "countersign-embedded",
     },
     "countersign-console": {"countersign-proto"},
     "countersign-cli": {"countersign-console", "countersign-proto"},
@@ -30,6 +32,7 @@ MAY_USE = {
 # Packages that may not be anywhere in a crate's normal dependency graph.
 NEVER = {
     "countersign-pack": {"axum", "rmcp", "lettre", "reqwest"},
+    "countersign-policy": {"axum", "rmcp", "lettre", "reqwest", "sqlx", "tokio"},
     "countersign-engine": {"axum", "rmcp", "lettre", "reqwest"},
     "countersign-api": {"rmcp", "lettre", "reqwest"},
     "countersign-embedded": {"rmcp", "lettre", "countersign-gateway"},

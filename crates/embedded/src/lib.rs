@@ -6,6 +6,7 @@
 //! It links the engine, the HTTP API and the packs, and never MCP, SMTP or TLS.
 
 mod co_approver;
+pub mod policy_check;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -16,7 +17,8 @@ use axum::Router;
 use countersign_api::{app, AppState};
 use countersign_demo_world::sim::AgentSim;
 use countersign_engine::external::recover_interrupted;
-use countersign_engine::{accounts, Engine, Limits, Registry, Store};
+use countersign_engine::{accounts, teams, Engine, Limits, Registry, Store};
+use countersign_policy::Policy;
 use countersign_providers::local::LocalProviders;
 use countersign_providers::{PackSettings, Providers};
 use tokio::net::TcpListener;
@@ -52,7 +54,18 @@ pub async fn state(
     limits: Limits,
     registry: &'static Registry,
 ) -> anyhow::Result<Arc<AppState>> {
-    let engine = Engine::start(store, name, limits, registry).await?;
+    state_with_policy(store, name, limits, registry, Policy::builtin()).await
+}
+
+/// [`state`] under the approval policy `policy`.
+pub async fn state_with_policy(
+    store: Store,
+    name: &str,
+    limits: Limits,
+    registry: &'static Registry,
+    policy: Policy,
+) -> anyhow::Result<Arc<AppState>> {
+    let engine = Engine::start_with_policy(store, name, limits, registry, policy).await?;
     Ok(AppState::new(engine))
 }
 
@@ -69,10 +82,30 @@ pub async fn listen(router: Router) -> anyhow::Result<(String, JoinHandle<()>)> 
     Ok((url, task))
 }
 
-/// Seeds the demo world into `store`, once; what it has already is left as it is.
+/// The demo's teams: what an example policy (`examples/policy`) asks for.
+pub const DEMO_TEAMS: [(&str, &str); 7] = [
+    ("leads", "usr_lead"),
+    ("leads", "usr_92"),
+    ("leads", "usr_08"),
+    ("finance", "usr_41"),
+    ("finance", "usr_50"),
+    ("oncall", "usr_02"),
+    ("oncall", "usr_07"),
+];
+
+/// Seeds the demo world into `store`, once; what it has already is left as it is. Its teams are
+/// seeded while the directory is empty.
 pub async fn seed_demo(store: &Store) -> anyhow::Result<()> {
     let mut w = store.write().await?;
     countersign_demo_world::seed(&mut w.tx).await?;
+    let teams: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM team_members")
+        .fetch_one(&mut *w.tx)
+        .await?;
+    if teams == 0 {
+        for (team, person) in DEMO_TEAMS {
+            teams::add(&mut w.tx, team, person).await?;
+        }
+    }
     w.commit().await?;
     Ok(())
 }

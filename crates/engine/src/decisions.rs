@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::accounts::{self, Approver};
 use crate::events::EventKind;
 use crate::store::Flag;
-use crate::{eligibility, ids, plans, queue, ApiError, ApiResult, Engine};
+use crate::{approvals, eligibility, ids, plans, queue, ApiError, ApiResult, Engine};
 
 /// How far an approver's clock may run ahead.
 const CLOCK_SKEW: Duration = Duration::seconds(60);
@@ -155,7 +155,7 @@ pub async fn decide(
             "This approver already decided this plan.",
         ));
     }
-    if let Some(why) = eligibility::refusal(&mut w.tx, approver, &plan).await? {
+    if let Some(why) = eligibility::refusal(&mut w.tx, approver, &plan, statement.decision).await? {
         return Err(err(ErrorCode::NotEligible, why));
     }
     if nonce_used {
@@ -254,8 +254,7 @@ pub async fn decide(
     .bind(ids::to_text(now))
     .execute(&mut *w.tx)
     .await?;
-    let (approvals, status) =
-        plans::decisions(&mut w.tx, &plan_id, plan.required_approvals).await?;
+    let (approvals, status) = approvals::decisions(&mut w.tx, &plan).await?;
     // Stored with the plan's summary; its reads were checked above in this transaction.
     let plan = plans::StoredPlan { status, ..plan };
     let known = plans::Known {
@@ -298,6 +297,6 @@ async fn answer(conn: &mut sqlx::AnyConnection, plan_id: &str) -> ApiResult<Deci
     Ok(DecisionResponse {
         plan_id: plan_id.to_owned(),
         status: plan.status,
-        approvals: plans::approvals(conn, plan_id, plan.required_approvals).await?,
+        approvals: approvals::of(conn, &plan).await?,
     })
 }

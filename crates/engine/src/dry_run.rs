@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::accounts::Agent;
+use crate::policy::Asking;
 use crate::previews::{self, Origin, PreviewAudit};
 use crate::registry::{Capability, Registry};
 use sqlx::AnyConnection;
@@ -69,10 +70,12 @@ pub async fn run(
 ) -> ApiResult<DryRunAnswer> {
     let capability = engine.capability(id)?;
     let registry = engine.registry;
-    {
+    // Read before the writer is taken: what the policy will read of the agent and the directory.
+    let asking = {
         let mut conn = engine.store.pool().acquire().await?;
         scopes::authorize(&mut conn, registry, agent, capability, &request.params).await?;
-    }
+        Asking::load(&mut conn, agent).await?
+    };
     bounds::dry_run(&request)?;
     let describe = capability.describe();
     if describe.dry_run == DryRunMode::NotApplicable {
@@ -116,7 +119,7 @@ pub async fn run(
     let _evaluating = engine.previews.enter(&agent.id)?;
     // Only where the answer is known before evaluating: a plan that waits for nobody is not
     // held to the caps, and other rules decide that from the evaluation.
-    if capability.approval() == ApprovalRule::Always {
+    if capability.approval() == ApprovalRule::Always && engine.policy.is_builtin() {
         let mut conn = engine.store.pool().acquire().await?;
         quotas::at_cap(&mut conn, &agent.id, &engine.limits).await?;
     }
@@ -124,7 +127,7 @@ pub async fn run(
     let staged = staging::stage(&engine.store, summaries::sets_of(&planned)).await?;
     let answer = store(
         engine,
-        agent,
+        (agent, &asking),
         capability,
         &request,
         &audit,
@@ -144,7 +147,7 @@ pub async fn run(
 /// the first answer to its idempotency key, if another sender of the key came first.
 async fn store(
     engine: &Engine,
-    agent: &Agent,
+    (agent, asking): (&Agent, &Asking),
     capability: Capability,
     request: &DryRunRequest,
     audit: &PreviewAudit<'_>,
@@ -163,10 +166,9 @@ async fn store(
         previews::current(&mut w.tx, registry, capability, &request.params, planned).await?;
     let preview = previews::create(
         &mut w.tx,
-        registry,
-        &engine.limits,
+        engine,
         capability,
-        agent,
+        (agent, asking),
         &request.params,
         request.expected_revisions.as_ref(),
         audit,

@@ -1,32 +1,102 @@
-//! Who may decide a plan: one person is one approval, and nobody decides a plan that acts on their
-//! own behalf or grants access to them. The same answer refuses a decision (`not_eligible`) and
-//! tells an approver's console, in the plan record, why it may not approve.
+//! Who may decide a plan: one person is one approval, nobody decides a plan that acts on their
+//! own behalf or grants access to them, and an approval counts only where an open rule of the
+//! plan asks for its person. The same answer refuses a decision (`not_eligible`) and tells an
+//! approver's console, in the plan record, why it may not approve.
 
 use countersign_proto::approvals::Eligibility;
+use countersign_proto::decision::Decision;
 use countersign_proto::plan::EffectKind;
+use countersign_proto::rules::Rule;
 use sqlx::AnyConnection;
 
 use crate::callers::{Approver, Caller};
 use crate::plans::StoredPlan;
+use crate::requirement::{Approving, Tally};
+use crate::{approvals, ids, ApiResult};
 
 /// What a plan record tells the approver `caller` about deciding `plan`; nothing for an agent.
 pub async fn of(
     conn: &mut AnyConnection,
     caller: &Caller,
     plan: &StoredPlan,
-) -> Result<Option<Eligibility>, sqlx::Error> {
+) -> ApiResult<Option<Eligibility>> {
     let Caller::Approver(approver) = caller else {
         return Ok(None);
     };
-    let reason = refusal(conn, approver, plan).await?;
+    let reason = refusal(conn, approver, plan, Decision::Approve).await?;
     Ok(Some(Eligibility {
         eligible: reason.is_none(),
         reason,
     }))
 }
 
-/// Why `approver` may not decide `plan`, or `None` when they may.
+/// Why `approver` may not make `decision` on `plan`, or `None` when they may.
 pub async fn refusal(
+    conn: &mut AnyConnection,
+    approver: &Approver,
+    plan: &StoredPlan,
+    decision: Decision,
+) -> ApiResult<Option<String>> {
+    if let Some(why) = personal(conn, approver, plan).await? {
+        return Ok(Some(why));
+    }
+    asked(conn, approver, plan, decision).await
+}
+
+/// Whether an open rule asks for `approver`'s person: to approve, their approval must count
+/// towards a rule not yet met; to reject, some rule must ask for them.
+async fn asked(
+    conn: &mut AnyConnection,
+    approver: &Approver,
+    plan: &StoredPlan,
+    decision: Decision,
+) -> ApiResult<Option<String>> {
+    // Rules that ask anyone take anyone's approval while a seat is free (and once none is, the
+    // plan's status answers): nothing to read. The built-in policy's rules are all such.
+    let anyone = |r: &Rule| r.teams.is_empty() && r.people.is_empty() && !r.exclude_requester;
+    if plan.requirement.rules.iter().all(anyone) {
+        return Ok(None);
+    }
+    let person = approver.user_id.as_deref().unwrap_or(&approver.id);
+    let teams: Vec<String> =
+        sqlx::query_scalar("SELECT team FROM team_members WHERE person = $1 ORDER BY team")
+            .bind(person)
+            .fetch_all(&mut *conn)
+            .await?;
+    let tally = Tally::new(&plan.requirement, plan.preview.created_at, ids::now());
+    let standing = approvals::standing_decisions(conn, &plan.preview.plan_id).await?;
+    let candidate = Approving {
+        approver_id: approver.id.clone(),
+        person: person.to_owned(),
+        teams: teams.clone(),
+    };
+    let (statuses, met) = tally.count(&standing.approving);
+    // Once every rule is met the plan's status answers a late decision (`plan_not_pending`).
+    let counts = match decision {
+        Decision::Approve => met || tally.would_count(&standing.approving, candidate),
+        Decision::Reject => tally.asks(person, &teams),
+    };
+    if counts {
+        return Ok(None);
+    }
+    let open: Vec<String> = statuses
+        .iter()
+        .filter(|s| s.missing > 0)
+        .map(|s| format!("{} ({}, {} missing)", s.rule.who(), s.rule.id, s.missing))
+        .collect();
+    let of_teams = match teams.is_empty() {
+        true => "in no team".to_owned(),
+        false => format!("of {}", teams.join(", ")),
+    };
+    Ok(Some(format!(
+        "No open rule of this plan asks for {person} ({of_teams}): it needs {}.",
+        open.join("; ")
+    )))
+}
+
+/// Why `approver`'s person may not decide `plan` whatever its rules: it acts for them, grants
+/// to them, or they decided it under another account.
+async fn personal(
     conn: &mut AnyConnection,
     approver: &Approver,
     plan: &StoredPlan,

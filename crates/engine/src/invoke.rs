@@ -11,15 +11,20 @@ use countersign_proto::plan::{InvokeRequest, Preview};
 use countersign_proto::ErrorCode;
 use serde_json::{json, Map, Value};
 
+use countersign_policy::Policy;
+
 use crate::accounts::Agent;
 use crate::dry_run::invalid_preview;
 use crate::events::EventKind;
+use crate::policy::{self, Asking};
 use crate::reads::no_such_plan;
 use crate::rederive::{blocked, rederive, stale};
 use crate::registry::{Capability, Registry};
 use crate::store::Tx;
 use crate::summaries::{self, SubjectSummaries};
-use crate::{bounds, external, ids, plans, queue, scopes, wallet, ApiError, ApiResult, Engine};
+use crate::{
+    approvals, bounds, external, ids, plans, queue, scopes, wallet, ApiError, ApiResult, Engine,
+};
 
 /// The invoke of capability `id` by `agent`, as the HTTP route and the MCP tools run it.
 pub async fn run(
@@ -95,7 +100,7 @@ pub async fn run(
             true,
         ),
         None => (
-            inline_plan(&mut w.tx, capability, agent, &request).await?,
+            inline_plan(&mut w.tx, &engine.policy, capability, agent, &request).await?,
             false,
         ),
     };
@@ -262,7 +267,7 @@ async fn approved_plan(
     }
     let moved = plans::moved(tx, registry, &plan.preview.read_revisions).await?;
     if plan.status != PlanStatus::Approved && plan.status != PlanStatus::Stale {
-        let approvals = plans::approvals(tx, plan_id, plan.required_approvals).await?;
+        let approvals = approvals::of(tx, &plan).await?;
         return Err(ApiError::new(
             ErrorCode::ApprovalRequired,
             format!(
@@ -275,7 +280,7 @@ async fn approved_plan(
     // Checked again here, whatever the status says: an approval withdrawn (its key or approver
     // revoked) stops counting at once.
     if plan.status == PlanStatus::Approved
-        && plans::standing(tx, plan_id, plan.required_approvals).await? != PlanStatus::Approved
+        && approvals::standing(tx, &plan).await? != PlanStatus::Approved
     {
         return Err(ApiError::new(
             ErrorCode::ApprovalRequired,
@@ -304,6 +309,7 @@ async fn approved_plan(
 /// A capability invoked with params and no plan: evaluated now, and run only if it needs nobody.
 async fn inline_plan(
     tx: &mut Tx,
+    policy: &Policy,
     capability: Capability,
     agent: &Agent,
     request: &InvokeRequest,
@@ -319,7 +325,7 @@ async fn inline_plan(
     }
     let planned = capability.plan(tx, &params).await?;
     let summaries = SubjectSummaries::of(&summaries::sets_of(&planned));
-    let plan = plans::build_preview(
+    let mut plan = plans::build_preview(
         capability,
         agent,
         &params,
@@ -331,6 +337,9 @@ async fn inline_plan(
         },
         &summaries,
     )?;
+    let asking = Asking::load(tx, agent).await?;
+    let requirement = policy::requirement(policy, capability, &plan, &asking)?;
+    plans::seal(&mut plan, &requirement)?;
     if plan.would_require_approval {
         return Err(ApiError::new(
             ErrorCode::ApprovalRequired,

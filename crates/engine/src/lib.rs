@@ -10,6 +10,7 @@
 //! transport, delivery and capabilities are composed around it.
 
 pub mod accounts;
+pub mod approvals;
 pub mod bounds;
 pub mod callers;
 pub mod decisions;
@@ -25,6 +26,8 @@ pub mod limits;
 pub mod mail;
 mod names;
 pub mod plans;
+pub mod policy;
+pub mod policy_change;
 pub mod previews;
 pub mod queue;
 pub mod quotas;
@@ -32,13 +35,16 @@ pub mod reads;
 pub mod rederive;
 pub mod refresh;
 pub mod registry;
+pub mod requirement;
 pub mod revocation;
 pub mod scopes;
 pub mod secrets;
 pub mod staging;
 pub mod store;
+pub mod stored_plan;
 pub mod summaries;
 mod sweeper;
+pub mod teams;
 pub mod wallet;
 
 use std::sync::Arc;
@@ -61,6 +67,8 @@ pub struct Engine {
     pub registry: &'static Registry,
     /// Previews being evaluated, per agent.
     pub previews: Arc<inflight::InFlight>,
+    /// Who must approve what (`docs/policy.md`).
+    pub policy: Arc<countersign_policy::Policy>,
 }
 
 impl Engine {
@@ -71,6 +79,19 @@ impl Engine {
         name: &str,
         limits: Limits,
         registry: &'static Registry,
+    ) -> anyhow::Result<Arc<Engine>> {
+        let policy = countersign_policy::Policy::builtin();
+        Engine::start_with_policy(store, name, limits, registry, policy).await
+    }
+
+    /// [`Engine::start`] under `policy`; open plans stored under another policy are evaluated
+    /// again first (`policy_change`).
+    pub async fn start_with_policy(
+        store: Store,
+        name: &str,
+        limits: Limits,
+        registry: &'static Registry,
+        policy: countersign_policy::Policy,
     ) -> anyhow::Result<Arc<Engine>> {
         let gateway_id = store.gateway_id().await?;
         let identity = identity::load_or_create(&store).await?;
@@ -85,7 +106,11 @@ impl Engine {
             previews: inflight::InFlight::new("previews", limits.max_previews_in_flight),
             limits,
             registry,
+            policy: Arc::new(policy),
         });
+        policy_change::activate(&engine).await.map_err(|e| {
+            anyhow::anyhow!("the open plans could not be evaluated again: {}", e.message)
+        })?;
         sweeper::spawn(&engine);
         Ok(engine)
     }

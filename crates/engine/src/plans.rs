@@ -2,10 +2,9 @@
 
 use chrono::{DateTime, Duration, Utc};
 use countersign_proto::approvals::{
-    ApprovalEntry, Approvals, EffectCounts, MovedRevision, PlanRecord, PlanStatus, PlanSummary,
-    PlanWallet, RiskFlag, Staleness, ValidationCounts, ValidationSubjects,
+    Approvals, EffectCounts, MovedRevision, PlanRecord, PlanStatus, PlanSummary, PlanWallet,
+    Staleness, ValidationCounts, ValidationSubjects,
 };
-use countersign_proto::decision::Decision;
 use countersign_proto::digest::{plan_digest, request_digest};
 use countersign_proto::plan::{Caller, PlanRequest, Preview, ReadRevision, Severity, Validation};
 use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
@@ -14,10 +13,11 @@ use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use sqlx::AnyConnection;
 
-use countersign_pack::{ApprovalRule, Planned, Subject};
+use countersign_pack::{Planned, Subject};
 
 use crate::accounts::Agent;
 use crate::registry::{Capability, Registry};
+use crate::requirement::Requirement;
 use crate::store::Dialect;
 use crate::summaries::{SubjectSet, SubjectSummaries};
 use crate::{ids, ApiResult};
@@ -25,21 +25,7 @@ use crate::{ids, ApiResult};
 /// How long a plan stays executable (PROTOCOL section 4).
 pub const PLAN_LIFETIME: Duration = Duration::minutes(15);
 
-/// A plan as stored, with what the gateway needs beside the preview.
-#[derive(Debug, Clone)]
-pub struct StoredPlan {
-    pub preview: Preview,
-    pub agent_id: String,
-    pub status: PlanStatus,
-    pub required_approvals: u32,
-    pub execution: Option<Value>,
-    pub supersedes: Option<String>,
-    pub superseded_by: Option<String>,
-    /// The distinct subjects of all its effects, counted when it was stored (absent for a plan
-    /// whose subject rows were swept before the count was kept).
-    pub subjects_distinct: Option<u64>,
-    pub validation_subjects: Vec<ValidationSubjects>,
-}
+pub use crate::stored_plan::StoredPlan;
 
 /// A new plan's id.
 pub fn new_id() -> String {
@@ -52,7 +38,8 @@ pub struct PreviewIds<'a> {
     pub audit_id: &'a str,
 }
 
-/// Turns an evaluation into a preview: ids, times, blocking checks, subjects, digests.
+/// Turns an evaluation into a preview: ids, times, blocking checks, subjects, the request's
+/// digest. Whether it waits for people and its digest follow from its policy ([`seal`]).
 pub fn build_preview(
     capability: Capability,
     agent: &Agent,
@@ -72,7 +59,7 @@ pub fn build_preview(
         .validation
         .sort_by_key(|v| (v.severity, !v.blocks_execution));
     let created_at = ids::now();
-    let mut preview = Preview {
+    let preview = Preview {
         interface_version: INTERFACE_VERSION.to_owned(),
         mode: "preview".to_owned(),
         valid: true,
@@ -110,22 +97,15 @@ pub fn build_preview(
         request_digest: request_digest(capability.id(), params).map_err(anyhow::Error::from)?,
         plan_digest: String::new(),
     };
-    let risky = risk_flags(&preview, default_high_cost_threshold())
-        .into_iter()
-        .any(|f| f != RiskFlag::Blocked);
-    // A plan that changes nothing has nothing to countersign: whatever its capability's policy,
-    // it waits for nobody and its validation tells the agent why (seed 004: no approval theatre).
-    preview.would_require_approval = !preview.effects.is_empty()
-        && match capability.approval() {
-            ApprovalRule::Always => true,
-            ApprovalRule::WhenRisky => risky,
-            ApprovalRule::AboveCost(limit) => {
-                preview.estimated_cost.amount_max.value() > limit.value()
-            }
-        };
-    preview.plan_digest =
-        plan_digest(&serde_json::to_value(&preview)?).map_err(anyhow::Error::from)?;
     Ok(preview)
+}
+
+/// Sets whether `preview` waits for people, as `requirement` says, and binds it with its digest.
+pub fn seal(preview: &mut Preview, requirement: &Requirement) -> ApiResult<()> {
+    preview.would_require_approval = !requirement.rules.is_empty();
+    preview.plan_digest =
+        plan_digest(&serde_json::to_value(&*preview)?).map_err(anyhow::Error::from)?;
+    Ok(())
 }
 
 fn version_conflicts(
@@ -166,7 +146,8 @@ pub async fn insert(
     preview: &Preview,
     subjects: SubjectRows<'_>,
     named: &[ValidationSubjects],
-    required_approvals: u32,
+    requirement: &Requirement,
+    policy_digest: &str,
     supersedes: Option<&str>,
 ) -> ApiResult<()> {
     let status = if preview.would_require_approval {
@@ -177,8 +158,8 @@ pub async fn insert(
     sqlx::query(
         "INSERT INTO plans (id, capability_id, agent_id, plan_digest, preview, status,
          required_approvals, created_at, expires_at, supersedes, subject_rows, subjects_distinct,
-         validation_subjects)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+         validation_subjects, rules, policy_digest)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
     )
     .bind(&preview.plan_id)
     .bind(&preview.capability_id)
@@ -186,7 +167,7 @@ pub async fn insert(
     .bind(&preview.plan_digest)
     .bind(serde_json::to_string(preview)?)
     .bind(status_text(status))
-    .bind(i64::from(required_approvals))
+    .bind(i64::from(requirement.required()))
     .bind(ids::to_text(preview.created_at))
     .bind(ids::to_text(preview.expires_at))
     .bind(supersedes)
@@ -197,6 +178,8 @@ pub async fn insert(
     } else {
         Some(serde_json::to_string(named)?)
     })
+    .bind(serde_json::to_string(requirement)?)
+    .bind(policy_digest)
     .execute(&mut *conn)
     .await?;
     for read in &preview.read_revisions {
@@ -308,10 +291,11 @@ pub async fn load(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<Option<S
         Option<String>,
         Option<i64>,
         Option<String>,
+        Option<String>,
     );
     let row: Option<Row> = sqlx::query_as(
         "SELECT preview, agent_id, status, required_approvals, execution, supersedes, superseded_by,
-                subjects_distinct, validation_subjects
+                subjects_distinct, validation_subjects, rules
          FROM plans WHERE id = $1",
     )
     .bind(plan_id)
@@ -327,15 +311,22 @@ pub async fn load(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<Option<S
         superseded_by,
         subjects_distinct,
         validation_subjects,
+        rules,
     )) = row
     else {
         return Ok(None);
+    };
+    let required_approvals = u32::try_from(required_approvals).unwrap_or(u32::MAX);
+    let requirement = match rules {
+        Some(rules) => serde_json::from_str(&rules)?,
+        None => Requirement::legacy(required_approvals),
     };
     Ok(Some(StoredPlan {
         preview: serde_json::from_str(&preview)?,
         agent_id,
         status: parse_status(&status),
-        required_approvals: u32::try_from(required_approvals).unwrap_or(u32::MAX),
+        required_approvals,
+        requirement,
         execution: execution.map(|e| serde_json::from_str(&e)).transpose()?,
         supersedes,
         superseded_by,
@@ -381,68 +372,6 @@ pub async fn moved(
         }
     }
     Ok(moved)
-}
-
-pub async fn approvals(
-    conn: &mut AnyConnection,
-    plan_id: &str,
-    required: u32,
-) -> ApiResult<Approvals> {
-    Ok(decisions(conn, plan_id, required).await?.0)
-}
-
-/// Where a plan's decisions leave it: rejected by any rejection standing, approved once as many
-/// distinct people as `required` approved (an approver invited without a person counts as one),
-/// else waiting.
-pub async fn standing(
-    conn: &mut AnyConnection,
-    plan_id: &str,
-    required: u32,
-) -> ApiResult<PlanStatus> {
-    Ok(decisions(conn, plan_id, required).await?.1)
-}
-
-/// The decisions standing on `plan_id` and where they leave it ([`standing`]), read at once: a
-/// decision needs both, and each read is a round trip to a PostgreSQL server.
-pub async fn decisions(
-    conn: &mut AnyConnection,
-    plan_id: &str,
-    required: u32,
-) -> ApiResult<(Approvals, PlanStatus)> {
-    let rows: Vec<(String, String, String, String, String)> = sqlx::query_as(
-        "SELECT d.approver_id, a.display_name, d.decision, d.decided_at, COALESCE(a.user_id, a.id)
-         FROM decisions d JOIN approvers a ON a.id = d.approver_id
-         WHERE d.plan_id = $1 AND d.withdrawn_at IS NULL ORDER BY d.id",
-    )
-    .bind(plan_id)
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut people = std::collections::HashSet::new();
-    let mut rejected = false;
-    let mut received = Vec::with_capacity(rows.len());
-    for (approver_id, display_name, decision, at, person) in rows {
-        let decision = if decision == "reject" {
-            rejected = true;
-            Decision::Reject
-        } else {
-            people.insert(person);
-            Decision::Approve
-        };
-        received.push(ApprovalEntry {
-            approver_id,
-            display_name,
-            decision,
-            at: ids::from_text(&at)?,
-        });
-    }
-    let status = if rejected {
-        PlanStatus::Rejected
-    } else if people.len() >= required as usize {
-        PlanStatus::Approved
-    } else {
-        PlanStatus::PendingApproval
-    };
-    Ok((Approvals { required, received }, status))
 }
 
 /// The distinct subjects of `plan`; for a plan stored before they were counted, whose rows are
@@ -517,7 +446,7 @@ pub async fn record_with(
     let status = effective_status(&plan, ids::now(), &moved);
     let approvals = match known.approvals {
         Some(known) => known,
-        None => self::approvals(conn, &plan.preview.plan_id, plan.required_approvals).await?,
+        None => crate::approvals::of(conn, &plan).await?,
     };
     let wallet = crate::wallet::load(conn, &plan.agent_id).await?;
     let mut execution = plan.execution;

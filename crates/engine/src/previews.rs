@@ -11,12 +11,12 @@ use countersign_pack::Planned;
 
 use crate::callers::Agent;
 use crate::events::EventKind;
-use crate::limits::Limits;
+use crate::policy::{self, Asking};
 use crate::registry::{Capability, Registry};
 use crate::staging::Staged;
 use crate::store::{Store, Tx};
 use crate::summaries::{self, SubjectSummaries};
-use crate::{ids, plans, queue, quotas, wallet, ApiResult};
+use crate::{ids, plans, queue, quotas, wallet, ApiResult, Engine};
 
 pub struct PreviewAudit<'a> {
     pub audit_id: &'a str,
@@ -95,10 +95,9 @@ pub async fn current(
 #[allow(clippy::too_many_arguments)]
 pub async fn create(
     tx: &mut Tx,
-    registry: &'static Registry,
-    limits: &Limits,
+    engine: &Engine,
     capability: Capability,
-    agent: &Agent,
+    (agent, asking): (&Agent, &Asking),
     params: &Value,
     expected: Option<&BTreeMap<String, String>>,
     audit: &PreviewAudit<'_>,
@@ -124,7 +123,7 @@ pub async fn create(
             &worked_out
         }
     };
-    let preview = plans::build_preview(
+    let mut preview = plans::build_preview(
         capability,
         agent,
         params,
@@ -136,18 +135,13 @@ pub async fn create(
         },
         summaries,
     )?;
+    let requirement = policy::requirement(&engine.policy, capability, &preview, asking)?;
+    plans::seal(&mut preview, &requirement)?;
     let (supersedes, freed) = match origin {
         Origin::DryRun => (None, quotas::Freed::default()),
         Origin::Refresh { supersedes, freed } => (Some(supersedes), freed),
     };
-    quotas::check(tx, &preview, summaries.rows, limits, freed).await?;
-    // A plan that runs without approval waits for nobody: its record says 0, not the
-    // capability's quorum for the plans that do.
-    let required = if preview.would_require_approval {
-        capability.describe().approval.required_approvals
-    } else {
-        0
-    };
+    quotas::check(tx, &preview, summaries.rows, &engine.limits, freed).await?;
     plans::insert(
         tx,
         &preview,
@@ -157,13 +151,14 @@ pub async fn create(
             staged: staged.is_some(),
         },
         &named,
-        required,
+        &requirement,
+        engine.policy.digest(),
         supersedes,
     )
     .await?;
     write_audit(tx, audit, capability, &agent.id, Some(&preview.plan_id)).await?;
     if preview.would_require_approval {
-        queue::publish(tx, registry, &preview.plan_id, EventKind::Created).await?;
+        queue::publish(tx, engine.registry, &preview.plan_id, EventKind::Created).await?;
     }
     Ok(preview)
 }

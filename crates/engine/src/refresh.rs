@@ -11,6 +11,7 @@ use sqlx::AnyConnection;
 use crate::accounts::{Agent, Caller};
 use crate::events::EventKind;
 use crate::plans::StoredPlan;
+use crate::policy::Asking;
 use crate::previews::{self, Origin, PreviewAudit};
 use crate::quotas::{self, Freed};
 use crate::reads::ensure_may_read;
@@ -21,7 +22,7 @@ use crate::{
 
 pub async fn run(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<PlanRecord> {
     let registry = engine.registry;
-    let (capability, agent, params) = {
+    let (capability, (agent, asking), params) = {
         let mut conn = engine.store.pool().acquire().await?;
         let old = refreshable(&mut conn, engine, caller, plan_id).await?;
         let capability = registry
@@ -33,7 +34,8 @@ pub async fn run(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<P
         };
         let params = old.preview.request.params;
         scopes::authorize(&mut conn, registry, &agent, capability, &params).await?;
-        (capability, agent, params)
+        let asking = Asking::load(&mut conn, &agent).await?;
+        (capability, (agent, asking), params)
     };
     let _evaluating = engine.previews.enter(&agent.id)?;
     let planned = previews::evaluate(&engine.store, capability, &params).await?;
@@ -42,7 +44,7 @@ pub async fn run(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<P
         engine,
         caller,
         plan_id,
-        (capability, &agent, &params),
+        (capability, (&agent, &asking), &params),
         planned,
         staged.as_ref(),
     )
@@ -58,7 +60,7 @@ async fn replace(
     engine: &Engine,
     caller: &Caller,
     plan_id: &str,
-    (capability, agent, params): (Capability, &Agent, &serde_json::Value),
+    (capability, (agent, asking), params): (Capability, (&Agent, &Asking), &serde_json::Value),
     planned: countersign_pack::Planned,
     staged: Option<&staging::Staged>,
 ) -> ApiResult<PlanRecord> {
@@ -86,10 +88,9 @@ async fn replace(
     };
     let fresh = previews::create(
         &mut w.tx,
-        registry,
-        &engine.limits,
+        engine,
         capability,
-        agent,
+        (agent, asking),
         params,
         None,
         &audit,

@@ -108,7 +108,7 @@ async fn withdraw(
             continue;
         };
         if plan.status == PlanStatus::Approved {
-            let now = plans::standing(tx, &plan_id, plan.required_approvals).await?;
+            let now = crate::approvals::standing(tx, &plan).await?;
             if now != PlanStatus::Approved {
                 plans::set_status(tx, &plan_id, now).await?;
             }

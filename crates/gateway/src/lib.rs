@@ -6,6 +6,7 @@
 //! nothing depends on it but its own binary and tests.
 
 pub mod mcp;
+pub mod policy_report;
 pub mod smtp;
 pub mod tls;
 

@@ -10,8 +10,9 @@ use countersign_embedded::seed_demo;
 use countersign_engine::external::recover_interrupted;
 use countersign_engine::limits::{self, RateSetting};
 use countersign_engine::scopes::Scope;
-use countersign_engine::{accounts, revocation, Limits, Registry, Store};
-use countersign_gateway::{mcp, smtp, tls};
+use countersign_engine::{accounts, revocation, teams, Limits, Registry, Store};
+use countersign_gateway::{mcp, policy_report, smtp, tls};
+use countersign_policy::Policy;
 use countersign_proto::Credits;
 use countersign_providers::local::LocalProviders;
 use countersign_providers::{Endpoint, PackSettings, Provider, Providers};
@@ -62,6 +63,8 @@ enum Command {
         mail_from: String,
         #[command(flatten)]
         providers: ProviderArgs,
+        #[command(flatten)]
+        policy: PolicyArg,
     },
     /// Serve MCP on stdin/stdout for one agent, for MCP clients that start the gateway as a process.
     Mcp {
@@ -73,6 +76,8 @@ enum Command {
         name: String,
         #[command(flatten)]
         providers: ProviderArgs,
+        #[command(flatten)]
+        policy: PolicyArg,
     },
     /// Manage approvers.
     Approvers {
@@ -108,6 +113,11 @@ enum Command {
         #[arg(long)]
         agent: String,
     },
+    /// Check an approval policy: what it requires of each demo plan, or its own tests.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
     /// Run a simulated agent against a gateway.
     AgentSim {
         #[arg(long)]
@@ -135,7 +145,60 @@ enum ApproverCommand {
         /// The demo world's user id of this person (they may not approve their own agents' plans).
         #[arg(long)]
         user: Option<String>,
+        /// A team of this person, repeatable (needs --user): policies' rules ask teams.
+        #[arg(long = "team", requires = "user")]
+        teams: Vec<String>,
     },
+    /// The directory of teams.
+    Teams {
+        #[command(subcommand)]
+        command: TeamsCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum TeamsCommand {
+    /// Make these the teams of a person (none: take them out of every team).
+    Set {
+        #[arg(long, env = "COUNTERSIGN_DATABASE")]
+        database: String,
+        /// A user id (`usr_…`), or an approver's id for an approver invited without one.
+        #[arg(long)]
+        person: String,
+        #[arg(long = "team")]
+        teams: Vec<String>,
+    },
+    /// Every team, its people and its agents.
+    List {
+        #[arg(long, env = "COUNTERSIGN_DATABASE")]
+        database: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum PolicyCommand {
+    /// Evaluate the policy in DIR against the demo plans and print what each requires.
+    Check { dir: PathBuf },
+    /// Run the policy's own `test_*` rules, as `opa test` does; fails unless all pass.
+    Test { dir: PathBuf },
+}
+
+/// The approval policy to serve under.
+#[derive(clap::Args)]
+struct PolicyArg {
+    /// A directory of `.rego` files (package countersign.approval) and an optional data.json;
+    /// without it, each capability's own rule (docs/policy.md).
+    #[arg(long = "policy", env = "COUNTERSIGN_POLICY", value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+impl PolicyArg {
+    fn load(&self) -> anyhow::Result<Policy> {
+        match &self.dir {
+            Some(dir) => Policy::load(dir).map_err(|e| anyhow::anyhow!("the policy: {e}")),
+            None => Ok(Policy::builtin()),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -156,6 +219,9 @@ enum AgentCommand {
         /// a blocked plan reaches no approver.
         #[arg(long, value_name = "CREDITS")]
         budget: Option<countersign_proto::Credits>,
+        /// The team the agent works for: policies may ask its team, or exclude it.
+        #[arg(long)]
+        team: Option<String>,
     },
 }
 
@@ -293,7 +359,9 @@ async fn main() -> anyhow::Result<()> {
             smtp_relay,
             mail_from,
             providers,
+            policy,
         } => {
+            let policy = policy.load()?;
             let tls = match (tls_cert, tls_key) {
                 (Some(cert), Some(key)) => Some(tls::server_config(&cert, &key)?),
                 _ => {
@@ -319,8 +387,14 @@ async fn main() -> anyhow::Result<()> {
                 None => providers.providers()?,
             })?;
             recover_interrupted(&store, registry).await?;
-            let state =
-                countersign_embedded::state(store, &name, limits.limits(), registry).await?;
+            let state = countersign_embedded::state_with_policy(
+                store,
+                &name,
+                limits.limits(),
+                registry,
+                policy,
+            )
+            .await?;
             match relay {
                 Some(relay) => smtp::spawn(&state, relay),
                 None => tracing::info!("no --smtp-relay: executed plans' emails stay queued"),
@@ -352,11 +426,19 @@ async fn main() -> anyhow::Result<()> {
             token,
             name,
             providers,
+            policy,
         } => {
+            let policy = policy.load()?;
             let store = Store::open(&database).await?;
             let registry = providers.registry(providers.providers()?)?;
-            let state =
-                countersign_embedded::state(store, &name, Limits::default(), registry).await?;
+            let state = countersign_embedded::state_with_policy(
+                store,
+                &name,
+                Limits::default(),
+                registry,
+                policy,
+            )
+            .await?;
             mcp::serve_stdio(state, &token.read()?).await?;
         }
         Command::Approvers {
@@ -366,17 +448,73 @@ async fn main() -> anyhow::Result<()> {
                     name,
                     expires_in_hours,
                     user,
+                    teams,
                 },
         } => {
             let store = Store::open(&database).await?;
             let valid_for = chrono::Duration::hours(expires_in_hours);
             let code =
                 accounts::invite_approver_for(&store, &name, user.as_deref(), valid_for).await?;
+            if let (Some(person), false) = (&user, teams.is_empty()) {
+                teams::set_person(&store, person, &teams).await?;
+                println!("{person} is in {}.", teams.join(", "));
+            }
             println!(
                 "Enrollment code for {} (single use, expires in {expires_in_hours} h):",
                 name.trim()
             );
             println!("{code}");
+        }
+        Command::Approvers {
+            command:
+                ApproverCommand::Teams {
+                    command:
+                        TeamsCommand::Set {
+                            database,
+                            person,
+                            teams: names,
+                        },
+                },
+        } => {
+            let store = Store::open(&database).await?;
+            teams::set_person(&store, &person, &names).await?;
+            match names.is_empty() {
+                true => println!("{person} is in no team."),
+                false => println!("{person} is in {}.", names.join(", ")),
+            }
+        }
+        Command::Approvers {
+            command:
+                ApproverCommand::Teams {
+                    command: TeamsCommand::List { database },
+                },
+        } => {
+            let store = Store::open(&database).await?;
+            let listing = teams::list(&store).await?;
+            if listing.teams.is_empty() {
+                println!("No teams.");
+            }
+            for (team, members) in listing.teams {
+                println!("{team}: {}", members.people.join(", "));
+                if !members.agents.is_empty() {
+                    println!("  agents: {}", members.agents.join(", "));
+                }
+            }
+        }
+        Command::Policy {
+            command: PolicyCommand::Check { dir },
+        } => {
+            let policy = Policy::load(&dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let checked = countersign_embedded::policy_check::check(policy.clone()).await?;
+            print!("{}", policy_report::requirements(&policy, &checked));
+        }
+        Command::Policy {
+            command: PolicyCommand::Test { dir },
+        } => {
+            let policy = Policy::load(&dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let (report, passed) = policy_report::tests(&policy.run_tests());
+            print!("{report}");
+            anyhow::ensure!(passed, "the policy's tests did not all pass");
         }
         Command::RevokeApprover { database, approver } => {
             let store = Store::open(&database).await?;
@@ -408,6 +546,7 @@ async fn main() -> anyhow::Result<()> {
                     on_behalf_of,
                     scopes,
                     budget,
+                    team,
                 },
         } => {
             let store = Store::open(&database).await?;
@@ -423,6 +562,9 @@ async fn main() -> anyhow::Result<()> {
                 let mut w = store.write().await?;
                 countersign_engine::wallet::set_limit(&mut w.tx, &id, budget).await?;
                 w.commit().await?;
+            }
+            if let Some(team) = &team {
+                teams::set_agent(&store, &id, Some(team)).await?;
             }
             println!("Agent {id} token:");
             println!("{token}");

@@ -525,3 +525,144 @@ impl McpStdio {
         session.wait().unwrap();
     }
 }
+
+fn outputs(args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(BIN).args(args).output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn the_example_policy_passes_its_tests_and_shows_each_demo_plans_rules() {
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/policy");
+    let (passed, report, _) = outputs(&["policy", "test", examples]);
+    assert!(passed, "{report}");
+    assert!(
+        report.ends_with("5 tests, 5 passed, 0 failed\n"),
+        "{report}"
+    );
+
+    let (checked, report, err) = outputs(&["policy", "check", examples]);
+    assert!(checked, "{err}");
+    assert!(
+        report.contains("a retention change (projects.settings.update)\n  needs 1 approver — one_approver [approval.rego:"),
+        "{report}"
+    );
+    assert!(
+        report.contains("a video (video.generate)\n  needs 1 of finance — finance_above_threshold"),
+        "{report}"
+    );
+    // By day two leads, at night refused: the example's quiet hours follow the clock.
+    let bulk = report
+        .split("\n\n")
+        .find(|p| p.starts_with("a bulk removal from grp_all_staff"))
+        .unwrap();
+    assert!(
+        bulk.contains("needs 2 of leads — leads_for_bulk_removals")
+            || bulk.contains(
+                "refused (policy_denied): The approval policy refuses this plan: No bulk removals"
+            ),
+        "{bulk}"
+    );
+}
+
+#[test]
+fn a_failing_policy_test_fails_the_command_and_a_bad_file_stops_serve_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("p.rego"),
+        "package countersign.approval\n\nimport rego.v1\n\nrules := []\n\ntest_nothing_is_needed if count(rules) == 1\n",
+    )
+    .unwrap();
+    let policy = dir.path().to_str().unwrap();
+    let (passed, report, _) = outputs(&["policy", "test", policy]);
+    assert!(!passed);
+    assert!(
+        report.contains("FAIL countersign.approval.test_nothing_is_needed"),
+        "{report}"
+    );
+
+    std::fs::write(
+        dir.path().join("broken.rego"),
+        "package countersign.approval\n\nrules contains r if {\n  r :=\n}\n",
+    )
+    .unwrap();
+    let database = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let (served, _, err) = outputs(&[
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--database",
+        &database,
+        "--policy",
+        policy,
+    ]);
+    assert!(!served);
+    assert!(err.contains("broken.rego:4:"), "{err}");
+}
+
+#[test]
+fn people_are_put_in_teams_and_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let (invited, out, err) = outputs(&[
+        "approvers",
+        "invite",
+        "--database",
+        &database,
+        "--name",
+        "Fay",
+        "--user",
+        "usr_41",
+        "--team",
+        "finance",
+        "--team",
+        "oncall",
+    ]);
+    assert!(invited, "{err}");
+    assert!(out.contains("usr_41 is in finance, oncall."), "{out}");
+    let (added, _, err) = outputs(&[
+        "agents",
+        "add",
+        "--database",
+        &database,
+        "--name",
+        "books",
+        "--team",
+        "finance",
+    ]);
+    assert!(added, "{err}");
+    let (set, _, err) = outputs(&[
+        "approvers",
+        "teams",
+        "set",
+        "--database",
+        &database,
+        "--person",
+        "usr_92",
+        "--team",
+        "leads",
+    ]);
+    assert!(set, "{err}");
+    let (_, listing, _) = outputs(&["approvers", "teams", "list", "--database", &database]);
+    assert_eq!(
+        listing,
+        "finance: usr_41\n  agents: agt_books\nleads: usr_92\noncall: usr_41\n"
+    );
+    let (refused, _, err) = outputs(&[
+        "approvers",
+        "teams",
+        "set",
+        "--database",
+        &database,
+        "--person",
+        "usr_92",
+        "--team",
+        "Leads!",
+    ]);
+    assert!(!refused);
+    assert!(err.contains("a team's name is"), "{err}");
+}

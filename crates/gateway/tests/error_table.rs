@@ -288,6 +288,36 @@ async fn every_code_of_the_table_travels_in_the_envelope() {
     let plan = down.preview("text.generate", chat("Hello")).await;
     seen.check(&down.execute(&plan).await, ProviderUnavailable);
 
+    // The approval policy refuses a plan, or cannot decide it: either way nothing is stored.
+    let policy = |body: &str| {
+        let text = format!("package countersign.approval\nimport rego.v1\nrules := []\n{body}\n");
+        let sources = countersign_policy::Sources {
+            modules: vec![("p.rego".to_owned(), text)],
+            data: None,
+        };
+        countersign_policy::Policy::from_sources(sources, "test").unwrap()
+    };
+    let settings = json!({"params": {"project": "prj_420", "retention_days": 30}});
+    let denying = Gateway::with_policy(policy(r#"deny contains "Not today""#)).await;
+    seen.check(
+        &denying
+            .call(
+                "POST",
+                &dry_run,
+                Some(&denying.agent),
+                Some(settings.clone()),
+            )
+            .await,
+        PolicyDenied,
+    );
+    let erring = Gateway::with_policy(policy(r#"deny contains to_number("x") if true"#)).await;
+    seen.check(
+        &erring
+            .call("POST", &dry_run, Some(&erring.agent), Some(settings))
+            .await,
+        PolicyError,
+    );
+
     // Last: the store stops taking writes (as a full disk or a read-only file would).
     let gw = read_only(gw).await;
     let settings = json!({"params": {"project": "prj_420", "retention_days": 30}});

@@ -26,6 +26,7 @@ mod moved_reads;
 mod openapi;
 mod paired;
 mod people;
+mod policy;
 mod properties;
 mod properties_resources;
 mod provider_adapters;

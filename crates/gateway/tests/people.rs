@@ -4,7 +4,7 @@
 //! behalf; the plan record says why an approver may not approve.
 
 use crate::common::{approve_by, assert_error, Gateway};
-use countersign_engine::{accounts, plans, revocation};
+use countersign_engine::{accounts, approvals, plans, revocation};
 use countersign_proto::approvals::PlanStatus;
 use serde_json::json;
 
@@ -102,7 +102,9 @@ async fn two_accounts_of_one_person_count_once_toward_a_quorum() {
     .await
     .unwrap();
     let mut conn = gw.state.store.pool().acquire().await.unwrap();
-    let standing = plans::standing(&mut conn, plan_id, 2).await.unwrap();
+    let stored = plans::load(&mut conn, plan_id).await.unwrap().unwrap();
+    assert_eq!(stored.required_approvals, 2);
+    let standing = approvals::standing(&mut conn, &stored).await.unwrap();
     assert_eq!(standing, PlanStatus::PendingApproval);
 }
 

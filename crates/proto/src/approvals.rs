@@ -91,6 +91,14 @@ pub struct ApprovalEntry {
 pub struct Approvals {
     pub required: u32,
     pub received: Vec<ApprovalEntry>,
+    /// The rules the gateway's approval policy set for the plan, each with how far it is met;
+    /// `required` is the sum of their counts (an addition: `docs/policy.md`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<crate::rules::RuleStatus>,
+    /// Why a policy that came into force after the plan was stored refuses it; such a plan is
+    /// `rejected` (an addition: `docs/policy.md`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denied: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

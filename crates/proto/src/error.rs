@@ -37,11 +37,13 @@ pub enum ErrorCode {
     ProviderRefused,
     ProviderBadResponse,
     ProviderMisconfigured,
+    PolicyDenied,
+    PolicyError,
     Internal,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 30] = [
+    pub const ALL: [ErrorCode; 32] = [
         ErrorCode::ValidationError,
         ErrorCode::Unauthenticated,
         ErrorCode::BadSignature,
@@ -71,6 +73,8 @@ impl ErrorCode {
         ErrorCode::ProviderRefused,
         ErrorCode::ProviderBadResponse,
         ErrorCode::ProviderMisconfigured,
+        ErrorCode::PolicyDenied,
+        ErrorCode::PolicyError,
         ErrorCode::Internal,
     ];
 
@@ -79,7 +83,7 @@ impl ErrorCode {
         match self {
             ValidationError | DigestMismatch | AudienceMismatch | StatementExpired => 422,
             Unauthenticated | BadSignature => 401,
-            Forbidden | NotEligible => 403,
+            Forbidden | NotEligible | PolicyDenied => 403,
             NotFound => 404,
             MethodNotAllowed => 405,
             DryRunRequired => 428,
@@ -93,7 +97,7 @@ impl ErrorCode {
             ProviderTimeout => 504,
             ProviderUnavailable | ProviderBadResponse | ProviderMisconfigured => 502,
             ProviderRefused => 422,
-            Internal => 500,
+            PolicyError | Internal => 500,
         }
     }
 
@@ -142,6 +146,8 @@ impl ErrorCode {
             ProviderRefused => "provider_refused",
             ProviderBadResponse => "provider_bad_response",
             ProviderMisconfigured => "provider_misconfigured",
+            PolicyDenied => "policy_denied",
+            PolicyError => "policy_error",
             Internal => "internal",
         }
     }

@@ -15,6 +15,7 @@ pub mod keys;
 pub mod loopback;
 pub mod plan;
 pub mod risk;
+pub mod rules;
 pub mod strict_json;
 
 pub use credits::Credits;

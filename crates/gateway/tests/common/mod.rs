@@ -238,6 +238,25 @@ impl Gateway {
         Gateway::from_state(state(store).await).await
     }
 
+    /// The demo gateway under the approval policy `policy`.
+    pub async fn with_policy(policy: countersign_policy::Policy) -> Gateway {
+        let (store, database) = own_store(true).await;
+        seed_demo(&store).await.unwrap();
+        let state = countersign_embedded::state_with_policy(
+            store,
+            "Test",
+            Limits::default(),
+            default_registry(),
+            policy,
+        )
+        .await
+        .unwrap();
+        Gateway {
+            _database: Some(database),
+            ..Gateway::from_state(state).await
+        }
+    }
+
     /// The demo gateway held to `limits` instead of the defaults.
     pub async fn limited(limits: Limits) -> Gateway {
         Gateway::serving(limits, default_registry()).await

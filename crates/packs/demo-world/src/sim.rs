@@ -264,6 +264,79 @@ const TOPICS: [&str; 4] = [
     "quarterly access reviews",
 ];
 
+/// One request of each kind the simulated agent makes, named, always the same: what
+/// `countersign-gateway policy check` evaluates a policy against.
+pub fn examples() -> Vec<(&'static str, &'static str, Value)> {
+    let staff: Vec<String> = (1..=30).map(|i| format!("usr_s{:06}", i * 3_701)).collect();
+    vec![
+        (
+            "a retention change",
+            "projects.settings.update",
+            json!({"project": "prj_184", "retention_days": 14}),
+        ),
+        (
+            "a role grant",
+            "memberships.grant",
+            json!({"project": "prj_200", "subject": "usr_41", "role": "editor"}),
+        ),
+        (
+            "a grant to someone who holds a role already (blocked)",
+            "memberships.grant",
+            json!({"project": "prj_184", "subject": "usr_40", "role": "viewer"}),
+        ),
+        (
+            "the removal of contractors from grp_support",
+            "groups.members.remove",
+            json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
+        ),
+        (
+            "a bulk removal from grp_all_staff",
+            "groups.members.remove",
+            json!({"group": "grp_all_staff", "filter": {"employment": "employee", "users": staff}}),
+        ),
+        (
+            "a quota change",
+            "storage.quota.update",
+            json!({"quota": "sq_product", "quota_bytes": 80_000_000}),
+        ),
+        (
+            "an upload",
+            "documents.document.upload",
+            json!({"project": "prj_311", "filename": "runbook.md", "mime_type": "text/markdown",
+                   "size_bytes": 120_000}),
+        ),
+        (
+            "a short text",
+            "text.generate",
+            json!({"model": "gpt-4o-mini", "max_tokens": 256, "messages": [
+                {"role": "user", "content": "Draft a two-line update about the release."}]}),
+        ),
+        (
+            "a long report",
+            "text.generate",
+            json!({"model": "gpt-4o", "max_tokens": 2048, "messages": [
+                {"role": "user", "content": "Write the full report on the release."}]}),
+        ),
+        (
+            "a spoken reminder",
+            "speech.synthesize",
+            json!({"model": "tts-1", "voice": "nova", "format": "wav",
+                   "input": "Reminder: the release review is on today's agenda."}),
+        ),
+        (
+            "two illustrations",
+            "image.generate",
+            json!({"model": "black-forest-labs/flux-schnell", "count": 2,
+                   "prompt": "A friendly illustration of the release"}),
+        ),
+        (
+            "a video",
+            "video.generate",
+            json!({"model": "minimax/video-01", "seconds": 2, "prompt": "A short clip"}),
+        ),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,305 @@
+//! Approval policy as code. A policy is Rego (package `countersign.approval`) that reads a plan
+//! as previewed with who asks and who exists ([`Input`]) and answers who must approve it
+//! (`rules`) or that nobody may (`deny`). regorus evaluates it under a time limit; anything but a
+//! well-formed answer is an error, which the gateway turns into a refusal: a policy never fails
+//! open. `docs/policy.md` is the contract.
+
+mod input;
+mod load;
+
+use std::collections::BTreeSet;
+use std::num::NonZeroU32;
+use std::path::Path;
+use std::time::Duration;
+
+use countersign_proto::digest::{jcs, sha256};
+use countersign_proto::rules::{Escalation, Rule, RuleSource};
+use regorus::utils::limits::ExecutionTimerConfig;
+use serde::Deserialize;
+use thiserror::Error;
+
+pub use input::{AgentInput, CapabilityInput, DefaultApproval, Directory, Input};
+pub use load::{LoadError, Sources};
+
+/// The package a policy's answer lives in.
+pub const PACKAGE: &str = "data.countersign.approval";
+
+/// How long one evaluation may run before it is an error.
+pub const TIME_LIMIT: Duration = Duration::from_millis(100);
+
+/// The most people one rule may ask for.
+pub const MAX_COUNT: u32 = 20;
+
+const BUILTIN: &str = include_str!("builtin.rego");
+const BUILTIN_ORIGIN: &str = "built-in";
+
+/// A loaded policy, ready to evaluate from any thread (each evaluation works on its own copy).
+#[derive(Clone)]
+pub struct Policy {
+    engine: regorus::Engine,
+    sources: Sources,
+    digest: String,
+    origin: String,
+}
+
+/// What a policy says of one plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// Each must be met; none means the plan runs without approval.
+    pub rules: Vec<Rule>,
+    /// Why the plan is refused; any reason refuses it.
+    pub deny: Vec<String>,
+}
+
+/// An evaluation that did not give a well-formed answer.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("{0}")]
+pub struct EvalError(pub String);
+
+/// One `test_…` rule's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestOutcome {
+    /// `package.test_name`.
+    pub name: String,
+    pub passed: bool,
+    /// Why it did not evaluate, when it did not.
+    pub error: Option<String>,
+}
+
+impl Policy {
+    /// The built-in policy: each capability's own rule.
+    pub fn builtin() -> Policy {
+        let sources = Sources {
+            modules: vec![("builtin.rego".to_owned(), BUILTIN.to_owned())],
+            data: None,
+        };
+        Policy::from_sources(sources, BUILTIN_ORIGIN).expect("the built-in policy loads")
+    }
+
+    /// The policy in `dir`.
+    pub fn load(dir: &Path) -> Result<Policy, LoadError> {
+        Policy::from_sources(Sources::read(dir)?, &dir.display().to_string())
+    }
+
+    /// The policy of `sources`; `origin` names where they came from.
+    pub fn from_sources(sources: Sources, origin: &str) -> Result<Policy, LoadError> {
+        let mut engine = regorus::Engine::new();
+        engine.set_strict_builtin_errors(true);
+        engine.set_execution_timer_config(ExecutionTimerConfig {
+            limit: TIME_LIMIT,
+            check_interval: NonZeroU32::new(16).expect("non-zero"),
+        });
+        for (file, text) in &sources.modules {
+            engine
+                .add_policy(file.clone(), text.clone())
+                .map_err(|e| load::syntax(file, &e.to_string()))?;
+        }
+        if let Some(data) = &sources.data {
+            engine.add_data_json(data).map_err(|e| LoadError::Syntax {
+                file: "data.json".to_owned(),
+                line: 0,
+                message: e.to_string(),
+            })?;
+        }
+        let packages = engine
+            .get_packages()
+            .map_err(|e| LoadError::Contract(e.to_string()))?;
+        if !packages.iter().any(|p| p == PACKAGE) {
+            return Err(LoadError::Contract(format!(
+                "no file declares package countersign.approval (found {})",
+                packages.join(", ")
+            )));
+        }
+        let digest = sha256(
+            &jcs(&serde_json::json!({
+                "modules": sources.modules,
+                "data": sources.data,
+            }))
+            .map_err(|e| LoadError::Contract(e.to_string()))?,
+        );
+        Ok(Policy {
+            engine,
+            sources,
+            digest,
+            origin: origin.to_owned(),
+        })
+    }
+
+    /// `sha256:…` over the modules (with their paths) and the data.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// Whether this is the built-in policy, whose answer the capabilities' own rules foretell.
+    pub fn is_builtin(&self) -> bool {
+        self.origin == BUILTIN_ORIGIN
+    }
+
+    /// The directory the policy was read from, or `built-in`.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    pub fn sources(&self) -> &Sources {
+        &self.sources
+    }
+
+    /// What the policy says of the plan in `input`.
+    pub fn evaluate(&self, input: &Input) -> Result<Verdict, EvalError> {
+        let input = serde_json::to_value(input).map_err(|e| EvalError(e.to_string()))?;
+        let mut engine = self.engine.clone();
+        engine.set_input(regorus::Value::from(input));
+        let rules = query(&mut engine, "rules")?.ok_or_else(|| {
+            EvalError("the policy declares no rules in package countersign.approval".to_owned())
+        })?;
+        let deny = query(&mut engine, "deny")?.unwrap_or(serde_json::Value::Array(vec![]));
+        let deny: Vec<String> = serde_json::from_value(deny)
+            .map_err(|e| EvalError(format!("deny must be a set of strings: {e}")))?;
+        Ok(Verdict {
+            rules: self.rules(rules)?,
+            deny,
+        })
+    }
+
+    fn rules(&self, value: serde_json::Value) -> Result<Vec<Rule>, EvalError> {
+        let answered: Vec<Answered> = serde_json::from_value(value)
+            .map_err(|e| EvalError(format!("rules must be a set of rule objects: {e}")))?;
+        let mut ids = BTreeSet::new();
+        let mut rules = Vec::with_capacity(answered.len());
+        for rule in answered {
+            let well_formed = !rule.id.is_empty()
+                && rule.id.len() <= 64
+                && rule
+                    .id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+            if !well_formed {
+                return Err(EvalError(format!(
+                    "rule id {:?} must be 1 to 64 letters, digits, '_', '-' or '.'",
+                    rule.id
+                )));
+            }
+            if !ids.insert(rule.id.clone()) {
+                return Err(EvalError(format!(
+                    "two rules are called {:?}: a rule's id names one requirement",
+                    rule.id
+                )));
+            }
+            if !(1..=MAX_COUNT).contains(&rule.count) {
+                return Err(EvalError(format!(
+                    "rule {:?} asks for {} people; a rule asks for 1 to {MAX_COUNT}",
+                    rule.id, rule.count
+                )));
+            }
+            if rule.escalate.as_ref().is_some_and(|e| e.after_seconds == 0) {
+                return Err(EvalError(format!(
+                    "rule {:?} escalates after 0 seconds: give it its own teams instead",
+                    rule.id
+                )));
+            }
+            let source = self
+                .sources
+                .locate(&rule.id)
+                .map(|(file, line)| RuleSource { file, line });
+            rules.push(Rule {
+                description: rule.description.unwrap_or_else(|| rule.id.clone()),
+                id: rule.id,
+                count: rule.count,
+                teams: rule.teams,
+                people: rule.people,
+                exclude_requester: rule.exclude_requester,
+                escalate: rule.escalate,
+                source,
+            });
+        }
+        rules.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(rules)
+    }
+
+    /// Runs every `test_…` rule, as `opa test` does: each must be true.
+    pub fn run_tests(&self) -> Vec<TestOutcome> {
+        self.sources
+            .tests()
+            .into_iter()
+            .map(|(package, test)| {
+                let name = format!("{package}.{test}");
+                let mut engine = self.engine.clone();
+                match engine.eval_rule(format!("data.{name}")) {
+                    Ok(value) => TestOutcome {
+                        passed: value == regorus::Value::from(true),
+                        name,
+                        error: None,
+                    },
+                    Err(e) => TestOutcome {
+                        name,
+                        passed: false,
+                        error: Some(first_line(&e.to_string())),
+                    },
+                }
+            })
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy")
+            .field("origin", &self.origin)
+            .field("digest", &self.digest)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A rule as a policy writes it; unknown fields are refused, so a misspelt `teams` is an error
+/// rather than a rule that asks anyone.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Answered {
+    id: String,
+    description: Option<String>,
+    count: u32,
+    #[serde(default)]
+    teams: Vec<String>,
+    #[serde(default)]
+    people: Vec<String>,
+    #[serde(default)]
+    exclude_requester: bool,
+    escalate: Option<Escalation>,
+}
+
+/// `PACKAGE.name`, or `None` when it is undefined.
+fn query(engine: &mut regorus::Engine, name: &str) -> Result<Option<serde_json::Value>, EvalError> {
+    let results = engine
+        .eval_query(format!("{PACKAGE}.{name}"), false)
+        .map_err(|e| EvalError(first_line(&e.to_string())))?;
+    let Some(value) = results
+        .result
+        .into_iter()
+        .next()
+        .and_then(|r| r.expressions.into_iter().next())
+        .map(|e| e.value)
+    else {
+        return Ok(None);
+    };
+    serde_json::to_value(&value)
+        .map(Some)
+        .map_err(|e| EvalError(e.to_string()))
+}
+
+/// The message of a regorus error, without its source excerpt and backtrace.
+fn first_line(error: &str) -> String {
+    let message = error
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("error:"))
+        .or_else(|| error.lines().map(str::trim).find(|l| !l.is_empty()))
+        .unwrap_or(error);
+    let at = error
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("-->"))
+        .map(|at| format!(" (at {})", at.trim()))
+        .unwrap_or_default();
+    format!("{}{at}", message.trim())
+}
+
+#[cfg(test)]
+mod tests;
