@@ -7,6 +7,7 @@ mod demo_plans;
 mod accounts;
 mod console;
 mod console_edges;
+mod console_policy;
 mod credentials;
 mod desktop;
 mod flow;

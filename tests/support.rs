@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_api::AppState;
-use countersign_embedded::{listen, registry, seed_demo, state};
+use countersign_embedded::{listen, registry, seed_demo, state_with_policy};
 use countersign_engine::{accounts, queue, Limits, Store};
 use countersign_pack::Handle;
+pub use countersign_policy::Policy;
 use countersign_proto::dsse::{encode_public_key, Envelope};
 use countersign_providers::local::LocalProviders;
 use ed25519_dalek::SigningKey;
@@ -40,16 +41,21 @@ impl Drop for TestGateway {
 
 impl TestGateway {
     pub async fn start() -> anyhow::Result<TestGateway> {
-        TestGateway::start_as(None).await
+        TestGateway::start_as(None, Policy::builtin()).await
+    }
+
+    /// A gateway that evaluates the approval policy `policy`.
+    pub async fn under(policy: Policy) -> anyhow::Result<TestGateway> {
+        TestGateway::start_as(None, policy).await
     }
 
     /// A gateway of its own (its own identity key) that calls itself `gateway_id`: another
     /// gateway's id, to play an impostor.
     pub async fn claiming(gateway_id: &str) -> anyhow::Result<TestGateway> {
-        TestGateway::start_as(Some(gateway_id)).await
+        TestGateway::start_as(Some(gateway_id), Policy::builtin()).await
     }
 
-    async fn start_as(claimed: Option<&str>) -> anyhow::Result<TestGateway> {
+    async fn start_as(claimed: Option<&str>, policy: Policy) -> anyhow::Result<TestGateway> {
         let dir = tempfile::tempdir()?;
         let database = format!("sqlite://{}", dir.path().join("gateway.db").display());
         let store = Store::open(&database).await?;
@@ -66,7 +72,8 @@ impl TestGateway {
         let registry = registry(&Default::default(), providers.providers())
             .map_err(anyhow::Error::msg)?
             .leak();
-        let state = state(store, "Test gateway", Limits::default(), registry).await?;
+        let state =
+            state_with_policy(store, "Test gateway", Limits::default(), registry, policy).await?;
         let (url, server) = listen(countersign_gateway::router(state.clone())).await?;
         Ok(TestGateway {
             url,
@@ -96,6 +103,12 @@ impl TestGateway {
 
     pub async fn invite(&self, name: &str) -> anyhow::Result<String> {
         accounts::invite_approver(&self.state.store, name, None).await
+    }
+
+    /// An enrollment code for `name`, who is the demo world's person `person` (in the teams the
+    /// demo seeds: usr_92 leads, usr_41 finance).
+    pub async fn invite_as(&self, name: &str, person: &str) -> anyhow::Result<String> {
+        accounts::invite_approver(&self.state.store, name, Some(person)).await
     }
 
     /// Someone changes `project`'s retention outside the gateway's plans: its revision moves and

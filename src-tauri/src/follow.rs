@@ -7,6 +7,7 @@ use countersign_console::console::Console;
 use countersign_console::live::Snapshot;
 use countersign_console::notify::NotifyRules;
 use countersign_console::review::SentQueue;
+use countersign_console::rules::turn;
 use countersign_desktop::memory::Release;
 use countersign_desktop::seen::Seen;
 use tauri::{AppHandle, Emitter, Manager};
@@ -51,7 +52,15 @@ pub async fn follow(
                 snapshot.queued.clone(),
                 snapshot.last_error.as_ref().map(|e| e.code.clone()),
             );
-            (now, snapshot.items.len(), arrivals)
+            // The tray counts the plans waiting on this approver, or every plan if they asked.
+            let counting = rules();
+            let me = snapshot.me.as_ref();
+            let pending = snapshot
+                .items
+                .iter()
+                .filter(|p| counting.counts(turn(p, me)))
+                .count();
+            (now, pending, arrivals)
         };
         if shown.as_ref() != Some(&now) {
             shown = Some(now);

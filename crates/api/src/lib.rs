@@ -108,6 +108,7 @@ pub fn app_with(state: Arc<AppState>, more: Router<Arc<AppState>>) -> Router {
         .route("/v1/approvers/enroll", post(approver::enroll))
         .route("/v1/approvers/enroll/bound", post(approver::enroll_bound))
         .route("/v1/approvers/keys", post(approver::rotate_key))
+        .route("/v1/approvers/me", get(approver::me))
         .route("/v1/agents/{id}/wallet", get(approver::wallet))
         .route("/v1/approvals", get(approver::approvals))
         .route("/v1/plans/{id}", get(plans::plan))

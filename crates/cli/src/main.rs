@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use countersign_console::live::{Live, Timing};
 use countersign_console::review;
+use countersign_console::rules::Turn;
 use countersign_console::session::{self, JOURNAL};
 use countersign_console::signer::Signer;
 use countersign_console::{Confirm, Console, ConsoleError};
@@ -55,7 +56,11 @@ enum Command {
         name: Option<String>,
     },
     /// The plans waiting for a decision.
-    Pending,
+    Pending {
+        /// Only the plans waiting on me: a rule of the gateway's policy not yet met asks for me.
+        #[arg(long)]
+        mine: bool,
+    },
     /// A plan as an approver reviews it.
     Show { plan: String },
     /// Sign and send an approval of the plan as shown.
@@ -262,10 +267,13 @@ async fn run(cli: Cli) -> Outcome {
                 )
             });
         }
-        Command::Pending => {
+        Command::Pending { mine } => {
             let console = open(&cli).await?;
             console.sync().await?;
-            let view = console.queue();
+            let mut view = console.queue();
+            if *mine {
+                view.items.retain(|item| item.turn == Turn::Me);
+            }
             print(json, &view, || render::queue(&view));
         }
         Command::Show { plan } => {
@@ -273,12 +281,14 @@ async fn run(cli: Cli) -> Outcome {
             // The plan record names its capability's title, so a plan no longer in the queue
             // (executed, rejected) is titled too.
             let fetched = console.client().plan(plan).await?;
-            let view = review::plan_view(
+            let mut view = review::plan_view(
                 &fetched,
                 fetched.record.title.as_deref(),
                 Some(console.signer().approver_id()),
                 chrono::Utc::now(),
             );
+            let me = console.whoami().await;
+            review::apply_rules(&mut view, &fetched.record, me.as_ref());
             let budget = budget(&console, &fetched.record).await;
             let link = render::deep_link(&view.plan_id);
             print(

@@ -10,6 +10,7 @@ use countersign_console::journal::JournalEntry;
 use countersign_console::live::Link;
 use countersign_console::request::RequestView;
 use countersign_console::review::{DecisionView, EffectView, PlanView, QueueView};
+use countersign_console::rules::Turn;
 use countersign_console::sample::SampleCheck;
 
 use crate::style::{clean, Style};
@@ -47,6 +48,7 @@ pub fn queue(view: &QueueView) -> String {
         "CREDITS",
         "SUBJECTS",
         "APPROVALS",
+        "WAITS ON",
         "EXPIRES",
     ]
     .map(str::to_owned)
@@ -64,6 +66,7 @@ pub fn queue(view: &QueueView) -> String {
             format!("{} {}", item.credits_max, item.currency),
             item.subjects_total.to_string(),
             format!("{}/{}", item.approvals_received, item.approvals_required),
+            turn(item.turn).to_owned(),
             item.expires_at.clone(),
         ]);
     }
@@ -155,6 +158,48 @@ pub fn deep_link(plan_id: &str) -> String {
     format!("countersign://plan/{plan_id}")
 }
 
+/// Whose move a plan waits for, in a word or two.
+fn turn(turn: Turn) -> &'static str {
+    match turn {
+        Turn::Me => "me",
+        Turn::Decided => "decided by me",
+        Turn::Others => "others",
+    }
+}
+
+/// The plan's rules, as the gateway's policy set them: not part of what is signed.
+fn rules(style: &Style, view: &PlanView, out: &mut String) {
+    if view.rules.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "who must approve (the gateway's approval policy, not part of the signed plan):"
+    );
+    for rule in &view.rules {
+        let mark = match (rule.missing, rule.asks_me) {
+            (0, _) => style.green("✓"),
+            (_, true) => style.bold("→ you"),
+            _ => " ".to_owned(),
+        };
+        let at = rule
+            .source
+            .as_ref()
+            .map(|s| format!(" [{}]", clean(s)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {mark} {} — {}{at}",
+            clean(&rule.line),
+            clean(&rule.id)
+        );
+        let _ = writeln!(out, "      {}", clean(&rule.description));
+        for note in rule.excludes.iter().chain(&rule.escalated) {
+            let _ = writeln!(out, "      {}", clean(note));
+        }
+    }
+}
+
 pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -198,6 +243,7 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
             format!(" ({})", clean(&view.approved_by.join(", ")))
         }
     );
+    rules(style, view, &mut out);
     if !view.risk.is_empty() {
         let _ = writeln!(out, "risk {}", style.yellow(&clean(&view.risk.join(", "))));
     }

@@ -22,6 +22,11 @@ struct World {
 
 impl World {
     fn start() -> World {
+        World::under(countersign_policy::Policy::builtin())
+    }
+
+    /// A world whose gateway evaluates `policy`.
+    fn under(policy: countersign_policy::Policy) -> World {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -30,7 +35,9 @@ impl World {
         let db = tempfile::tempdir().unwrap();
         let (gateway, agent) = runtime.block_on(async {
             let url = format!("sqlite://{}", db.path().join("gw.db").display());
-            let gateway = Embedded::start(&url, None).await.unwrap();
+            let gateway = Embedded::start_under(&url, None, None, policy)
+                .await
+                .unwrap();
             let (_, agent) =
                 accounts::rotate_agent_token(&gateway.state.store, "ops", Some("usr_lead"))
                     .await
@@ -442,4 +449,84 @@ fn an_executed_provider_call_reads_from_its_envelope() {
     let execution = &view["plan"]["execution"];
     assert_eq!(execution["provider"], "openai");
     assert_eq!(execution["estimated"], "0.00–2.06 credits");
+}
+
+#[test]
+fn pending_mine_lists_what_waits_on_me_and_show_names_the_rules() {
+    let text = r#"package countersign.approval
+import rego.v1
+rules contains {"id": "finance_signs_retention", "description": "Finance signs retention changes.",
+    "count": 1, "teams": ["finance"]} if input.capability.id == "projects.settings.update"
+rules contains {"id": "a_lead_grants", "description": "A lead signs every grant.",
+    "count": 1, "teams": ["leads"]} if input.capability.id == "memberships.grant"
+"#;
+    let policy = countersign_policy::Policy::from_sources(
+        countersign_policy::Sources {
+            modules: vec![("team.rego".to_owned(), text.to_owned())],
+            data: None,
+        },
+        "test",
+    )
+    .unwrap();
+    let world = World::under(policy);
+    // Sam is usr_92, a lead in the demo's directory.
+    let code = world
+        .runtime
+        .block_on(accounts::invite_approver(
+            &world.state.store,
+            "Sam",
+            Some("usr_92"),
+        ))
+        .unwrap();
+    world.json(&[
+        "--url", &world.url, "enroll", "--code", &code, "--name", "Sam",
+    ]);
+    let retention = world.dry_run(
+        "projects.settings.update",
+        json!({"project": "prj_184", "retention_days": 14}),
+    );
+    let grant = world.dry_run(
+        "memberships.grant",
+        json!({"project": "prj_200", "subject": "usr_41", "role": "editor"}),
+    );
+
+    let all = world.json(&["pending"]);
+    let turns: Vec<(&str, &str)> = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["plan_id"].as_str().unwrap(), i["turn"].as_str().unwrap()))
+        .collect();
+    assert!(turns.contains(&(retention.as_str(), "others")), "{turns:?}");
+    assert!(turns.contains(&(grant.as_str(), "me")), "{turns:?}");
+    let mine = world.json(&["pending", "--mine"]);
+    let ids: Vec<&str> = mine["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["plan_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [grant.as_str()]);
+
+    let shown = world.cli().args(["show", &retention]).output().unwrap();
+    let text = String::from_utf8(shown.stdout).unwrap();
+    assert!(
+        text.contains(
+            "who must approve (the gateway's approval policy, not part of the signed plan):"
+        ) && text
+            .contains("Needs 1 of finance — 0 received — finance_signs_retention [team.rego:3]"),
+        "{text}"
+    );
+    let json = world.json(&["show", &retention]);
+    assert_eq!(json["plan"]["rules"][0]["id"], "finance_signs_retention");
+    assert_eq!(json["plan"]["rules"][0]["asks_me"], false);
+    assert_eq!(json["plan"]["turn"], "others");
+    let refused = world
+        .cli()
+        .args(["approve", &retention, "--yes"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(why.contains("finance_signs_retention"), "{why}");
 }

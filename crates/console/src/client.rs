@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use countersign_proto::approvals::{ApprovalList, DecisionResponse, PlanRecord};
+use countersign_proto::approvals::{ApprovalList, ApproverProfile, DecisionResponse, PlanRecord};
 use countersign_proto::describe::GatewayInfo;
 use countersign_proto::dsse::Envelope;
 use countersign_proto::enrollment::{
@@ -292,6 +292,12 @@ impl GatewayClient {
     pub async fn wallet(&self, agent_id: &str) -> Result<Wallet, ConsoleError> {
         id_checked(agent_id, "agent")?;
         self.call::<(), _>(Method::GET, &format!("/v1/agents/{agent_id}/wallet"), None)
+            .await
+    }
+
+    /// This approver as the gateway's approval policy sees them: person and teams.
+    pub async fn me(&self) -> Result<ApproverProfile, ConsoleError> {
+        self.call::<(), _>(Method::GET, "/v1/approvers/me", None)
             .await
     }
 

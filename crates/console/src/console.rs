@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::Utc;
+use countersign_proto::approvals::ApproverProfile;
 use countersign_proto::plan::Preview;
 use tokio::sync::watch;
 
@@ -62,6 +63,9 @@ impl RowContext for Context<'_> {
     }
     fn queued(&self, plan_id: &str) -> bool {
         self.snapshot.queued.contains(plan_id)
+    }
+    fn me(&self) -> Option<&ApproverProfile> {
+        self.snapshot.me.as_ref()
     }
 }
 
@@ -196,6 +200,9 @@ impl Console {
     /// Lists the queue once into the snapshot (for a one-shot caller; a window runs
     /// `Live`); `Ok(true)` when it changed.
     pub async fn sync(&self) -> Result<bool, ConsoleError> {
+        if self.publish.borrow().me.is_none() {
+            self.whoami().await;
+        }
         let mut poller = self.poller.lock().await;
         let changed = poller.poll(&self.client).await?;
         let list = poller.take_list();
@@ -209,6 +216,19 @@ impl Console {
             }
         });
         Ok(changed)
+    }
+
+    /// Asks the gateway who this approver is to its approval policy, and keeps the answer for
+    /// the queue's rows and plan views; a gateway without the answer leaves it unknown.
+    pub async fn whoami(&self) -> Option<ApproverProfile> {
+        let me = self.client.me().await.ok()?;
+        self.publish.send_modify(|s| {
+            if s.me.as_ref() != Some(&me) {
+                s.me = Some(me.clone());
+                s.generation += 1;
+            }
+        });
+        Some(me)
     }
 
     /// The queue as last synced.
@@ -367,7 +387,11 @@ impl Console {
                 "The subjects the gateway lists for {effect} are not the set the plan signs."
             ));
         }
-        view.queued = self.publish.borrow().queued.contains(&view.plan_id);
+        {
+            let snapshot = self.publish.borrow();
+            view.queued = snapshot.queued.contains(&view.plan_id);
+            review::apply_rules(&mut view, &fetched.record, snapshot.me.as_ref());
+        }
         if view.digest_matches {
             self.remember_gist(&view.plan_id, &view.gist);
         }

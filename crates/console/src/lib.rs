@@ -23,6 +23,7 @@ pub mod private_files;
 pub mod queue;
 pub mod request;
 pub mod review;
+pub mod rules;
 pub mod sample;
 pub mod session;
 pub mod settings;

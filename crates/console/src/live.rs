@@ -118,6 +118,25 @@ impl Live {
         }
     }
 
+    /// Asks who this approver is to the gateway's policy (their teams may have changed since the
+    /// stream was last open). A gateway without the answer leaves it unknown: every open plan
+    /// may then be this approver's.
+    async fn whoami(&mut self) {
+        let me = match self.client.me().await {
+            Ok(me) => Some(me),
+            Err(e) => {
+                tracing::debug!(error = %e, "the gateway did not say who this approver is");
+                return;
+            }
+        };
+        self.publish.send_modify(|s| {
+            if s.me != me {
+                s.me = me;
+                s.generation += 1;
+            }
+        });
+    }
+
     /// One plan's new summary, put in its place in the queue without copying or re-sorting it.
     fn apply(&mut self, summary: PlanSummary) {
         self.publish.send_modify(|s| {
@@ -152,6 +171,7 @@ impl Live {
                     // One listing once the stream is open covers everything before it; the retry
                     // backoff resets only when the stream delivers, so a stream that opens and
                     // closes at once is not retried every second.
+                    self.whoami().await;
                     self.list(Link::Online).await;
                     loop {
                         match stream.next().await {

@@ -1,5 +1,6 @@
-//! Which new plans deserve a desktop notification: those carrying a risk flag or belonging to a
-//! capability the approver selected, once per plan, and never for plans already seen.
+//! Which new plans deserve a desktop notification: those waiting on this approver (or any, if
+//! they said so) carrying a risk flag or belonging to a capability the approver selected, once
+//! per plan, and never for plans already seen.
 
 use std::collections::BTreeSet;
 
@@ -11,6 +12,7 @@ use ts_rs::TS;
 use crate::error::ConsoleError;
 use crate::journal::Journal;
 use crate::review::{console_risk, PlanView};
+use crate::rules::Turn;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct NotifyRules {
@@ -18,6 +20,10 @@ pub struct NotifyRules {
     pub risk: BTreeSet<String>,
     /// Capabilities whose every plan is worth one.
     pub capabilities: BTreeSet<String>,
+    /// Count (in the tray) and announce every plan in the queue, not only those waiting on this
+    /// approver (a rule of the gateway's policy asks for them).
+    #[serde(default)]
+    pub every_plan: bool,
 }
 
 impl Default for NotifyRules {
@@ -36,6 +42,7 @@ impl Default for NotifyRules {
             .map(flag_name)
             .collect(),
             capabilities: BTreeSet::new(),
+            every_plan: false,
         }
     }
 }
@@ -54,8 +61,15 @@ impl NotifyRules {
     pub fn selects_plan(&self, plan: &PlanView) -> bool {
         plan.status == "pending_approval"
             && !plan.risk.iter().any(|f| f == "blocked")
+            && self.counts(plan.turn)
             && (self.capabilities.contains(&plan.capability_id)
                 || plan.risk.iter().any(|f| self.risk.contains(f)))
+    }
+
+    /// Whether a plan whose turn is `turn` counts: waiting on this approver, or any with
+    /// `every_plan`.
+    pub fn counts(&self, turn: Turn) -> bool {
+        self.every_plan || turn == Turn::Me
     }
 
     /// [`NotifyRules::selects_plan`] for a plan as previewed.

@@ -4,12 +4,13 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher as _, RandomState};
 
-use countersign_proto::approvals::PlanSummary;
+use countersign_proto::approvals::{ApproverProfile, PlanSummary};
 use countersign_proto::decision::Decision;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use ts_rs::TS;
 
+use crate::rules::{self, Turn};
 use crate::wire::{approvals_count, time, wire, CREDITS};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, TS)]
@@ -43,6 +44,9 @@ pub struct QueueItem {
     pub queued: bool,
     /// Display names of the approvers who approved.
     pub approved_by: Vec<String>,
+    /// Whether the plan waits on this approver (an open rule asks for them), on others, or was
+    /// decided by them.
+    pub turn: Turn,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
@@ -137,6 +141,10 @@ pub trait RowContext {
     fn gist(&self, plan_id: &str) -> Option<String>;
     /// Whether a decision on the plan waits in the outbox.
     fn queued(&self, plan_id: &str) -> bool;
+    /// Who the approver is to the gateway's policy, once known.
+    fn me(&self) -> Option<&ApproverProfile> {
+        None
+    }
 }
 
 /// No context: gists from the summary, nothing queued.
@@ -198,6 +206,7 @@ pub fn queue_item_in(summary: &PlanSummary, context: &dyn RowContext) -> QueueIt
             .filter(|a| a.decision == Decision::Approve)
             .map(|a| a.display_name.clone())
             .collect(),
+        turn: rules::turn(summary, context.me()),
     }
 }
 
@@ -254,6 +263,7 @@ mod tests {
             blocked: false,
             queued: false,
             approved_by: Vec::new(),
+            turn: Turn::Me,
         }
     }
 

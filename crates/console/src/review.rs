@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use countersign_proto::approvals::{DecisionResponse, PlanRecord, PlanStatus, RiskFlag};
+use countersign_proto::approvals::{
+    ApproverProfile, DecisionResponse, PlanRecord, PlanStatus, RiskFlag,
+};
 use countersign_proto::decision::Decision;
 use countersign_proto::digest::plan_digest;
 use countersign_proto::plan::{Effect, EffectKind, EstimatedCost, Preview};
@@ -20,6 +22,7 @@ use crate::client::{FetchedPlan, PlanWallet};
 use crate::diff::{value_diff_within, Budget, ValueDiff};
 use crate::execution::{execution_view, ExecutionView};
 use crate::request::{request_view, RequestView};
+use crate::rules::{self, RuleView, Turn};
 use crate::sample::{self, SampleCheck};
 use crate::wire::{approvals_count, time, wire};
 use crate::words;
@@ -183,6 +186,10 @@ pub struct PlanView {
     pub execution: Option<ExecutionView>,
     pub supersedes: Option<String>,
     pub superseded_by: Option<String>,
+    /// Who must approve, as the gateway's approval policy set it: not part of the signed plan.
+    pub rules: Vec<RuleView>,
+    /// Whether the plan waits on this approver.
+    pub turn: Turn,
 }
 
 /// A refreshed plan and what changed since the plan it supersedes.
@@ -402,7 +409,7 @@ pub fn plan_view(
     let mut validation: Vec<_> = plan.validation.iter().collect();
     validation.sort_by_key(|v| (v.severity, !v.blocks_execution));
     let risk = console_risk(plan);
-    PlanView {
+    let mut view = PlanView {
         plan_id: plan.plan_id.clone(),
         label: label.unwrap_or(&plan.capability_id).to_owned(),
         capability_id: plan.capability_id.clone(),
@@ -556,7 +563,18 @@ pub fn plan_view(
         execution: record.execution.as_ref().and_then(execution_view),
         supersedes: record.supersedes.clone(),
         superseded_by: record.superseded_by.clone(),
-    }
+        rules: Vec::new(),
+        turn: Turn::Others,
+    };
+    apply_rules(&mut view, record, None);
+    view
+}
+
+/// Sets `view`'s rules and whose turn it is for `me`, from the plan's `record`.
+pub fn apply_rules(view: &mut PlanView, record: &PlanRecord, me: Option<&ApproverProfile>) {
+    view.rules = rules::views(&record.approvals, &record.plan.caller.agent_id, me);
+    let risk = console_risk(&record.plan);
+    view.turn = rules::turn_of(record.status, &risk, &record.approvals, me);
 }
 
 /// The console's own risk flags of a plan, recomputed from its effects (not the gateway's

@@ -49,6 +49,9 @@ pub struct StatusView {
     /// Decisions written but not yet answered.
     #[ts(type = "number")]
     pub outbox: u64,
+    /// The approver's teams at the gateway (empty when in none, or while unknown): someone in a
+    /// team is asked by its rules, and the queue opens on the plans waiting on them.
+    pub teams: Vec<String>,
 }
 
 /// A gateway this machine follows, by URL, and the id of its credential in the keyring.
@@ -313,6 +316,7 @@ impl Session {
                 .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true)),
             last_error: snapshot.last_error,
             outbox: snapshot.outbox,
+            teams: snapshot.me.map(|me| me.teams).unwrap_or_default(),
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
-use countersign_proto::approvals::PlanSummary;
+use countersign_proto::approvals::{ApproverProfile, PlanSummary};
 use serde::Serialize;
 use ts_rs::TS;
 
@@ -35,6 +35,8 @@ pub struct Snapshot {
     pub queued: BTreeSet<String>,
     /// Why the last listing failed, or a queued decision the gateway refused.
     pub last_error: Option<ErrorView>,
+    /// Who this approver is to the gateway's approval policy, once it said.
+    pub me: Option<ApproverProfile>,
 }
 
 impl Default for Snapshot {
@@ -47,6 +49,7 @@ impl Default for Snapshot {
             outbox: 0,
             queued: BTreeSet::new(),
             last_error: None,
+            me: None,
         }
     }
 }

@@ -22,6 +22,7 @@ use countersign_console::review::{
     MovedView, NamedItem, PlacedRow, PlanView, QueueChange, QueueItem, QueueView, RefreshView,
     RowGist, ValidationView, WalletView,
 };
+use countersign_console::rules::{RuleView, Turn};
 use countersign_console::sample::SampleCheck;
 use countersign_console::session::StatusView;
 use countersign_console::settings::{Settings, SettingsView, Theme};
@@ -31,6 +32,8 @@ use ts_rs::TS;
 fn declarations() -> String {
     let decls = [
         ErrorView::decl(),
+        Turn::decl(),
+        RuleView::decl(),
         QueueItem::decl(),
         QueueView::decl(),
         PlacedRow::decl(),

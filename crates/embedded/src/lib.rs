@@ -146,6 +146,16 @@ impl Embedded {
         simulate_every: Option<Duration>,
         co_approver: Option<CoApprover>,
     ) -> anyhow::Result<Embedded> {
+        Embedded::start_under(database_url, simulate_every, co_approver, Policy::builtin()).await
+    }
+
+    /// [`Embedded::start_with`] under the approval policy `policy`.
+    pub async fn start_under(
+        database_url: &str,
+        simulate_every: Option<Duration>,
+        co_approver: Option<CoApprover>,
+        policy: Policy,
+    ) -> anyhow::Result<Embedded> {
         let store = Store::open(database_url).await?;
         seed_demo(&store).await?;
         let local_providers = LocalProviders::start().await?;
@@ -153,7 +163,8 @@ impl Embedded {
             .map_err(anyhow::Error::msg)?
             .leak();
         recover_interrupted(&store, registry).await?;
-        let state = state(store, "Demo gateway", Limits::default(), registry).await?;
+        let state =
+            state_with_policy(store, "Demo gateway", Limits::default(), registry, policy).await?;
         let (_, agent_token) =
             accounts::rotate_agent_token(&state.store, "ops", Some("usr_lead")).await?;
         let (url, server) = listen(app(state.clone())).await?;

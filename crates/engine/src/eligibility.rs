@@ -12,7 +12,7 @@ use sqlx::AnyConnection;
 use crate::callers::{Approver, Caller};
 use crate::plans::StoredPlan;
 use crate::requirement::{Approving, Tally};
-use crate::{approvals, ids, ApiResult};
+use crate::{approvals, ids, teams, ApiResult};
 
 /// What a plan record tells the approver `caller` about deciding `plan`; nothing for an agent.
 pub async fn of(
@@ -57,12 +57,8 @@ async fn asked(
     if plan.requirement.rules.iter().all(anyone) {
         return Ok(None);
     }
-    let person = approver.user_id.as_deref().unwrap_or(&approver.id);
-    let teams: Vec<String> =
-        sqlx::query_scalar("SELECT team FROM team_members WHERE person = $1 ORDER BY team")
-            .bind(person)
-            .fetch_all(&mut *conn)
-            .await?;
+    let profile = teams::profile(conn, approver).await?;
+    let (person, teams) = (profile.person.as_str(), profile.teams);
     let tally = Tally::new(&plan.requirement, plan.preview.created_at, ids::now());
     let standing = approvals::standing_decisions(conn, &plan.preview.plan_id).await?;
     let candidate = Approving {

@@ -150,6 +150,10 @@ impl<'a> Tally<'a> {
                     escalated_at: self.escalated[i]
                         .then(|| escalates_at(rule, self.created_at))
                         .flatten(),
+                    excludes_team: rule
+                        .exclude_requester
+                        .then(|| self.requirement.agent_team.clone())
+                        .flatten(),
                 }
             })
             .collect();

@@ -4,8 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use countersign_proto::approvals::ApproverProfile;
 use sqlx::AnyConnection;
 
+use crate::callers::Approver;
 use crate::store::Store;
 
 /// Whether `name` may name a team: 1-40 characters of a-z, 0-9, '_' and '-'.
@@ -68,6 +70,27 @@ pub async fn set_agent(store: &Store, agent_id: &str, team: Option<&str>) -> any
     anyhow::ensure!(updated.rows_affected() == 1, "no agent {agent_id}");
     w.commit().await?;
     Ok(())
+}
+
+/// `approver` as the policy sees them: their person and that person's teams.
+pub async fn profile(
+    conn: &mut AnyConnection,
+    approver: &Approver,
+) -> Result<ApproverProfile, sqlx::Error> {
+    let person = approver
+        .user_id
+        .clone()
+        .unwrap_or_else(|| approver.id.clone());
+    let teams = sqlx::query_scalar("SELECT team FROM team_members WHERE person = $1 ORDER BY team")
+        .bind(&person)
+        .fetch_all(&mut *conn)
+        .await?;
+    Ok(ApproverProfile {
+        approver_id: approver.id.clone(),
+        display_name: approver.display_name.clone(),
+        person,
+        teams,
+    })
 }
 
 /// Every team with its members, and every agent bound to one.

@@ -36,6 +36,7 @@ async fn every_route_is_described() {
         "/v1/approvers/enroll",
         "/v1/approvers/enroll/bound",
         "/v1/approvers/keys",
+        "/v1/approvers/me",
         "/v1/agents/{id}/wallet",
         "/v1/approvals",
         "/v1/plans/{id}",
@@ -79,7 +80,7 @@ async fn every_route_is_described() {
     }
     assert_eq!(
         paths.len(),
-        17 + previewed.len() + direct.len(),
+        18 + previewed.len() + direct.len(),
         "a described route that app() does not serve"
     );
 }

@@ -288,3 +288,51 @@ deny contains "No removals under this policy." if input.capability.id == "groups
         .unwrap();
     assert!(events >= 4, "{events} events");
 }
+
+#[tokio::test]
+async fn an_approver_learns_the_person_and_teams_the_policy_sees() {
+    let gw = Gateway::new().await;
+    let sam = gw.enroll_as("Sam", "usr_92").await;
+    let dana = gw.enroll("Dana").await;
+    let me = gw
+        .call("GET", "/v1/approvers/me", Some(&sam.token), None)
+        .await;
+    assert_eq!(me.status, 200, "{}", me.body);
+    assert_eq!(
+        me.body,
+        json!({"approver_id": sam.id, "display_name": "Sam", "person": "usr_92", "teams": ["leads"]})
+    );
+    let nobody = gw
+        .call("GET", "/v1/approvers/me", Some(&dana.token), None)
+        .await;
+    assert_eq!(nobody.body["person"], dana.id.as_str());
+    assert_eq!(nobody.body["teams"], json!([]));
+    let agent = gw
+        .call("GET", "/v1/approvers/me", Some(&gw.agent), None)
+        .await;
+    assert_error(&agent, "forbidden", 403);
+}
+
+#[tokio::test]
+async fn a_rule_that_excludes_the_requester_leaves_the_agents_team_out() {
+    let gw = Gateway::with_policy(policy(
+        r#"rules contains {"id": "outside_finance", "count": 1, "teams": ["finance", "leads"],
+    "exclude_requester": true} if true"#,
+    ))
+    .await;
+    countersign_engine::teams::set_agent(&gw.state.store, "agt_ops", Some("finance"))
+        .await
+        .unwrap();
+    let fay = gw.enroll_as("Fay", "usr_41").await; // finance
+    let sam = gw.enroll_as("Sam", "usr_92").await; // leads
+    let plan = gw.preview("projects.settings.update", settings(90)).await;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let record = gw.record(&fay.token, plan_id).await.body;
+    assert_eq!(record["approvals"]["rules"][0]["excludes_team"], "finance");
+    let refused = fay
+        .send(&gw, plan_id, &fay.sign(&fay.statement(&gw, &plan)))
+        .await;
+    assert_error(&refused, "not_eligible", 403);
+    let done = approve_by(&gw, &plan, &[&sam]).await;
+    assert_eq!(done.body["status"], "approved");
+}

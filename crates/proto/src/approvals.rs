@@ -77,6 +77,40 @@ impl std::fmt::Debug for EnrollResponse {
     }
 }
 
+/// The calling approver as the gateway's policy sees them (`GET /v1/approvers/me`, an addition:
+/// `docs/policy.md`): the person they are and the teams that person is in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApproverProfile {
+    pub approver_id: String,
+    pub display_name: String,
+    /// The user id, or the approver's id for an approver invited without one.
+    pub person: String,
+    pub teams: Vec<String>,
+}
+
+impl ApproverProfile {
+    /// Whether a plan summarized with `approvals` waits on this approver: nobody has decided it
+    /// for them, and a rule not yet met asks for their person (a plan from before rules asks
+    /// anyone).
+    pub fn is_asked(&self, approvals: &Approvals) -> bool {
+        if approvals
+            .received
+            .iter()
+            .any(|a| a.approver_id == self.approver_id)
+        {
+            return false;
+        }
+        if approvals.rules.is_empty() {
+            return (approvals.received.len() as u32) < approvals.required;
+        }
+        approvals
+            .rules
+            .iter()
+            .any(|r| r.missing > 0 && r.asks(&self.person, &self.teams))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApprovalEntry {

@@ -62,6 +62,34 @@ pub struct RuleStatus {
     /// When the rule widened to its escalation's people, if it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalated_at: Option<DateTime<Utc>>,
+    /// The requesting agent's team, whose people do not count for a rule that excludes the
+    /// requester.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excludes_team: Option<String>,
+}
+
+impl RuleStatus {
+    /// Whether a person of `teams` may meet this rule now.
+    pub fn asks(&self, person: &str, teams: &[String]) -> bool {
+        let excluded = self
+            .excludes_team
+            .as_ref()
+            .is_some_and(|t| teams.contains(t));
+        !excluded && self.rule.asks(person, teams, self.escalated_at.is_some())
+    }
+
+    /// "Needs 2 of leads — 1 received (Lena)", "finance: 1 of 1 ✓".
+    pub fn line(&self, names: &[String]) -> String {
+        let received = self.rule.count.saturating_sub(self.missing);
+        let by = match names.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", names.join(", ")),
+        };
+        match self.missing {
+            0 => format!("Met: {} — {received} received{by}", self.rule.who()),
+            _ => format!("Needs {} — {received} received{by}", self.rule.who()),
+        }
+    }
 }
 
 impl Rule {

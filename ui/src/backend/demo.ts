@@ -54,7 +54,7 @@ export function plan(o: Partial<PlanView> & Pick<PlanView, 'plan_id' | 'label'>)
     cost: { min: '0.00', max: '0.00', currency: 'credits', cost_class: 'free', preflight: 'estimate' },
     stale: [], approvable: true, not_approvable_reason: null, approvals: [],
     wallet: null, consequence: '', gist: '', queued: false, request: { params: [], leaves: false }, last_fetched: false, execution: null, supersedes: null,
-    superseded_by: null, ...o,
+    superseded_by: null, rules: [], turn: 'me', ...o,
   };
   if (p.groups.length === 0) p.groups = groups(p.effects);
   return p;
@@ -161,6 +161,14 @@ export function demoPlans(): PlanView[] {
       digest: DIGEST('4c30a9e17202'), expires_at: minutesFromNow(12), approvals_required: 2,
       approvals_received: 1, approved_by: ['Ada'], gist: 'grp_support −37',
       approvals: [{ approver_id: 'apr_ada', display_name: 'Ada', decision: 'approve', at: minutesFromNow(-1) }],
+      rules: [
+        { id: 'leads_for_bulk_removals', description: 'A bulk removal needs two team leads, neither of the requesting agent\'s team.',
+          line: 'Needs 1 of leads — 0 received', missing: 1, met_by: [], source: 'approval.rego:34', asks_me: true,
+          escalated: null, excludes: null },
+        { id: 'one_approver', description: 'A plan its capability sends to people needs one approver.',
+          line: 'Met: 1 approver — 1 received (Ada)', missing: 0, met_by: ['Ada'], source: 'approval.rego:52', asks_me: false,
+          escalated: null, excludes: null },
+      ],
       risk: ['bulk', 'access_change', 'irreversible', 'external', 'money'],
       consequence: 'removes 37 members from grp_support; 4 keep access through nested groups; 6 lose on-call; 37 emails are sent; irreversible',
       changes: [

@@ -57,7 +57,7 @@ function row(p: PlanView, gistRead: boolean): QueueItem {
     errors: p.validation.filter((v) => v.severity === 'error').length,
     approvals_received: p.approvals_received, approvals_required: p.approvals_required,
     expires_at: p.expires_at, gist: gistRead ? p.gist : countGist(p), gist_read: gistRead, blocked: p.validation.some((v) => v.blocks_execution),
-    queued: p.queued, approved_by: p.approved_by,
+    queued: p.queued, approved_by: p.approved_by, turn: p.turn,
   };
 }
 
@@ -98,7 +98,7 @@ export class FakeBackend implements Backend {
   private readonly entries: HistoryEntry[] = [];
   private settingsValue: Settings = {
     gateway_url: null, poll_interval_secs: 5, theme: 'system',
-    notify: { risk: ['irreversible', 'access_change'], capabilities: [] },
+    notify: { risk: ['irreversible', 'access_change'], capabilities: [], every_plan: false },
   };
   private overridden: string[];
   private enrolled: string | null = null;
@@ -147,6 +147,7 @@ export class FakeBackend implements Backend {
       last_sync: new Date(Date.now() - (this.offline ? 95_000 : 1_000)).toISOString(),
       last_error: this.offline ? { code: 'unreachable', message: 'The gateway does not answer.' } : null,
       outbox: this.outbox.length,
+      teams: [],
     };
   }
 

@@ -21,7 +21,7 @@ beforeEach(() => {
 describe('the Tauri backend', () => {
   it('calls each command of the contract with its argument names', async () => {
     const b = new TauriBackend();
-    const settings = { gateway_url: null, poll_interval_secs: 5, theme: 'dark' as const, notify: { risk: [], capabilities: [] } };
+    const settings = { gateway_url: null, poll_interval_secs: 5, theme: 'dark' as const, notify: { risk: [], capabilities: [], every_plan: false } };
     await b.status();
     await b.queue();
     await b.gists(['p1']);

@@ -3,6 +3,34 @@
 
 export type ErrorView = { code: string, message: string, };
 
+export type Turn = "me" | "decided" | "others";
+
+export type RuleView = { id: string, description: string, 
+/**
+ * "Needs 2 of leads — 1 received (Lena)", "Met: 1 of finance — 1 received (Fay)".
+ */
+line: string, missing: number, 
+/**
+ * Display names of the approvers counted for it.
+ */
+met_by: Array<string>, 
+/**
+ * "approval.rego:34", where the rule is written in the policy.
+ */
+source: string | null, 
+/**
+ * It is not met and asks for this approver.
+ */
+asks_me: boolean, 
+/**
+ * "also oncall since 10:42Z" once the rule widened to its escalation.
+ */
+escalated: string | null, 
+/**
+ * "not agt_ops's team (finance)" when it leaves the requesting agent's team out.
+ */
+excludes: string | null, };
+
 export type QueueItem = { plan_id: string, title: string, capability_id: string, agent_id: string, on_behalf_of: string | null, status: string, risk: Array<string>, credits_max: string, currency: string, effects_direct: number, effects_derived: number, subjects_total: number, warnings: number, errors: number, approvals_received: number, approvals_required: number, expires_at: string, 
 /**
  * One line: "prj_184 retention days 30 → 14", "grp_support −37" once the plan's content was
@@ -24,7 +52,12 @@ queued: boolean,
 /**
  * Display names of the approvers who approved.
  */
-approved_by: Array<string>, };
+approved_by: Array<string>, 
+/**
+ * Whether the plan waits on this approver (an open rule asks for them), on others, or was
+ * decided by them.
+ */
+turn: Turn, };
 
 export type QueueView = { items: Array<QueueItem>, 
 /**
@@ -142,7 +175,15 @@ queued: boolean,
 /**
  * The gateway did not answer: this is the plan as the console last fetched it.
  */
-last_fetched: boolean, execution: ExecutionView | null, supersedes: string | null, superseded_by: string | null, };
+last_fetched: boolean, execution: ExecutionView | null, supersedes: string | null, superseded_by: string | null, 
+/**
+ * Who must approve, as the gateway's approval policy set it: not part of the signed plan.
+ */
+rules: Array<RuleView>, 
+/**
+ * Whether the plan waits on this approver.
+ */
+turn: Turn, };
 
 export type StatusView = { gateway_name: string, gateway_url: string, demo: boolean, 
 /**
@@ -152,7 +193,12 @@ approver: string, key_id: string, link: Link, last_sync: string | null, last_err
 /**
  * Decisions written but not yet answered.
  */
-outbox: number, };
+outbox: number, 
+/**
+ * The approver's teams at the gateway (empty when in none, or while unknown): someone in a
+ * team is asked by its rules, and the queue opens on the plans waiting on them.
+ */
+teams: Array<string>, };
 
 export type DecisionView = { plan_id: string, status: string, approvals_received: number, approvals_required: number, };
 
@@ -217,7 +263,12 @@ risk: Array<string>,
 /**
  * Capabilities whose every plan is worth one.
  */
-capabilities: Array<string>, };
+capabilities: Array<string>, 
+/**
+ * Count (in the tray) and announce every plan in the queue, not only those waiting on this
+ * approver (a rule of the gateway's policy asks for them).
+ */
+every_plan: boolean, };
 
 export type Link = "online" | "degraded" | "offline";
 

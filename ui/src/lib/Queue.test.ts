@@ -27,7 +27,7 @@ function item(n: number): QueueItem {
     gist_read: true,
     blocked: false,
     queued: false,
-    approved_by: [],
+    approved_by: [], turn: 'me',
   };
 }
 
@@ -101,12 +101,35 @@ describe('the queue', () => {
     };
     render(Queue, { props: { items: [risky, item(2)], selectedId: null, now: 0, onselect: () => {} } });
     const [first, second] = screen.getAllByTestId('queue-row');
-    const chips = [...first.querySelectorAll('.chip')].map((c) => c.textContent!.trim());
+    const chips = [...first.querySelectorAll('.chip:not([data-testid=row-turn])')].map((c) => c.textContent!.trim());
     expect(chips).toEqual(['stale', 'irreversible', '+3']);
     expect(first.querySelector('.chip.more')!.getAttribute('title')).toBe(
       'access change, money, external',
     );
-    expect(second.querySelectorAll('.chip')).toHaveLength(0);
+    expect(second.querySelectorAll('.chip:not([data-testid=row-turn])')).toHaveLength(0);
+  });
+
+  it('says on each row whether the plan waits on me, on others, or was decided by me', () => {
+    const items = [item(1), { ...item(2), turn: 'others' as const }, { ...item(3), turn: 'decided' as const }];
+    render(Queue, { props: { items, selectedId: null, now: 0, onselect: () => {} } });
+    const turns = screen.getAllByTestId('row-turn').map((c) => c.textContent!.trim());
+    expect(turns).toEqual(['needs you', 'waits on others', 'you decided']);
+  });
+
+  it('opens on the plans that need me for an approver in a team, and lets them see all', async () => {
+    const items = [item(1), { ...item(2), turn: 'others' as const }, item(3)];
+    render(Queue, { props: { items, selectedId: null, now: 0, onselect: () => {}, mineFirst: true } });
+    const shown = () => screen.getAllByTestId('queue-row').map((r) => r.getAttribute('data-plan-id'));
+    expect(screen.getByTestId('facet-mine').getAttribute('aria-pressed')).toBe('true');
+    expect(shown()).toEqual(['plan_00001', 'plan_00003']);
+    await fireEvent.click(screen.getByTestId('facet-all'));
+    expect(shown()).toEqual(['plan_00001', 'plan_00002', 'plan_00003']);
+  });
+
+  it('opens on every plan for an approver in no team', () => {
+    render(Queue, { props: { items: [item(1), { ...item(2), turn: 'others' as const }], selectedId: null, now: 0, onselect: () => {} } });
+    expect(screen.getByTestId('facet-all').getAttribute('aria-pressed')).toBe('true');
+    expect(screen.getAllByTestId('queue-row')).toHaveLength(2);
   });
 
   it('filters by text over title, gist, agent and plan id', async () => {

@@ -7,10 +7,11 @@ import { label } from './time';
 export const ROW_HEIGHT = 84;
 
 export type Sort = 'expiry' | 'credits' | 'subjects';
-export type Facet = 'all' | 'risky' | 'bulk' | 'access' | 'money' | 'blocked' | 'stale';
+export type Facet = 'all' | 'mine' | 'risky' | 'bulk' | 'access' | 'money' | 'blocked' | 'stale';
 
 export const FACETS: { id: Facet; name: string; test: (i: QueueItem) => boolean }[] = [
   { id: 'all', name: 'All', test: () => true },
+  { id: 'mine', name: 'Needs me', test: (i) => i.turn === 'me' },
   { id: 'risky', name: 'Risky', test: (i) => i.risk.length > 0 },
   { id: 'bulk', name: 'Bulk', test: (i) => i.risk.includes('bulk') },
   { id: 'access', name: 'Access', test: (i) => i.risk.includes('access_change') },
@@ -44,6 +45,13 @@ export function compact(n: number): string {
 }
 
 export type Chip = { kind: string; text: string };
+
+/** Whose move the plan waits for, in the row's words. */
+export function turnText(item: QueueItem): string {
+  if (item.turn === 'me') return 'needs you';
+  if (item.turn === 'decided') return 'you decided';
+  return 'waits on others';
+}
 
 /** In order of concern: the first few show, the rest are counted. */
 export function chips(item: QueueItem): Chip[] {

@@ -30,6 +30,7 @@ use crate::AppState;
     info(title = "Countersign gateway", description = "Dry runs, plans, signed decisions, execution (spec/PROTOCOL.md)."),
     paths(agent::gateway, agent::capabilities, agent::describe, agent::dry_run, invoke::invoke,
           approver::identity, approver::enroll, approver::enroll_bound, approver::rotate_key,
+          approver::me,
           approver::wallet, approver::approvals, plans::plan, decisions::decide, plans::refresh,
           plans::subjects, events::events, plans::audit, serve),
     components(schemas(ErrorEnvelope, DryRunAnswer, Wallet)),

@@ -9,8 +9,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use countersign_engine::accounts::{self, Approver};
-use countersign_engine::{events, identity, queue, reads, ApiError};
-use countersign_proto::approvals::{ApprovalList, EnrollRequest, EnrollResponse};
+use countersign_engine::{events, identity, queue, reads, teams, ApiError};
+use countersign_proto::approvals::{ApprovalList, ApproverProfile, EnrollRequest, EnrollResponse};
 use countersign_proto::digest::sha256;
 use countersign_proto::dsse::Envelope;
 use countersign_proto::enrollment::{
@@ -68,6 +68,20 @@ pub async fn wallet(
     Path(agent_id): Path<String>,
 ) -> HttpResult<Json<serde_json::Value>> {
     Ok(Json(reads::wallet(&state, &agent_id).await?))
+}
+
+/// The calling approver as the approval policy sees them: their person and teams.
+#[utoipa::path(get, path = "/v1/approvers/me",
+    responses((status = 200, body = ApproverProfile), Refused))]
+pub async fn me(
+    State(state): State<Arc<AppState>>,
+    Auth(approver): Auth<Approver>,
+) -> HttpResult<Json<ApproverProfile>> {
+    let mut conn = state.store.pool().acquire().await.map_err(ApiError::from)?;
+    let profile = teams::profile(&mut conn, &approver)
+        .await
+        .map_err(ApiError::from)?;
+    Ok(Json(profile))
 }
 
 /// Rotate the calling approver's key, proven with the current one.

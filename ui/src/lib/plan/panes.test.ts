@@ -7,6 +7,7 @@ import Cost from './Cost.svelte';
 import Effects from './Effects.svelte';
 import Execution from './Execution.svelte';
 import Request from './Request.svelte';
+import Rules from './Rules.svelte';
 import Validation from './Validation.svelte';
 
 const demo = (id: string): PlanView => demoPlans().find((p) => p.plan_id === id)!;
@@ -19,6 +20,26 @@ describe('the changes pane', () => {
     expect(pane.querySelectorAll('[data-testid=diff-scalar]')).toHaveLength(2);
     expect(pane.querySelectorAll('[data-testid=diff-json]')).toHaveLength(1);
     expect(pane.querySelectorAll('[data-testid=diff-text]')).toHaveLength(1);
+  });
+});
+
+describe('the rules pane', () => {
+  it('shows each rule of the gateway policy, what it still needs, where it is written, and says it is not signed', () => {
+    render(Rules, { props: { rules: demo('plan_0002').rules } });
+    expect(screen.getByTestId('rules-note').textContent).toContain('not part of what you sign');
+    const rules = screen.getAllByTestId('rule');
+    expect(rules.map((r) => r.querySelector('[data-testid=rule-line]')!.textContent)).toEqual([
+      'Needs 1 of leads — 0 received',
+      'Met: 1 approver — 1 received (Ada)',
+    ]);
+    expect(rules[0].querySelector('[data-testid=rule-asks-me]')).not.toBeNull();
+    expect(rules[1].querySelector('[data-testid=rule-asks-me]')).toBeNull();
+    expect(rules[0].querySelector('[data-testid=rule-source]')!.textContent).toBe('approval.rego:34');
+  });
+
+  it('shows nothing for a plan without rules', () => {
+    render(Rules, { props: { rules: [] } });
+    expect(screen.queryByTestId('rules')).toBeNull();
   });
 });
 
