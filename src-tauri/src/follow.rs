@@ -7,7 +7,7 @@ use countersign_console::console::Console;
 use countersign_console::live::Snapshot;
 use countersign_console::notify::NotifyRules;
 use countersign_console::review::SentQueue;
-use countersign_console::rules::turn;
+use countersign_console::rules::{turn, Turn};
 use countersign_desktop::memory::Release;
 use countersign_desktop::seen::Seen;
 use tauri::{AppHandle, Emitter, Manager};
@@ -29,6 +29,8 @@ pub async fn follow(
     rules: Rules,
 ) {
     let mut seen = Seen::default();
+    // Plans already waiting on me: one that starts to (a rule widened to my team) is a reminder.
+    let mut mine = Seen::default();
     let mut shown = None;
     // The queue as the last event described it: the next event carries only what moved since.
     let mut sent = SentQueue::default();
@@ -40,7 +42,17 @@ pub async fn follow(
             let snapshot = changes.borrow_and_update();
             // The first look is the first listing, not the empty snapshot before it.
             let arrivals = match snapshot.last_sync {
-                Some(_) => seen.arrivals(snapshot.items.iter().map(|p| p.plan_id.as_str())),
+                Some(_) => {
+                    let mut new = seen.arrivals(snapshot.items.iter().map(|p| p.plan_id.as_str()));
+                    let me = snapshot.me.as_ref();
+                    let waiting = snapshot.items.iter().filter(|p| turn(p, me) == Turn::Me);
+                    for plan_id in mine.arrivals(waiting.map(|p| p.plan_id.as_str())) {
+                        if !new.contains(&plan_id) {
+                            new.push(plan_id);
+                        }
+                    }
+                    new
+                }
                 None => Vec::new(),
             };
             // Everything the window shows but the time of the last sync, which the header

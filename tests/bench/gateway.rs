@@ -47,6 +47,11 @@ pub struct BenchApprover {
 
 impl Gateway {
     pub async fn start(settings: &Settings) -> anyhow::Result<Gateway> {
+        Gateway::start_with(settings, &[]).await
+    }
+
+    /// [`Gateway::start`] with more `serve` arguments (`--policy DIR`).
+    pub async fn start_with(settings: &Settings, more: &[&str]) -> anyhow::Result<Gateway> {
         let binary = settings.bin_dir.join("countersign-gateway");
         ensure!(
             binary.exists(),
@@ -85,6 +90,7 @@ impl Gateway {
                 "1000000000",
             ])
             .args(["--database", &database])
+            .args(more)
             .stdout(Stdio::piped())
             .stderr(log)
             .kill_on_drop(true)

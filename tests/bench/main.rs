@@ -10,6 +10,7 @@ mod desktop;
 mod gateway;
 mod history;
 mod latency;
+mod policy;
 mod polls;
 mod procmem;
 mod settings;
@@ -172,6 +173,16 @@ async fn main() -> anyhow::Result<()> {
         .await;
         rows.extend(benches.rows());
         floor = benches.signature_floor();
+    }
+    if settings.runs("policy") {
+        rows.extend(
+            section(
+                "approval policy (in-process)",
+                &mut timings,
+                policy::rows(&settings),
+            )
+            .await,
+        );
     }
     rows.extend(store_rows(&settings, &mut timings, floor).await);
     if settings.runs("desktop") {

@@ -37,7 +37,15 @@ pub fn postgres_server() -> Option<String> {
 }
 
 /// The parts of a run, as `--only` names them.
-pub const PARTS: [&str; 6] = ["criterion", "polls", "writes", "bulk", "latency", "desktop"];
+pub const PARTS: [&str; 7] = [
+    "criterion",
+    "policy",
+    "polls",
+    "writes",
+    "bulk",
+    "latency",
+    "desktop",
+];
 
 /// The parts a quick run leaves out.
 const FULL_ONLY: [&str; 3] = ["writes", "bulk", "desktop"];

@@ -7,6 +7,7 @@ use tempfile::TempDir;
 
 use crate::gateway::{pending_plan, Gateway};
 use crate::settings::Settings;
+use crate::stats::Summary;
 use crate::table::{Goal, Row, Unit};
 use crate::wrk::{self, Load, Order, WrkRun};
 
@@ -55,27 +56,72 @@ async fn measure(settings: &Settings) -> anyhow::Result<Vec<Row>> {
         }
         Err(e) => (row.skipped(format!("failed: {e:#}")), DRY_RUNS_PER_SECOND),
     };
+    let under_policy = under_policy(settings, rate).await;
     let (decisions, rate) = writer.decisions(rate).await?;
     let (invokes, _) = writer.invokes(rate).await?;
-    Ok(vec![
-        dry_runs,
-        wrk::rate_row(
-            Row::new(
-                "decisions/s (signed approvals, wrk, 4 connections)",
-                Unit::Rate,
+    Ok([dry_runs]
+        .into_iter()
+        .chain(under_policy)
+        .chain([
+            wrk::rate_row(
+                Row::new(
+                    "decisions/s (signed approvals, wrk, 4 connections)",
+                    Unit::Rate,
+                ),
+                &decisions,
+                &[200],
             ),
-            &decisions,
-            &[200],
-        ),
-        wrk::rate_row(
-            Row::new(
-                "invokes/s (document upload, wrk, 4 connections)",
-                Unit::Rate,
+            wrk::rate_row(
+                Row::new(
+                    "invokes/s (document upload, wrk, 4 connections)",
+                    Unit::Rate,
+                ),
+                &invokes,
+                &[200],
             ),
-            &invokes,
-            &[200],
-        ),
-    ])
+        ])
+        .collect())
+}
+
+/// The same dry_runs on a gateway serving `examples/policy`, and their rate against the built-in
+/// policy's `builtin` (issue 25: no measurable change; within 10 %, a run's spread).
+async fn under_policy(settings: &Settings, builtin: f64) -> Vec<Row> {
+    let rate = Row::new(
+        "small dry_runs/s under examples/policy (document upload, wrk, 4 connections)",
+        Unit::Rate,
+    )
+    .goal(Goal::AtLeast(DRY_RUNS_PER_SECOND));
+    let ratio = Row::new(
+        "small dry_runs/s under examples/policy ÷ under the built-in policy",
+        Unit::Ratio,
+    )
+    .goal(Goal::AtLeast(0.9));
+    let examples = settings.workspace.join("examples/policy");
+    let measured = async {
+        let gateway =
+            Gateway::start_with(settings, &["--policy", &examples.display().to_string()]).await?;
+        let writer = Writer {
+            settings,
+            agent: gateway.agent("writer").await?,
+            gateway,
+            dir: tempfile::tempdir()?,
+        };
+        writer.dry_runs().await
+    };
+    match measured.await {
+        Ok(runs) => {
+            let rate = wrk::rate_row(rate, &runs, &[200]);
+            let ratio = match rate.value() {
+                Some(value) => ratio.measured(Summary::single(value / builtin)),
+                None => ratio.skipped("the rate under the policy was not measured"),
+            };
+            vec![rate, ratio]
+        }
+        Err(e) => vec![
+            rate.skipped(format!("failed: {e:#}")),
+            ratio.skipped(format!("failed: {e:#}")),
+        ],
+    }
 }
 
 impl Writer<'_> {

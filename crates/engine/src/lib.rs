@@ -16,6 +16,7 @@ pub mod callers;
 pub mod decisions;
 pub mod dry_run;
 pub mod eligibility;
+pub mod escalation;
 pub mod events;
 pub mod external;
 mod guard;

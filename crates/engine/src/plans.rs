@@ -8,7 +8,7 @@ use countersign_proto::approvals::{
 use countersign_proto::digest::{plan_digest, request_digest};
 use countersign_proto::plan::{Caller, PlanRequest, Preview, ReadRevision, Severity, Validation};
 use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
-use countersign_proto::INTERFACE_VERSION;
+use countersign_proto::{ErrorCode, INTERFACE_VERSION};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use sqlx::AnyConnection;
@@ -20,7 +20,7 @@ use crate::registry::{Capability, Registry};
 use crate::requirement::Requirement;
 use crate::store::Dialect;
 use crate::summaries::{SubjectSet, SubjectSummaries};
-use crate::{ids, ApiResult};
+use crate::{ids, ApiError, ApiResult};
 
 /// How long a plan stays executable (PROTOCOL section 4).
 pub const PLAN_LIFETIME: Duration = Duration::minutes(15);
@@ -155,11 +155,15 @@ pub async fn insert(
     } else {
         PlanStatus::Approved
     };
-    sqlx::query(
+    // Stored only while the store's policy in force is the one it was evaluated under: an
+    // instance started with another policy meanwhile (on PostgreSQL) is in force now, and this
+    // one refuses rather than store plans under rules the others do not apply.
+    let inserted = sqlx::query(
         "INSERT INTO plans (id, capability_id, agent_id, plan_digest, preview, status,
          required_approvals, created_at, expires_at, supersedes, subject_rows, subjects_distinct,
-         validation_subjects, rules, policy_digest)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+         validation_subjects, rules, policy_digest, escalates_at)
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16
+         WHERE EXISTS (SELECT 1 FROM policy_state WHERE id = 1 AND digest = $15)",
     )
     .bind(&preview.plan_id)
     .bind(&preview.capability_id)
@@ -180,8 +184,22 @@ pub async fn insert(
     })
     .bind(serde_json::to_string(requirement)?)
     .bind(policy_digest)
+    .bind(
+        requirement
+            .next_escalation(preview.created_at, None)
+            .filter(|_| status == PlanStatus::PendingApproval)
+            .map(ids::to_text),
+    )
     .execute(&mut *conn)
     .await?;
+    if inserted.rows_affected() == 0 {
+        return Err(ApiError::new(
+            ErrorCode::PolicyError,
+            format!(
+                "This gateway evaluates approval policy {policy_digest}, which is no longer the                  one in force in its store: another instance started with another policy.                  Nothing was stored; restart this instance with the policy in force."
+            ),
+        ));
+    }
     for read in &preview.read_revisions {
         sqlx::query(
             "INSERT INTO plan_reads (resource, plan_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",

@@ -63,13 +63,16 @@ pub async fn activate(engine: &Engine) -> ApiResult<usize> {
             Ok(new) => kept_promise(new, plan.preview.would_require_approval),
             Err(refused) => Requirement::refused(refused.message, asking.agent.team),
         };
+        let escalates = requirement.next_escalation(plan.preview.created_at, Some(ids::now()));
         sqlx::query(
-            "UPDATE plans SET rules = $1, required_approvals = $2, policy_digest = $3
-             WHERE id = $4",
+            "UPDATE plans SET rules = $1, required_approvals = $2, policy_digest = $3,
+                    escalates_at = $4
+             WHERE id = $5",
         )
         .bind(serde_json::to_string(&requirement)?)
         .bind(i64::from(requirement.required()))
         .bind(policy.digest())
+        .bind(escalates.map(ids::to_text))
         .bind(plan_id)
         .execute(&mut *w.tx)
         .await?;

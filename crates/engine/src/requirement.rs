@@ -50,6 +50,20 @@ impl Requirement {
         }
     }
 
+    /// The first time after `after` at which a rule (of a plan made at `created_at`) widens to
+    /// its escalation, if one does.
+    pub fn next_escalation(
+        &self,
+        created_at: DateTime<Utc>,
+        after: Option<DateTime<Utc>>,
+    ) -> Option<DateTime<Utc>> {
+        self.rules
+            .iter()
+            .filter_map(|rule| escalates_at(rule, created_at))
+            .filter(|at| after.is_none_or(|after| *at > after))
+            .min()
+    }
+
     /// How many distinct people the plan needs.
     pub fn required(&self) -> u32 {
         self.rules.iter().map(|r| r.count).sum()

@@ -1,5 +1,5 @@
 //! The engine's sweeps, once a second for as long as the engine lives: plans whose time ran out
-//! leave the queue, closed plans' subject rows are freed, so are the rows a preview staged and
+//! leave the queue, plans whose rules widen are published again, closed plans' subject rows are freed, so are the rows a preview staged and
 //! never stored a plan for, and on PostgreSQL the provider calls another instance died with are
 //! recorded as failed.
 
@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::store::Dialect;
-use crate::{external, queue, quotas, staging, Engine};
+use crate::{escalation, external, queue, quotas, staging, Engine};
 
 /// How often expired plans are moved out of the queue.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -26,6 +26,9 @@ pub fn spawn(engine: &Arc<Engine>) {
             };
             if let Err(e) = queue::sweep(&state.store, state.registry).await {
                 tracing::warn!(error = ?e, "the expiry sweep failed; trying again");
+            }
+            if let Err(e) = escalation::sweep(&state.store, state.registry).await {
+                tracing::warn!(error = ?e, "the escalation sweep failed; trying again");
             }
             if let Err(e) = quotas::sweep_subjects(&state.store, quotas::SWEEP_BATCH).await {
                 tracing::warn!(error = ?e, "the subject sweep failed; trying again");

@@ -451,3 +451,90 @@ async fn within<T>(wait: impl std::future::Future<Output = T>) -> T {
         .await
         .expect("what the test waits for happens within a minute")
 }
+
+/// Two instances started with one policy evaluate it alike; an instance still serving an older
+/// policy once another started with a new one refuses to store plans (`policy_error`) rather
+/// than judge them by rules the others do not apply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_evaluate_the_same_policy_digest() {
+    let database = shared_database().await;
+    let policy = |count: u32| {
+        let text = format!(
+            "package countersign.approval\nimport rego.v1\nrules contains {{\"id\": \"leads\", \
+             \"count\": {count}, \"teams\": [\"leads\"]}} if count(input.plan.effects) > 0\n"
+        );
+        countersign_policy::Policy::from_sources(
+            countersign_policy::Sources {
+                modules: vec![("p.rego".to_owned(), text)],
+                data: None,
+            },
+            "test",
+        )
+        .unwrap()
+    };
+    let start = |policy: countersign_policy::Policy| {
+        let url = database.url.clone();
+        async move {
+            let store = Store::open(&url).await.unwrap();
+            countersign_embedded::seed_demo(&store).await.unwrap();
+            countersign_embedded::state_with_policy(
+                store,
+                "Test",
+                unlimited(),
+                default_registry(),
+                policy,
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let one = Gateway::from_state(start(policy(1)).await).await;
+    let two = Gateway::acting_as(start(policy(1)).await, one.agent.clone());
+    let sam = two.enroll_as("Sam", "usr_92").await;
+    let on_one = one
+        .preview(
+            RETENTION,
+            json!({"project": "prj_184", "retention_days": 14}),
+        )
+        .await;
+    let on_two = two
+        .preview(
+            RETENTION,
+            json!({"project": "prj_184", "retention_days": 21}),
+        )
+        .await;
+    let digests: Vec<String> = sqlx::query_scalar("SELECT DISTINCT policy_digest FROM plans")
+        .fetch_all(one.state.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(digests, [one.state.policy.digest()]);
+    assert_eq!(one.state.policy.digest(), two.state.policy.digest());
+    // A plan stored by one is decided on the other under the same rule.
+    let done = approve_by(&two, &on_one, &[&sam]).await;
+    assert_eq!(done.body["status"], "approved");
+    assert_eq!(done.body["approvals"]["rules"][0]["id"], "leads");
+    drop(on_two);
+
+    // A third instance starts with another policy: it is in force, the others refuse.
+    let three = Gateway::acting_as(start(policy(2)).await, one.agent.clone());
+    let refused = one
+        .call(
+            "POST",
+            &format!("/v1/capabilities/{RETENTION}/dry_run"),
+            Some(&one.agent),
+            Some(json!({"params": {"project": "prj_184", "retention_days": 30}})),
+        )
+        .await;
+    crate::common::assert_error(&refused, "policy_error", 500);
+    let fresh = three
+        .preview(
+            RETENTION,
+            json!({"project": "prj_184", "retention_days": 60}),
+        )
+        .await;
+    let record = three
+        .record(&sam.token, fresh["plan_id"].as_str().unwrap())
+        .await
+        .body;
+    assert_eq!(record["approvals"]["required"], 2);
+}

@@ -212,7 +212,28 @@ async fn an_unmet_rule_widens_to_its_escalation_after_its_time() {
         .send(&gw, plan_id, &sam.sign(&sam.statement(&gw, &plan)))
         .await;
     assert_error(&early, "not_eligible", 403);
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // The sweep publishes the plan again once the rule widened: the queue's summary, which
+    // consoles count from, names the escalation.
+    let mut listed = json!(null);
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        listed = gw
+            .call(
+                "GET",
+                "/v1/approvals?status=pending",
+                Some(&sam.token),
+                None,
+            )
+            .await
+            .body;
+        if listed["items"][0]["approvals"]["rules"][0]["escalated_at"].is_string() {
+            break;
+        }
+    }
+    assert!(
+        listed["items"][0]["approvals"]["rules"][0]["escalated_at"].is_string(),
+        "{listed}"
+    );
     let late = approve_by(&gw, &plan, &[&sam]).await;
     assert_eq!(late.body["status"], "approved");
     assert!(late.body["approvals"]["rules"][0]["escalated_at"].is_string());
@@ -335,4 +356,42 @@ async fn a_rule_that_excludes_the_requester_leaves_the_agents_team_out() {
     assert_error(&refused, "not_eligible", 403);
     let done = approve_by(&gw, &plan, &[&sam]).await;
     assert_eq!(done.body["status"], "approved");
+}
+
+#[tokio::test]
+async fn mcp_tools_describe_the_policy_in_force() {
+    async fn list(gw: &Gateway) -> crate::common::Reply {
+        let body = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {}});
+        let request = axum::http::Request::post("/mcp")
+            .header("host", "gateway.example")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .header("authorization", format!("Bearer {}", gw.agent))
+            .body(axum::body::Body::from(body.to_string()))
+            .unwrap();
+        gw.send(request).await
+    }
+    let description = |listing: Value| {
+        listing["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "groups.members.remove")
+            .map(|t| t["description"].as_str().unwrap().to_owned())
+            .unwrap_or_else(|| panic!("{listing}"))
+    };
+    let builtin = Gateway::new().await;
+    let own_rule = description(list(&builtin).await.body);
+    assert!(
+        own_rule.contains("Every plan needs a signed approval by 2 approvers"),
+        "{own_rule}"
+    );
+    let other = Gateway::with_policy(policy(FINANCE_SIGNS)).await;
+    let policy_says = description(list(&other).await.body);
+    assert!(
+        policy_says.contains("is the gateway's approval policy")
+            && !policy_says.contains("2 approvers"),
+        "{policy_says}"
+    );
 }

@@ -27,7 +27,7 @@ pub fn routes(state: Arc<AppState>) -> Router<Arc<AppState>> {
         .with_json_response(true)
         .with_max_request_body_bytes(BODY_LIMIT)
         .disable_allowed_hosts();
-    let tools = tools::all(state.registry);
+    let tools = tools::all(state.registry, state.policy.is_builtin());
     let service = StreamableHttpService::new(
         move || {
             Ok(McpGateway {

@@ -137,7 +137,7 @@ pub async fn serve_stdio(state: Arc<AppState>, token: &str) -> anyhow::Result<()
         .and_then(Caller::into_agent)
         .map_err(|e| anyhow::anyhow!("{}: {}", e.code, e.message))?;
     let server = McpGateway {
-        tools: tools::all(state.registry),
+        tools: tools::all(state.registry, state.policy.is_builtin()),
         state,
         token: Some(token.to_owned()),
     };

@@ -23,11 +23,13 @@ pub const IDEMPOTENCY_KEY: &str = "countersign_idempotency_key";
 pub const MAX_WAIT_SECONDS: u64 = 60;
 pub const DEFAULT_WAIT_SECONDS: u64 = 30;
 
-/// Every tool of a gateway serving `registry`'s capabilities.
-pub fn all(registry: &'static Registry) -> Arc<[Tool]> {
+/// Every tool of a gateway serving `registry`'s capabilities, under its built-in approval policy
+/// (each capability's own rule, which the tools then describe) or another (`builtin_policy`
+/// false: the preview says whether a plan waits).
+pub fn all(registry: &'static Registry, builtin_policy: bool) -> Arc<[Tool]> {
     registry
         .all()
-        .map(capability_tool)
+        .map(|capability| capability_tool(capability, builtin_policy))
         .chain([execute_tool(), wait_tool()])
         .collect()
 }
@@ -51,7 +53,7 @@ pub fn annotations(capability: Capability) -> ToolAnnotations {
         .open_world(effects.external)
 }
 
-fn capability_tool(capability: Capability) -> Tool {
+fn capability_tool(capability: Capability, builtin_policy: bool) -> Tool {
     let describe = capability.describe();
     let flow = if describe.dry_run == DryRunMode::NotApplicable {
         "It runs at once and answers the result envelope.".to_owned()
@@ -61,6 +63,12 @@ fn capability_tool(capability: Capability) -> Tool {
             n => format!("{n} approvers"),
         };
         let when = match capability.approval() {
+            _ if !builtin_policy => format!(
+                "Whether a plan needs approval, and by whom, is the gateway's approval policy: \
+                 when the preview says would_require_approval, call {WAIT}, then {EXECUTE}; \
+                 otherwise the plan runs when you call {EXECUTE}. A plan the policy refuses \
+                 answers policy_denied"
+            ),
             ApprovalRule::Always => format!(
                 "Every plan needs a signed approval by {approvers}: call {WAIT}, then {EXECUTE}"
             ),
