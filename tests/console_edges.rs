@@ -209,10 +209,10 @@ async fn a_decision_made_offline_goes_out_when_the_gateway_returns() -> anyhow::
 
 /// A notification server on the session bus: the one already there, or dunst started for the
 /// test (the CI session has none).
-struct NotificationServer(Option<Child>);
+pub struct NotificationServer(Option<Child>);
 
 impl NotificationServer {
-    fn ensure() -> anyhow::Result<NotificationServer> {
+    pub fn ensure() -> anyhow::Result<NotificationServer> {
         if name_has_owner("org.freedesktop.Notifications")? {
             return Ok(NotificationServer(None));
         }
@@ -256,13 +256,13 @@ fn name_has_owner(name: &str) -> anyhow::Result<bool> {
 }
 
 /// `dbus-monitor` watching the `Notify` calls on the session bus; each call's printed message.
-struct NotifyCalls {
+pub struct NotifyCalls {
     monitor: Child,
     calls: Arc<Mutex<Vec<String>>>,
 }
 
 impl NotifyCalls {
-    fn watch() -> anyhow::Result<NotifyCalls> {
+    pub fn watch() -> anyhow::Result<NotifyCalls> {
         let mut monitor = Command::new("dbus-monitor")
             .args([
                 "--session",
@@ -289,12 +289,12 @@ impl NotifyCalls {
         Ok(NotifyCalls { monitor, calls })
     }
 
-    fn naming(&self, text: &str) -> usize {
+    pub fn naming(&self, text: &str) -> usize {
         let calls = self.calls.lock().unwrap();
         calls.iter().filter(|call| call.contains(text)).count()
     }
 
-    fn total(&self) -> usize {
+    pub fn total(&self) -> usize {
         self.calls.lock().unwrap().len()
     }
 }

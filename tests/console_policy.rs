@@ -9,6 +9,7 @@ use countersign_policy::Sources;
 use serde_json::json;
 
 use crate::app::{eventually, serial, App, Launch};
+use crate::console_edges::{NotificationServer, NotifyCalls};
 use crate::demo_plans::{contractors_of_support, preview, retention, status};
 
 /// Finance signs retention changes, a lead signs grants, and a bulk removal needs two leads and
@@ -115,5 +116,55 @@ async fn a_lead_opens_on_the_plans_that_need_them_and_is_told_why_not_the_others
     assert_eq!(sam.count("[data-testid='rule-asks-me']").await?, 1);
     sam.shoot("plan-with-two-rules").await?;
     assert_eq!(status(&agent, &retention).await?, "pending_approval");
+    Ok(())
+}
+
+/// A grant waits on on-call first and widens to the leads after two seconds: Sam, a lead, is not
+/// told of it when it arrives (it waits on others, however risky), and is told once it waits on
+/// him.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_is_told_when_a_rule_widens_to_them() -> anyhow::Result<()> {
+    let _one = serial().await;
+    let _server = NotificationServer::ensure()?;
+    let sources = Sources {
+        modules: vec![(
+            "oncall.rego".to_owned(),
+            r#"package countersign.approval
+import rego.v1
+rules contains {"id": "oncall_grants", "description": "On-call signs grants; the leads after two seconds.",
+    "count": 1, "teams": ["oncall"], "escalate": {"after_seconds": 2, "teams": ["leads"]}}
+if input.capability.id == "memberships.grant"
+"#
+            .to_owned(),
+        )],
+        data: None,
+    };
+    let gateway = TestGateway::under(Policy::from_sources(sources, "e2e")?).await?;
+    let agent = gateway.agent("ops").await?;
+    let code = gateway.invite_as("Sam", "usr_92").await?;
+    let notify = NotifyCalls::watch()?;
+    let sam = App::start(Launch::new(&gateway.url, &code)).await?;
+    let grant = preview(
+        &agent,
+        "memberships.grant",
+        json!({"project": "prj_421", "subject": "usr_41", "role": "editor"}),
+    )
+    .await?;
+    eventually("the grant to wait on Sam once the rule widened", || async {
+        Ok(notify.naming("Now waiting on you") > 0)
+    })
+    .await?;
+    assert_eq!(
+        notify.naming(&grant),
+        1,
+        "one reminder, no notice on arrival"
+    );
+    assert_eq!(notify.total(), 1);
+    // Sam's queue opened on "Needs me": the grant is in it now.
+    sam.find("[data-testid='facet-mine'][aria-pressed='true']")
+        .await?;
+    sam.open(&grant).await?;
+    let escalated = sam.text("[data-testid='rules']").await?;
+    assert!(escalated.contains("also leads since"), "{escalated}");
     Ok(())
 }

@@ -28,8 +28,10 @@ waits if {
 	cost > to_number(input.capability.approval.above)
 }
 
-# Two leads for a bulk removal; not the leads of the requesting agent's own team. If no lead
-# answered within ten minutes, on-call may stand in.
+# No self-approval: nobody of the requesting agent's own team approves its plans
+# (exclude_requester), and the person an agent acts for never does, whatever a policy says.
+
+# Two leads for a bulk removal. If no lead answered within ten minutes, on-call may stand in.
 rules contains {
 	"id": "leads_for_bulk_removals",
 	"description": "A bulk removal needs two team leads, neither of the requesting agent's team.",
@@ -45,6 +47,7 @@ rules contains {
 	"description": sprintf("A plan that may cost more than %v credits needs someone from finance.", [data.thresholds.finance_credits]),
 	"count": 1,
 	"teams": ["finance"],
+	"exclude_requester": true,
 } if cost > data.thresholds.finance_credits
 
 # Everything else the capability sends to people needs one approver, from any team.
@@ -52,6 +55,7 @@ rules contains {
 	"id": "one_approver",
 	"description": "A plan its capability sends to people needs one approver.",
 	"count": 1,
+	"exclude_requester": true,
 } if {
 	waits
 	not bulk_removal

@@ -13,7 +13,8 @@ use countersign_desktop::seen::Seen;
 use tauri::{AppHandle, Emitter, Manager};
 use tokio::sync::{watch, Semaphore};
 
-use crate::{notification, tray};
+use crate::notification::{self, Arrival};
+use crate::tray;
 
 pub const QUEUE_CHANGED: &str = "queue-changed";
 
@@ -43,12 +44,17 @@ pub async fn follow(
             // The first look is the first listing, not the empty snapshot before it.
             let arrivals = match snapshot.last_sync {
                 Some(_) => {
-                    let mut new = seen.arrivals(snapshot.items.iter().map(|p| p.plan_id.as_str()));
+                    let ids = snapshot.items.iter().map(|p| p.plan_id.as_str());
+                    let mut new: Vec<(String, Arrival)> = seen
+                        .arrivals(ids)
+                        .into_iter()
+                        .map(|id| (id, Arrival::New))
+                        .collect();
                     let me = snapshot.me.as_ref();
                     let waiting = snapshot.items.iter().filter(|p| turn(p, me) == Turn::Me);
                     for plan_id in mine.arrivals(waiting.map(|p| p.plan_id.as_str())) {
-                        if !new.contains(&plan_id) {
-                            new.push(plan_id);
+                        if !new.iter().any(|(id, _)| *id == plan_id) {
+                            new.push((plan_id, Arrival::NowMine));
                         }
                     }
                     new
@@ -80,12 +86,12 @@ pub async fn follow(
             app.state::<Release>().after_work();
             tray::set_pending(&app, pending);
         }
-        for plan_id in arrivals {
+        for (plan_id, arrival) in arrivals {
             let (app, console, fetches) = (app.clone(), console.clone(), fetches.clone());
             let rules = rules.clone();
             tauri::async_runtime::spawn(async move {
                 if let Ok(_permit) = fetches.acquire().await {
-                    notification::announce(app, console, plan_id, || rules()).await;
+                    notification::announce(app, console, plan_id, arrival, || rules()).await;
                 }
             });
         }

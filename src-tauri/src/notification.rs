@@ -8,18 +8,30 @@ use std::sync::Arc;
 use countersign_console::console::Console;
 use countersign_console::notify::NotifyRules;
 use countersign_console::review::PlanView;
+use countersign_console::rules::Turn;
 use countersign_console::text::{notification_body, visible};
 use notify_rust::Notification;
 use tauri::AppHandle;
 
 use crate::window;
 
+/// Why a plan is announced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// It arrived in the queue.
+    New,
+    /// It was there, and now waits on this approver: a rule of the gateway's policy widened to
+    /// them. A reminder, whatever the plan's risk.
+    NowMine,
+}
+
 /// Fetches `plan_id` and shows a notification when the approver's rules, as `rules` gives them
-/// once the plan is fetched (they change in Settings), select it.
+/// once the plan is fetched (they change in Settings), select it, or when it now waits on them.
 pub async fn announce(
     app: AppHandle,
     console: Arc<Console>,
     plan_id: String,
+    arrival: Arrival,
     rules: impl Fn() -> NotifyRules,
 ) {
     let plan = match console.plan_view(&plan_id).await {
@@ -29,10 +41,21 @@ pub async fn announce(
             return;
         }
     };
-    if !rules().selects_plan(&plan) {
+    let announced = match arrival {
+        Arrival::New => rules().selects_plan(&plan),
+        Arrival::NowMine => {
+            plan.status == "pending_approval"
+                && plan.turn == Turn::Me
+                && !plan.risk.iter().any(|f| f == "blocked")
+        }
+    };
+    if !announced {
         return;
     }
-    let (summary, body) = words(&plan);
+    let (mut summary, body) = words(&plan);
+    if arrival == Arrival::NowMine {
+        summary = visible(&format!("Now waiting on you: {}", plan.capability_id));
+    }
     // Waiting for the click blocks: a thread of its own per notification shown.
     std::thread::spawn(move || show(&app, &plan_id, &summary, &body));
 }

@@ -81,7 +81,7 @@ async fn samples(settings: &Settings) -> anyhow::Result<Vec<f64>> {
     }
     anyhow::ensure!(!plans.is_empty(), "no demo plan was stored");
     let mut conn = state.store.pool().acquire().await?;
-    let asking = Asking::load(&mut conn, &agent).await?;
+    let asking = Asking::load(&mut conn, &agent, policy.reads()).await?;
     let rounds = if settings.quick { 200 } else { 1000 };
     let mut samples = Vec::with_capacity(rounds * plans.len());
     for _ in 0..rounds {

@@ -74,7 +74,7 @@ pub async fn run(
     let asking = {
         let mut conn = engine.store.pool().acquire().await?;
         scopes::authorize(&mut conn, registry, agent, capability, &request.params).await?;
-        Asking::load(&mut conn, agent).await?
+        Asking::load(&mut conn, agent, engine.policy.reads()).await?
     };
     bounds::dry_run(&request)?;
     let describe = capability.describe();

@@ -337,7 +337,7 @@ async fn inline_plan(
         },
         &summaries,
     )?;
-    let asking = Asking::load(tx, agent).await?;
+    let asking = Asking::load(tx, agent, policy.reads()).await?;
     let requirement = policy::requirement(policy, capability, &plan, &asking)?;
     plans::seal(&mut plan, &requirement)?;
     if plan.would_require_approval {

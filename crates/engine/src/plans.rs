@@ -524,6 +524,26 @@ pub fn summary(
             info: count(Severity::Info),
         },
         risk: risk_flags(plan, default_high_cost_threshold()),
-        approvals: record.approvals.clone(),
+        approvals: summary_approvals(&record.approvals),
+    }
+}
+
+/// What a queue summary carries of a plan's approvals: its rules only when one of them names
+/// who may meet it (teams or people, the requester's team left out, an escalation). Rules that
+/// ask anyone tell a console nothing `required` and `received` do not about whose turn it is,
+/// and a queue of 10,000 summaries would carry them all; the plan record keeps them.
+fn summary_approvals(approvals: &Approvals) -> Approvals {
+    let anyone = |s: &countersign_proto::rules::RuleStatus| {
+        s.rule.teams.is_empty()
+            && s.rule.people.is_empty()
+            && !s.rule.exclude_requester
+            && s.rule.escalate.is_none()
+    };
+    match approvals.rules.iter().all(anyone) {
+        true => Approvals {
+            rules: Vec::new(),
+            ..approvals.clone()
+        },
+        false => approvals.clone(),
     }
 }

@@ -4,7 +4,9 @@
 //! stored either way, and nothing reaches a person.
 
 use countersign_pack::ApprovalRule;
-use countersign_policy::{AgentInput, CapabilityInput, DefaultApproval, Directory, Input, Policy};
+use countersign_policy::{
+    AgentInput, CapabilityInput, DefaultApproval, Directory, Input, Policy, Reads,
+};
 use countersign_proto::plan::Preview;
 use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
 use countersign_proto::ErrorCode;
@@ -24,24 +26,36 @@ pub struct Asking {
 }
 
 impl Asking {
-    /// `agent` with its team and scopes, and the directory, as the store holds them now.
-    pub async fn load(conn: &mut AnyConnection, agent: &Agent) -> Result<Asking, sqlx::Error> {
-        let rows: Vec<(Option<String>, Option<String>, Option<String>)> = sqlx::query_as(
-            "SELECT a.team, s.capability_id, s.resource
-             FROM agents a LEFT JOIN agent_scopes s ON s.agent_id = a.id
-             WHERE a.id = $1 ORDER BY s.capability_id, s.resource",
-        )
-        .bind(&agent.id)
-        .fetch_all(&mut *conn)
-        .await?;
-        let team = rows.first().and_then(|(team, _, _)| team.clone());
-        let scopes = rows
-            .into_iter()
-            .filter_map(|(_, capability, resource)| match (capability?, resource?) {
-                (capability, resource) if resource == "*" => Some(capability),
-                (capability, resource) => Some(format!("{capability}:{resource}")),
-            })
-            .collect();
+    /// `agent` with its team and scopes, and the directory, as the store holds them now; what
+    /// the policy never mentions (`reads`) is left empty rather than read: a round trip each.
+    pub async fn load(
+        conn: &mut AnyConnection,
+        agent: &Agent,
+        reads: Reads,
+    ) -> Result<Asking, sqlx::Error> {
+        let (mut team, mut scopes) = (None, Vec::new());
+        if reads.agent {
+            let rows: Vec<(Option<String>, Option<String>, Option<String>)> = sqlx::query_as(
+                "SELECT a.team, s.capability_id, s.resource
+                 FROM agents a LEFT JOIN agent_scopes s ON s.agent_id = a.id
+                 WHERE a.id = $1 ORDER BY s.capability_id, s.resource",
+            )
+            .bind(&agent.id)
+            .fetch_all(&mut *conn)
+            .await?;
+            team = rows.first().and_then(|(team, _, _)| team.clone());
+            scopes = rows
+                .into_iter()
+                .filter_map(|(_, capability, resource)| match (capability?, resource?) {
+                    (capability, resource) if resource == "*" => Some(capability),
+                    (capability, resource) => Some(format!("{capability}:{resource}")),
+                })
+                .collect();
+        }
+        let directory = match reads.directory {
+            true => directory(conn).await?,
+            false => Directory::default(),
+        };
         Ok(Asking {
             agent: AgentInput {
                 id: agent.id.clone(),
@@ -49,7 +63,7 @@ impl Asking {
                 team,
                 scopes,
             },
-            directory: directory(conn).await?,
+            directory,
         })
     }
 }

@@ -58,7 +58,7 @@ pub async fn activate(engine: &Engine) -> ApiResult<usize> {
             id: plan.agent_id.clone(),
             on_behalf_of: plan.preview.caller.on_behalf_of.clone(),
         };
-        let asking = Asking::load(&mut w.tx, &agent).await?;
+        let asking = Asking::load(&mut w.tx, &agent, policy.reads()).await?;
         let requirement = match policy::requirement(policy, capability, &plan.preview, &asking) {
             Ok(new) => kept_promise(new, plan.preview.would_require_approval),
             Err(refused) => Requirement::refused(refused.message, asking.agent.team),

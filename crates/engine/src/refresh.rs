@@ -34,7 +34,7 @@ pub async fn run(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<P
         };
         let params = old.preview.request.params;
         scopes::authorize(&mut conn, registry, &agent, capability, &params).await?;
-        let asking = Asking::load(&mut conn, &agent).await?;
+        let asking = Asking::load(&mut conn, &agent, engine.policy.reads()).await?;
         (capability, (agent, asking), params)
     };
     let _evaluating = engine.previews.enter(&agent.id)?;

@@ -36,10 +36,23 @@ const BUILTIN_ORIGIN: &str = "built-in";
 /// A loaded policy, ready to evaluate from any thread (each evaluation works on its own copy).
 #[derive(Clone)]
 pub struct Policy {
+    /// Prepared (its modules analyzed) once: each evaluation clones it without analyzing again.
     engine: regorus::Engine,
     sources: Sources,
     digest: String,
     origin: String,
+    has_deny: bool,
+    reads: Reads,
+}
+
+/// What of the input a policy's text mentions: what the gateway need not read from its store
+/// for a policy that never looks at it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reads {
+    /// `input.agent` (its team, its scopes) or a rule that excludes the requester's team.
+    pub agent: bool,
+    /// `input.directory`.
+    pub directory: bool,
 }
 
 /// What a policy says of one plan.
@@ -110,6 +123,26 @@ impl Policy {
                 packages.join(", ")
             )));
         }
+        // Evaluating once prepares the engine (regorus analyzes the modules on the first
+        // evaluation), and says whether the answer's rules are declared at all.
+        let declared = |engine: &mut regorus::Engine, name: &str| match engine
+            .eval_rule(format!("{PACKAGE}.{name}"))
+        {
+            Err(e) => !e.to_string().contains("not a valid rule path"),
+            Ok(_) => true,
+        };
+        if !declared(&mut engine, "rules") {
+            return Err(LoadError::Contract(
+                "package countersign.approval declares no rules: a policy answers with them"
+                    .to_owned(),
+            ));
+        }
+        let has_deny = declared(&mut engine, "deny");
+        let mentions = |word: &str| sources.modules.iter().any(|(_, text)| text.contains(word));
+        let reads = Reads {
+            agent: mentions("agent") || mentions("exclude_requester"),
+            directory: mentions("directory"),
+        };
         let digest = sha256(
             &jcs(&serde_json::json!({
                 "modules": sources.modules,
@@ -122,6 +155,8 @@ impl Policy {
             sources,
             digest,
             origin: origin.to_owned(),
+            has_deny,
+            reads,
         })
     }
 
@@ -144,15 +179,28 @@ impl Policy {
         &self.sources
     }
 
+    /// What of the input the policy's text mentions.
+    pub fn reads(&self) -> Reads {
+        self.reads
+    }
+
     /// What the policy says of the plan in `input`.
     pub fn evaluate(&self, input: &Input) -> Result<Verdict, EvalError> {
         let input = serde_json::to_value(input).map_err(|e| EvalError(e.to_string()))?;
         let mut engine = self.engine.clone();
         engine.set_input(regorus::Value::from(input));
-        let rules = query(&mut engine, "rules")?.ok_or_else(|| {
-            EvalError("the policy declares no rules in package countersign.approval".to_owned())
+        let rules = rule(&mut engine, "rules")?.ok_or_else(|| {
+            EvalError(
+                "rules is undefined for this plan: a policy answers with a set, empty when \
+                 nobody must approve"
+                    .to_owned(),
+            )
         })?;
-        let deny = query(&mut engine, "deny")?.unwrap_or(serde_json::Value::Array(vec![]));
+        let deny = match self.has_deny {
+            true => rule(&mut engine, "deny")?,
+            false => None,
+        }
+        .unwrap_or(serde_json::Value::Array(vec![]));
         let deny: Vec<String> = serde_json::from_value(deny)
             .map_err(|e| EvalError(format!("deny must be a set of strings: {e}")))?;
         Ok(Verdict {
@@ -268,19 +316,13 @@ struct Answered {
 }
 
 /// `PACKAGE.name`, or `None` when it is undefined.
-fn query(engine: &mut regorus::Engine, name: &str) -> Result<Option<serde_json::Value>, EvalError> {
-    let results = engine
-        .eval_query(format!("{PACKAGE}.{name}"), false)
+fn rule(engine: &mut regorus::Engine, name: &str) -> Result<Option<serde_json::Value>, EvalError> {
+    let value = engine
+        .eval_rule(format!("{PACKAGE}.{name}"))
         .map_err(|e| EvalError(first_line(&e.to_string())))?;
-    let Some(value) = results
-        .result
-        .into_iter()
-        .next()
-        .and_then(|r| r.expressions.into_iter().next())
-        .map(|e| e.value)
-    else {
+    if value == regorus::Value::Undefined {
         return Ok(None);
-    };
+    }
     serde_json::to_value(&value)
         .map(Some)
         .map_err(|e| EvalError(e.to_string()))

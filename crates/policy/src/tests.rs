@@ -183,7 +183,10 @@ fn an_answer_out_of_shape_is_an_error_never_an_open_door() {
 deny contains 7"#,
             "deny",
         ),
-        (r#"x := 1"#, "declares no rules"),
+        (
+            r#"rules := [{"id": "x", "count": 1}] if input.never"#,
+            "undefined",
+        ),
     ];
     for (body, expected) in cases {
         let text = format!("package countersign.approval\nimport rego.v1\n{body}\n");
