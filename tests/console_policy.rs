@@ -119,7 +119,7 @@ async fn a_lead_opens_on_the_plans_that_need_them_and_is_told_why_not_the_others
     Ok(())
 }
 
-/// A grant waits on on-call first and widens to the leads after two seconds: Sam, a lead, is not
+/// A grant waits on on-call first and widens to the leads after four seconds: Sam, a lead, is not
 /// told of it when it arrives (it waits on others, however risky), and is told once it waits on
 /// him.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -131,8 +131,8 @@ async fn a_lead_is_told_when_a_rule_widens_to_them() -> anyhow::Result<()> {
             "oncall.rego".to_owned(),
             r#"package countersign.approval
 import rego.v1
-rules contains {"id": "oncall_grants", "description": "On-call signs grants; the leads after two seconds.",
-    "count": 1, "teams": ["oncall"], "escalate": {"after_seconds": 2, "teams": ["leads"]}}
+rules contains {"id": "oncall_grants", "description": "On-call signs grants; the leads after four seconds.",
+    "count": 1, "teams": ["oncall"], "escalate": {"after_seconds": 4, "teams": ["leads"]}}
 if input.capability.id == "memberships.grant"
 "#
             .to_owned(),

@@ -202,7 +202,7 @@ deny contains "Retention changes are frozen this week." if {
 async fn an_unmet_rule_widens_to_its_escalation_after_its_time() {
     let gw = Gateway::with_policy(policy(
         r#"rules contains {"id": "oncall_first", "count": 1, "teams": ["oncall"],
-    "escalate": {"after_seconds": 1, "teams": ["leads"]}} if true"#,
+    "escalate": {"after_seconds": 4, "teams": ["leads"]}} if true"#,
     ))
     .await;
     let sam = gw.enroll_as("Sam", "usr_92").await; // leads, not oncall
@@ -215,7 +215,7 @@ async fn an_unmet_rule_widens_to_its_escalation_after_its_time() {
     // The sweep publishes the plan again once the rule widened: the queue's summary, which
     // consoles count from, names the escalation.
     let mut listed = json!(null);
-    for _ in 0..50 {
+    for _ in 0..100 {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         listed = gw
             .call(
