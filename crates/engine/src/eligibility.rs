@@ -53,8 +53,7 @@ async fn asked(
 ) -> ApiResult<Option<String>> {
     // Rules that ask anyone take anyone's approval while a seat is free (and once none is, the
     // plan's status answers): nothing to read. The built-in policy's rules are all such.
-    let anyone = |r: &Rule| r.teams.is_empty() && r.people.is_empty() && !r.exclude_requester;
-    if plan.requirement.rules.iter().all(anyone) {
+    if plan.requirement.rules.iter().all(Rule::asks_anyone) {
         return Ok(None);
     }
     let profile = teams::profile(conn, approver).await?;

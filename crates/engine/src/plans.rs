@@ -533,13 +533,7 @@ pub fn summary(
 /// ask anyone tell a console nothing `required` and `received` do not about whose turn it is,
 /// and a queue of 10,000 summaries would carry them all; the plan record keeps them.
 fn summary_approvals(approvals: &Approvals) -> Approvals {
-    let anyone = |s: &countersign_proto::rules::RuleStatus| {
-        s.rule.teams.is_empty()
-            && s.rule.people.is_empty()
-            && !s.rule.exclude_requester
-            && s.rule.escalate.is_none()
-    };
-    match approvals.rules.iter().all(anyone) {
+    match approvals.rules.iter().all(|s| s.rule.asks_anyone()) {
         true => Approvals {
             rules: Vec::new(),
             ..approvals.clone()

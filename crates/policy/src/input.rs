@@ -80,9 +80,4 @@ impl Directory {
         }
         directory
     }
-
-    /// The teams of `person`.
-    pub fn teams_of(&self, person: &str) -> &[String] {
-        self.people.get(person).map_or(&[], Vec::as_slice)
-    }
 }

@@ -175,10 +175,6 @@ impl Policy {
         &self.origin
     }
 
-    pub fn sources(&self) -> &Sources {
-        &self.sources
-    }
-
     /// What of the input the policy's text mentions.
     pub fn reads(&self) -> Reads {
         self.reads

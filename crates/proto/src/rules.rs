@@ -109,6 +109,15 @@ impl Rule {
                     .is_some_and(|e| from(&e.teams, &e.people)))
     }
 
+    /// Whether the rule takes anyone's approval, now and later: no teams or people named, no
+    /// requester's team left out, no escalation.
+    pub fn asks_anyone(&self) -> bool {
+        self.teams.is_empty()
+            && self.people.is_empty()
+            && !self.exclude_requester
+            && self.escalate.is_none()
+    }
+
     /// Who the rule asks, in words: "2 of leads", "1 of finance or usr_cfo", "1 approver".
     pub fn who(&self) -> String {
         let mut from: Vec<&str> = self.teams.iter().map(String::as_str).collect();
