@@ -97,7 +97,7 @@ pub fn app(state: Arc<AppState>) -> Router {
 /// The HTTP API with `more` routes beside it (the server's `/mcp`), behind the same limits,
 /// trace ids and error contract.
 pub fn app_with(state: Arc<AppState>, more: Router<Arc<AppState>>) -> Router {
-    use routes::{agent, approver, decisions, events, invoke, plans};
+    use routes::{agent, approver, decisions, events, invoke, plans, standing};
     Router::new()
         .route("/v1/gateway", get(agent::gateway))
         .route("/v1/capabilities", get(agent::capabilities))
@@ -107,13 +107,19 @@ pub fn app_with(state: Arc<AppState>, more: Router<Arc<AppState>>) -> Router {
         .route("/v1/gateway/identity", post(approver::identity))
         .route("/v1/approvers/enroll", post(approver::enroll))
         .route("/v1/approvers/enroll/bound", post(approver::enroll_bound))
-        .route("/v1/approvers/keys", post(approver::rotate_key))
+        .route(
+            "/v1/approvers/keys",
+            post(approver::rotate_key).get(standing::keys),
+        )
         .route("/v1/approvers/me", get(approver::me))
         .route("/v1/agents/{id}/wallet", get(approver::wallet))
         .route("/v1/approvals", get(approver::approvals))
         .route("/v1/plans/{id}", get(plans::plan))
         .route("/v1/plans/{id}/decisions", post(decisions::decide))
         .route("/v1/plans/{id}/refresh", post(plans::refresh))
+        .route("/v1/plans/{id}/amend", post(plans::amend))
+        .route("/v1/standing", post(standing::create).get(standing::list))
+        .route("/v1/standing/{id}/revoke", post(standing::revoke))
         .route(
             "/v1/plans/{id}/effects/{effect}/subjects",
             get(plans::subjects),

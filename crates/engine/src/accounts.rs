@@ -542,3 +542,35 @@ pub async fn rotate_key(
     w.commit().await?;
     Ok(countersign_proto::keys::RotatedKey { key_id })
 }
+
+/// Every approver key the gateway ever accepted, revoked ones with when: what a signature in an
+/// exported history is checked against offline.
+pub async fn public_keys(
+    engine: &crate::Engine,
+) -> crate::ApiResult<countersign_proto::approvals::ApproverKeys> {
+    let rows: Vec<(String, String, String, String, String, Option<String>)> = sqlx::query_as(
+        "SELECT k.approver_id, a.display_name, k.id, k.public_key, k.created_at, k.revoked_at
+         FROM approver_keys k JOIN approvers a ON a.id = k.approver_id
+         ORDER BY k.approver_id, k.created_at, k.id",
+    )
+    .fetch_all(engine.store.pool())
+    .await?;
+    let mut keys = Vec::with_capacity(rows.len());
+    for (approver_id, display_name, key_id, public_key, created_at, revoked_at) in rows {
+        keys.push(countersign_proto::approvals::ApproverKey {
+            approver_id,
+            display_name,
+            key_id,
+            public_key,
+            created_at: crate::ids::from_text(&created_at)?,
+            revoked_at: revoked_at
+                .as_deref()
+                .map(crate::ids::from_text)
+                .transpose()?,
+        });
+    }
+    Ok(countersign_proto::approvals::ApproverKeys {
+        gateway_id: engine.gateway_id.clone(),
+        keys,
+    })
+}

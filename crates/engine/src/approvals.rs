@@ -31,10 +31,19 @@ pub struct Standing {
 /// The decisions standing on `plan_id`, in the order they were made.
 pub async fn standing_decisions(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<Standing> {
     // A decision's row comes once per team of its person (once with no team).
-    type Row = (i64, String, String, String, String, String, Option<String>);
+    type Row = (
+        i64,
+        String,
+        String,
+        String,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+    );
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT d.id, d.approver_id, a.display_name, d.decision, d.decided_at,
-                    COALESCE(a.user_id, a.id), t.team
+                    COALESCE(a.user_id, a.id), t.team, d.standing_id
              FROM decisions d JOIN approvers a ON a.id = d.approver_id
              LEFT JOIN team_members t ON t.person = COALESCE(a.user_id, a.id)
              WHERE d.plan_id = $1 AND d.withdrawn_at IS NULL ORDER BY d.id, t.team",
@@ -48,7 +57,7 @@ pub async fn standing_decisions(conn: &mut AnyConnection, plan_id: &str) -> ApiR
         rejected: false,
     };
     let mut last = None;
-    for (id, approver_id, display_name, decision, at, person, team) in rows {
+    for (id, approver_id, display_name, decision, at, person, team, standing_id) in rows {
         if last == Some(id) {
             if let (Some(team), Some(latest)) = (team, standing.approving.last_mut()) {
                 latest.teams.push(team);
@@ -64,6 +73,7 @@ pub async fn standing_decisions(conn: &mut AnyConnection, plan_id: &str) -> ApiR
                 approver_id: approver_id.clone(),
                 person,
                 teams: team.into_iter().collect(),
+                standing: standing_id.is_some(),
             });
             Decision::Approve
         };
@@ -72,6 +82,7 @@ pub async fn standing_decisions(conn: &mut AnyConnection, plan_id: &str) -> ApiR
             display_name,
             decision,
             at: ids::from_text(&at)?,
+            standing_id,
         });
     }
     Ok(standing)

@@ -14,7 +14,10 @@ use crate::previews::{self, Origin, PreviewAudit};
 use crate::registry::{Capability, Registry};
 use sqlx::AnyConnection;
 
-use crate::{bounds, ids, plans, quotas, scopes, staging, summaries, ApiError, ApiResult, Engine};
+use crate::{
+    approvals, bounds, ids, plans, quotas, scopes, staging, summaries, ApiError, ApiResult, Engine,
+};
+use countersign_proto::approvals::{Approvals, PlanStatus};
 
 /// Seed 000's `valid: false` answer, one violation naming every offending field.
 pub fn invalid_preview(
@@ -57,6 +60,14 @@ pub fn invalid_preview(
 #[serde(untagged)]
 pub enum DryRunAnswer {
     Plan(Box<Preview>),
+    /// A plan its standing approvals approved as it was stored (`docs/standing.md`): the plan,
+    /// with its status and the approvals that count.
+    Standing {
+        #[serde(flatten)]
+        plan: Box<Preview>,
+        status: PlanStatus,
+        approvals: Approvals,
+    },
     Invalid(InvalidPreview),
     Repeated(Value),
 }
@@ -137,6 +148,7 @@ pub async fn run(
     .await;
     let stored = match &answer {
         Ok(DryRunAnswer::Plan(preview)) => Some(preview.plan_id.as_str()),
+        Ok(DryRunAnswer::Standing { plan, .. }) => Some(plan.plan_id.as_str()),
         _ => None,
     };
     staging::settle(&engine.store, staged, stored).await;
@@ -164,7 +176,7 @@ async fn store(
     }
     let planned =
         previews::current(&mut w.tx, registry, capability, &request.params, planned).await?;
-    let preview = previews::create(
+    let (preview, status) = previews::create(
         &mut w.tx,
         engine,
         capability,
@@ -177,6 +189,19 @@ async fn store(
         staged,
     )
     .await?;
+    // Approved as it was stored: its standing approvals are in its approvals.
+    if preview.would_require_approval && status == PlanStatus::Approved {
+        let plan = plans::load(&mut w.tx, &preview.plan_id)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("the plan vanished as it was stored"))?;
+        let approvals = approvals::of(&mut w.tx, &plan).await?;
+        w.commit().await?;
+        return Ok(DryRunAnswer::Standing {
+            plan: Box::new(preview),
+            status,
+            approvals,
+        });
+    }
     w.commit().await?;
     Ok(DryRunAnswer::Plan(Box::new(preview)))
 }

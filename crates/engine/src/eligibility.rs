@@ -64,6 +64,7 @@ async fn asked(
         approver_id: approver.id.clone(),
         person: person.to_owned(),
         teams: teams.clone(),
+        standing: false,
     };
     let (statuses, met) = tally.count(&standing.approving);
     // Once every rule is met the plan's status answers a late decision (`plan_not_pending`).
@@ -91,7 +92,7 @@ async fn asked(
 
 /// Why `approver`'s person may not decide `plan` whatever its rules: it acts for them, grants
 /// to them, or they decided it under another account.
-async fn personal(
+pub(crate) async fn personal(
     conn: &mut AnyConnection,
     approver: &Approver,
     plan: &StoredPlan,

@@ -10,6 +10,7 @@
 //! transport, delivery and capabilities are composed around it.
 
 pub mod accounts;
+pub mod amend;
 pub mod approvals;
 pub mod bounds;
 pub mod callers;
@@ -41,6 +42,7 @@ pub mod revocation;
 pub mod scopes;
 pub mod secrets;
 pub mod staging;
+pub mod standing;
 pub mod store;
 pub mod stored_plan;
 pub mod summaries;

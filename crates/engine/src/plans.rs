@@ -310,10 +310,11 @@ pub async fn load(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<Option<S
         Option<i64>,
         Option<String>,
         Option<String>,
+        Option<String>,
     );
     let row: Option<Row> = sqlx::query_as(
         "SELECT preview, agent_id, status, required_approvals, execution, supersedes, superseded_by,
-                subjects_distinct, validation_subjects, rules
+                subjects_distinct, validation_subjects, rules, amendment
          FROM plans WHERE id = $1",
     )
     .bind(plan_id)
@@ -330,6 +331,7 @@ pub async fn load(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<Option<S
         subjects_distinct,
         validation_subjects,
         rules,
+        amendment,
     )) = row
     else {
         return Ok(None);
@@ -353,6 +355,7 @@ pub async fn load(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<Option<S
             .map(|v| serde_json::from_str(&v))
             .transpose()?
             .unwrap_or_default(),
+        amendment: amendment.map(|a| serde_json::from_str(&a)).transpose()?,
     }))
 }
 
@@ -491,6 +494,7 @@ pub async fn record_with(
         }),
         validation_subjects: plan.validation_subjects,
         eligibility: None,
+        amendment: plan.amendment,
         plan: plan.preview,
     })
 }

@@ -32,6 +32,7 @@ pub async fn activate(engine: &Engine) -> ApiResult<usize> {
     .bind(ids::to_text(ids::now()))
     .execute(&mut *w.tx)
     .await?;
+    crate::standing::suspend(&mut w.tx, policy).await?;
     // A store that never recorded one was under the built-in policy (or none, before policies).
     if recorded.is_none() && policy.is_builtin() {
         w.commit().await?;

@@ -16,7 +16,8 @@ use crate::registry::{Capability, Registry};
 use crate::staging::Staged;
 use crate::store::{Store, Tx};
 use crate::summaries::{self, SubjectSummaries};
-use crate::{ids, plans, queue, quotas, wallet, ApiResult, Engine};
+use crate::{ids, plans, queue, quotas, standing, wallet, ApiResult, Engine};
+use countersign_proto::approvals::PlanStatus;
 
 pub struct PreviewAudit<'a> {
     pub audit_id: &'a str,
@@ -104,7 +105,7 @@ pub async fn create(
     origin: Origin<'_>,
     mut planned: Planned,
     staged: Option<&Staged>,
-) -> ApiResult<Preview> {
+) -> ApiResult<(Preview, PlanStatus)> {
     if let Some(short) = budget_shortfall(tx, &agent.id, &planned.estimated_cost).await? {
         planned.validation.push(short);
     }
@@ -157,10 +158,15 @@ pub async fn create(
     )
     .await?;
     write_audit(tx, audit, capability, &agent.id, Some(&preview.plan_id)).await?;
-    if preview.would_require_approval {
+    // A plan its standing approvals approve runs without reaching anyone's queue.
+    let status = match preview.would_require_approval {
+        true => standing::apply(tx, engine, &preview).await?,
+        false => PlanStatus::Approved,
+    };
+    if status == PlanStatus::PendingApproval {
         queue::publish(tx, engine.registry, &preview.plan_id, EventKind::Created).await?;
     }
-    Ok(preview)
+    Ok((preview, status))
 }
 
 /// Seed 000's cost preflight, answered in the plan itself: a plan whose most it may cost is more

@@ -3,9 +3,9 @@
 //! agent (one of its previews in flight, held to its caps net of the plan it replaces), and the
 //! replaced plan's subject rows are freed at once.
 
-use countersign_proto::approvals::{PlanRecord, PlanStatus};
+use countersign_proto::approvals::{Amendment, PlanRecord, PlanStatus};
 use countersign_proto::ErrorCode;
-use serde_json::json;
+use serde_json::{json, Value};
 use sqlx::AnyConnection;
 
 use crate::accounts::{Agent, Caller};
@@ -17,12 +17,23 @@ use crate::quotas::{self, Freed};
 use crate::reads::ensure_may_read;
 use crate::registry::Capability;
 use crate::{
-    eligibility, ids, plans, queue, scopes, staging, summaries, ApiError, ApiResult, Engine,
+    amend, eligibility, ids, plans, queue, scopes, staging, summaries, ApiError, ApiResult, Engine,
 };
 
 pub async fn run(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<PlanRecord> {
+    successor(engine, caller, plan_id, None).await
+}
+
+/// Plan `plan_id` previewed again as its successor: its own request, or the params an approver
+/// amended it to (`docs/amend.md`).
+pub(crate) async fn successor(
+    engine: &Engine,
+    caller: &Caller,
+    plan_id: &str,
+    amended: Option<Value>,
+) -> ApiResult<PlanRecord> {
     let registry = engine.registry;
-    let (capability, (agent, asking), params) = {
+    let (capability, (agent, asking), params, amendment) = {
         let mut conn = engine.store.pool().acquire().await?;
         let old = refreshable(&mut conn, engine, caller, plan_id).await?;
         let capability = registry
@@ -32,17 +43,26 @@ pub async fn run(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<P
             id: old.agent_id.clone(),
             on_behalf_of: old.preview.caller.on_behalf_of.clone(),
         };
-        let params = old.preview.request.params;
+        let (params, amendment) = match (amended, caller) {
+            (Some(params), Caller::Approver(approver)) => {
+                let amendment =
+                    amend::check(&mut conn, approver, &old, capability, &params).await?;
+                (params, Some(amendment))
+            }
+            _ => (old.preview.request.params, None),
+        };
+        // The agent's authorization, for the request it will run: an amendment may not take it
+        // where the agent may not go.
         scopes::authorize(&mut conn, registry, &agent, capability, &params).await?;
         let asking = Asking::load(&mut conn, &agent, engine.policy.reads()).await?;
-        (capability, (agent, asking), params)
+        (capability, (agent, asking), params, amendment)
     };
     let _evaluating = engine.previews.enter(&agent.id)?;
     let planned = previews::evaluate(&engine.store, capability, &params).await?;
     let staged = staging::stage(&engine.store, summaries::sets_of(&planned)).await?;
     let fresh = replace(
         engine,
-        caller,
+        (caller, amendment.as_ref()),
         plan_id,
         (capability, (&agent, &asking), &params),
         planned,
@@ -58,7 +78,7 @@ pub async fn run(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<P
 /// state it is stored in: the successor's record, as `caller` sees it.
 async fn replace(
     engine: &Engine,
-    caller: &Caller,
+    (caller, amendment): (&Caller, Option<&Amendment>),
     plan_id: &str,
     (capability, (agent, asking), params): (Capability, (&Agent, &Asking), &serde_json::Value),
     planned: countersign_pack::Planned,
@@ -76,7 +96,12 @@ async fn replace(
     let freed = Freed::by(&old, rows.max(0) as u64);
     let planned = previews::current(&mut w.tx, registry, capability, params, planned).await?;
     let audit_id = ids::random_id("aud_", 8);
-    let request = json!({"params": params, "refresh_of": plan_id});
+    let request = match amendment {
+        Some(amendment) => {
+            json!({"params": params, "amend_of": plan_id, "amended_by": amendment.approver_id})
+        }
+        None => json!({"params": params, "refresh_of": plan_id}),
+    };
     let audit = PreviewAudit {
         audit_id: &audit_id,
         request: &request,
@@ -86,7 +111,7 @@ async fn replace(
         supersedes: plan_id,
         freed,
     };
-    let fresh = previews::create(
+    let (fresh, _) = previews::create(
         &mut w.tx,
         engine,
         capability,
@@ -104,6 +129,13 @@ async fn replace(
         .bind(plan_id)
         .execute(&mut *w.tx)
         .await?;
+    if let Some(amendment) = amendment {
+        sqlx::query("UPDATE plans SET amendment = $1 WHERE id = $2")
+            .bind(serde_json::to_string(amendment)?)
+            .bind(&fresh.plan_id)
+            .execute(&mut *w.tx)
+            .await?;
+    }
     quotas::free_subjects(&mut w.tx, plan_id).await?;
     queue::publish(&mut w.tx, registry, plan_id, EventKind::Updated).await?;
     let stored = plans::load(&mut w.tx, &fresh.plan_id)

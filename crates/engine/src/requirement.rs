@@ -31,6 +31,7 @@ impl Requirement {
                 people: Vec::new(),
                 exclude_requester: false,
                 escalate: None,
+                standing: true,
                 source: None,
             })
             .into_iter()
@@ -76,6 +77,8 @@ pub struct Approving {
     pub approver_id: String,
     pub person: String,
     pub teams: Vec<String>,
+    /// Given by a standing approval, which fills only a seat of a rule that takes one.
+    pub standing: bool,
 }
 
 /// When `rule` of a plan made at `created_at` widens to its escalation, if it does.
@@ -88,8 +91,7 @@ pub fn escalates_at(rule: &Rule, created_at: DateTime<Utc>) -> Option<DateTime<U
 fn admits(
     requirement: &Requirement,
     rule: &Rule,
-    person: &str,
-    teams: &[String],
+    (person, teams): (&str, &[String]),
     escalated: bool,
 ) -> bool {
     let requesting = rule.exclude_requester
@@ -131,7 +133,7 @@ impl<'a> Tally<'a> {
             .rules
             .iter()
             .zip(&self.escalated)
-            .any(|(rule, &escalated)| admits(self.requirement, rule, person, teams, escalated))
+            .any(|(rule, &escalated)| admits(self.requirement, rule, (person, teams), escalated))
     }
 
     /// Each rule with the approvals counted for it, and whether every rule is met.
@@ -202,13 +204,13 @@ impl<'a> Tally<'a> {
                 (0..seats.len())
                     .filter(|&s| {
                         let rule = seats[s];
-                        admits(
-                            self.requirement,
-                            &rules[rule],
-                            &a.person,
-                            &a.teams,
-                            self.escalated[rule],
-                        )
+                        (!a.standing || rules[rule].takes_standing())
+                            && admits(
+                                self.requirement,
+                                &rules[rule],
+                                (&a.person, &a.teams),
+                                self.escalated[rule],
+                            )
                     })
                     .collect()
             })

@@ -76,7 +76,7 @@ pub async fn revoke_key(
 /// executed, and puts each such plan where its remaining decisions leave it: an approved plan
 /// short of its quorum now waits again, with an event. Executed plans keep their approvals: they
 /// ran on them.
-async fn withdraw(
+pub(crate) async fn withdraw(
     tx: &mut AnyConnection,
     registry: &'static Registry,
     select: &str,

@@ -1,6 +1,6 @@
 //! A plan as the store holds it: its preview and what the gateway keeps beside it.
 
-use countersign_proto::approvals::{PlanStatus, ValidationSubjects};
+use countersign_proto::approvals::{Amendment, PlanStatus, ValidationSubjects};
 use countersign_proto::plan::Preview;
 use serde_json::Value;
 
@@ -22,4 +22,6 @@ pub struct StoredPlan {
     /// whose subject rows were swept before the count was kept).
     pub subjects_distinct: Option<u64>,
     pub validation_subjects: Vec<ValidationSubjects>,
+    /// Who changed the request of the plan it supersedes, and how.
+    pub amendment: Option<Amendment>,
 }

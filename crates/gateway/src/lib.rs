@@ -8,6 +8,7 @@
 pub mod mcp;
 pub mod policy_report;
 pub mod smtp;
+pub mod standing_report;
 pub mod tls;
 
 use std::sync::Arc;

@@ -10,8 +10,8 @@ use countersign_embedded::seed_demo;
 use countersign_engine::external::recover_interrupted;
 use countersign_engine::limits::{self, RateSetting};
 use countersign_engine::scopes::Scope;
-use countersign_engine::{accounts, revocation, teams, Limits, Registry, Store};
-use countersign_gateway::{mcp, policy_report, smtp, tls};
+use countersign_engine::{accounts, revocation, standing, teams, Limits, Registry, Store};
+use countersign_gateway::{mcp, policy_report, smtp, standing_report, tls};
 use countersign_policy::Policy;
 use countersign_proto::Credits;
 use countersign_providers::local::LocalProviders;
@@ -113,6 +113,11 @@ enum Command {
         #[arg(long)]
         agent: String,
     },
+    /// List or revoke standing approvals (docs/standing.md).
+    Standing {
+        #[command(subcommand)]
+        command: StandingCommand,
+    },
     /// Check an approval policy: what it requires of each demo plan, or its own tests.
     Policy {
         #[command(subcommand)]
@@ -126,6 +131,22 @@ enum Command {
         token: AgentToken,
         #[arg(long, default_value_t = 3000)]
         interval_ms: u64,
+    },
+}
+
+#[derive(Subcommand)]
+enum StandingCommand {
+    /// Every standing approval, with its use and state.
+    List {
+        #[arg(long, env = "COUNTERSIGN_DATABASE")]
+        database: String,
+    },
+    /// Revoke one at once, as the gateway's admin: its approvals of plans not yet run stop counting.
+    Revoke {
+        #[arg(long, env = "COUNTERSIGN_DATABASE")]
+        database: String,
+        /// The standing approval's id (`sa_…`).
+        id: String,
     },
 }
 
@@ -532,6 +553,28 @@ async fn main() -> anyhow::Result<()> {
                 revocation::revoke_key(&store, countersign_embedded::default_registry(), &key)
                     .await?;
             println!("Revoked key {key} of approver {approver}.");
+        }
+        Command::Standing {
+            command: StandingCommand::List { database },
+        } => {
+            let store = Store::open(&database).await?;
+            let list = standing::list(&store)
+                .await
+                .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+            print!("{}", standing_report::list(&list));
+        }
+        Command::Standing {
+            command: StandingCommand::Revoke { database, id },
+        } => {
+            let store = Store::open(&database).await?;
+            let registry = countersign_embedded::default_registry();
+            let revoked = standing::revoke(&store, registry, standing::Revoker::Admin, &id)
+                .await
+                .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+            println!(
+                "Revoked standing approval {id} of {}; it had covered {} plans.",
+                revoked.display_name, revoked.plans_used
+            );
         }
         Command::RevokeAgent { database, agent } => {
             let store = Store::open(&database).await?;

@@ -5,6 +5,7 @@ mod common;
 
 mod abandoned_begins;
 mod accounts;
+mod amend;
 mod availability;
 mod bounds;
 mod capabilities;
@@ -38,5 +39,6 @@ mod revocation;
 mod round_trips;
 mod router;
 mod scopes;
+mod standing;
 mod storage_faults;
 mod withdrawal;

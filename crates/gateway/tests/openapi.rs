@@ -80,7 +80,7 @@ async fn every_route_is_described() {
     }
     assert_eq!(
         paths.len(),
-        18 + previewed.len() + direct.len(),
+        21 + previewed.len() + direct.len(),
         "a described route that app() does not serve"
     );
 }

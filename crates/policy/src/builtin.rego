@@ -1,5 +1,6 @@
 # The built-in approval policy: each capability's own rule, as its pack declares it. A gateway
-# started without --policy evaluates exactly this.
+# started without --policy evaluates exactly this. A standing approval may meet that rule; what it
+# may cover is every risk flag but irreversible and bulk (no standing_flags declared).
 package countersign.approval
 
 import rego.v1
@@ -11,6 +12,7 @@ rules contains rule if {
 		"id": "capability_default",
 		"description": sprintf("%s: the capability's own rule", [input.capability.title]),
 		"count": input.capability.approval.required_approvals,
+		"standing": true,
 	}
 }
 

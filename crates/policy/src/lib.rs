@@ -12,8 +12,10 @@ use std::num::NonZeroU32;
 use std::path::Path;
 use std::time::Duration;
 
+use countersign_proto::approvals::RiskFlag;
 use countersign_proto::digest::{jcs, sha256};
 use countersign_proto::rules::{Escalation, Rule, RuleSource};
+use countersign_proto::standing::DEFAULT_COVERABLE;
 use regorus::utils::limits::ExecutionTimerConfig;
 use serde::Deserialize;
 use thiserror::Error;
@@ -43,6 +45,7 @@ pub struct Policy {
     origin: String,
     has_deny: bool,
     reads: Reads,
+    coverable: Vec<RiskFlag>,
 }
 
 /// What of the input a policy's text mentions: what the gateway need not read from its store
@@ -138,6 +141,10 @@ impl Policy {
             ));
         }
         let has_deny = declared(&mut engine, "deny");
+        let coverable = match declared(&mut engine, "standing_flags") {
+            true => standing_flags(&mut engine)?,
+            false => DEFAULT_COVERABLE.to_vec(),
+        };
         let mentions = |word: &str| sources.modules.iter().any(|(_, text)| text.contains(word));
         let reads = Reads {
             agent: mentions("agent") || mentions("exclude_requester"),
@@ -157,6 +164,7 @@ impl Policy {
             origin: origin.to_owned(),
             has_deny,
             reads,
+            coverable,
         })
     }
 
@@ -178,6 +186,12 @@ impl Policy {
     /// What of the input the policy's text mentions.
     pub fn reads(&self) -> Reads {
         self.reads
+    }
+
+    /// The risk flags a standing approval may cover (`standing_flags`, a set the policy may
+    /// declare; without it every flag but `irreversible` and `bulk`).
+    pub fn coverable(&self) -> &[RiskFlag] {
+        &self.coverable
     }
 
     /// What the policy says of the plan in `input`.
@@ -253,6 +267,7 @@ impl Policy {
                 people: rule.people,
                 exclude_requester: rule.exclude_requester,
                 escalate: rule.escalate,
+                standing: rule.standing,
                 source,
             });
         }
@@ -309,6 +324,22 @@ struct Answered {
     #[serde(default)]
     exclude_requester: bool,
     escalate: Option<Escalation>,
+    #[serde(default)]
+    standing: bool,
+}
+
+/// The policy's `standing_flags`, read once when it loads: what it lets standing approvals cover
+/// does not depend on a plan.
+fn standing_flags(engine: &mut regorus::Engine) -> Result<Vec<RiskFlag>, LoadError> {
+    let value = rule(engine, "standing_flags")
+        .map_err(|e| LoadError::Contract(format!("standing_flags: {e}")))?
+        .unwrap_or(serde_json::Value::Array(vec![]));
+    serde_json::from_value(value).map_err(|e| {
+        LoadError::Contract(format!(
+            "standing_flags must be a set of risk flags (irreversible, access_change, money, \
+             external, bulk, uncertain, high_cost, blocked): {e}"
+        ))
+    })
 }
 
 /// `PACKAGE.name`, or `None` when it is undefined.

@@ -231,3 +231,50 @@ fn the_digest_covers_every_module_and_the_data() {
     .unwrap();
     assert_ne!(base.digest(), with_data.digest());
 }
+
+#[test]
+fn what_standing_approvals_may_meet_and_cover_is_the_policys() {
+    let builtin = Policy::builtin();
+    assert_eq!(builtin.coverable(), DEFAULT_COVERABLE);
+    let rules = builtin
+        .evaluate(&input("always", None, &[], "0"))
+        .unwrap()
+        .rules;
+    assert!(
+        rules[0].standing,
+        "the built-in rule takes a standing approval"
+    );
+    let allowing = policy(
+        r#"package countersign.approval
+import rego.v1
+standing_flags := {"bulk", "money"}
+rules contains {"id": "one", "count": 1, "standing": true}
+rules contains {"id": "people", "count": 2}
+"#,
+    )
+    .unwrap();
+    assert_eq!(allowing.coverable(), [RiskFlag::Bulk, RiskFlag::Money]);
+    let rules = allowing
+        .evaluate(&input("always", None, &[], "0"))
+        .unwrap()
+        .rules;
+    assert_eq!(
+        rules
+            .iter()
+            .map(|r| (r.id.as_str(), r.standing))
+            .collect::<Vec<_>>(),
+        [("one", true), ("people", false)]
+    );
+    let wrong = policy(
+        r#"package countersign.approval
+import rego.v1
+standing_flags := {"sometimes"}
+rules := set()
+"#,
+    );
+    assert!(
+        matches!(&wrong, Err(LoadError::Contract(m)) if m.contains("standing_flags must be a set of risk flags")),
+        "{:?}",
+        wrong.err()
+    );
+}

@@ -118,6 +118,10 @@ pub struct ApprovalEntry {
     pub display_name: String,
     pub decision: Decision,
     pub at: DateTime<Utc>,
+    /// The standing approval this approval is, when its approver did not sign it for this plan
+    /// (`docs/standing.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standing_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -216,6 +220,64 @@ pub struct PlanRecord {
     /// PROTOCOL's plan record; absent for an agent's read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eligibility: Option<Eligibility>,
+    /// Who changed the request of the plan this one supersedes, and how (`docs/amend.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amendment: Option<Amendment>,
+}
+
+/// An approver's change to a plan's request, previewed as its successor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Amendment {
+    pub approver_id: String,
+    pub display_name: String,
+    /// The plan whose request was changed.
+    pub amends: String,
+    pub changes: Vec<ParamChange>,
+    /// "Lena changed retention_days from 7 to 14."
+    pub summary: String,
+}
+
+/// One param an amendment changed; `before` or `after` is absent where the param was added or
+/// removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ParamChange {
+    /// A JSON pointer into the params.
+    pub param: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Value>,
+}
+
+/// `POST /v1/plans/{id}/amend`: the params the approver wants previewed instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AmendRequest {
+    pub params: Value,
+}
+
+/// An approver's public key as the gateway holds it, for checking their signatures offline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApproverKey {
+    pub approver_id: String,
+    pub display_name: String,
+    pub key_id: String,
+    /// Base64url, as enrollment sent it.
+    pub public_key: String,
+    pub created_at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApproverKeys {
+    pub gateway_id: String,
+    pub keys: Vec<ApproverKey>,
 }
 
 /// Whether the approver who reads a plan may decide it: not a plan made on their own behalf, not a

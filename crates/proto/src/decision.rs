@@ -62,7 +62,7 @@ pub enum StatementError {
     BadField(&'static str),
 }
 
-fn is_lower_hex(text: &str, len: usize) -> bool {
+pub(crate) fn is_lower_hex(text: &str, len: usize) -> bool {
     text.len() == len && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 

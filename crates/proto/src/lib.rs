@@ -16,6 +16,7 @@ pub mod loopback;
 pub mod plan;
 pub mod risk;
 pub mod rules;
+pub mod standing;
 pub mod strict_json;
 
 pub use credits::Credits;

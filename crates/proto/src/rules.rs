@@ -25,6 +25,10 @@ pub struct Rule {
     /// Who else may meet the rule once nobody met it for a while.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalate: Option<Escalation>,
+    /// Whether a standing approval may meet it (`docs/standing.md`); never for a rule that asks
+    /// for more than two people.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub standing: bool,
     /// Where the rule's id is written in the policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<RuleSource>,
@@ -109,6 +113,13 @@ impl Rule {
                     .is_some_and(|e| from(&e.teams, &e.people)))
     }
 
+    /// Whether a standing approval may fill one of its seats: the policy lets it, and the rule
+    /// asks for at most one person beyond it, so that a rule of two people still has one who
+    /// looked at this plan, and a rule of more is met by people only.
+    pub fn takes_standing(&self) -> bool {
+        self.standing && self.count <= 2
+    }
+
     /// Whether the rule takes anyone's approval, now and later: no teams or people named, no
     /// requester's team left out, no escalation.
     pub fn asks_anyone(&self) -> bool {
@@ -151,6 +162,7 @@ mod tests {
                 teams: vec!["leads".into()],
                 people: vec![],
             }),
+            standing: false,
             source: None,
         }
     }

@@ -7,3 +7,4 @@ pub mod decisions;
 pub mod events;
 pub mod invoke;
 pub mod plans;
+pub mod standing;

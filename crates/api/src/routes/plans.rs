@@ -6,15 +6,15 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use countersign_engine::accounts::Caller;
-use countersign_engine::{reads, refresh as fresh};
-use countersign_proto::approvals::PlanRecord;
+use countersign_engine::accounts::{Approver, Caller};
+use countersign_engine::{amend, reads, refresh as fresh};
+use countersign_proto::approvals::{AmendRequest, PlanRecord};
 use countersign_proto::guard::SubjectPage;
 use serde::Deserialize;
 
 use crate::error::query;
 use crate::schemas::{Refused, WriteRefused};
-use crate::{AppState, Auth, HttpResult};
+use crate::{AppState, Auth, Body, HttpResult};
 
 /// A plan with its status, approvals and what moved.
 #[utoipa::path(get, path = "/v1/plans/{id}", params(("id" = String, Path)),
@@ -36,6 +36,20 @@ pub async fn refresh(
     Path(plan_id): Path<String>,
 ) -> HttpResult<Response> {
     Ok(Json(fresh::run(&state, &caller, &plan_id).await?).into_response())
+}
+
+/// An approver's change to a plan's request, previewed as its successor (`docs/amend.md`).
+#[utoipa::path(post, path = "/v1/plans/{id}/amend", params(("id" = String, Path)),
+    request_body = AmendRequest,
+    responses((status = 200, body = PlanRecord), WriteRefused))]
+pub async fn amend(
+    State(state): State<Arc<AppState>>,
+    Auth(approver): Auth<Approver>,
+    Path(plan_id): Path<String>,
+    Body(request): Body<AmendRequest>,
+) -> HttpResult<Response> {
+    let record = amend::run(&state, &approver, &plan_id, request.params).await?;
+    Ok(Json(record).into_response())
 }
 
 #[derive(Deserialize)]

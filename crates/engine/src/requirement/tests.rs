@@ -12,6 +12,7 @@ fn rule(id: &str, count: u32, teams: &[&str]) -> Rule {
         people: Vec::new(),
         exclude_requester: false,
         escalate: None,
+        standing: false,
         source: None,
     }
 }
@@ -21,6 +22,7 @@ fn person(id: &str, teams: &[&str]) -> Approving {
         approver_id: format!("apr_{id}"),
         person: format!("usr_{id}"),
         teams: teams.iter().map(|t| t.to_string()).collect(),
+        standing: false,
     }
 }
 

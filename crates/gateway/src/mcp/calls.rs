@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use countersign_proto::approvals::{PlanRecord, PlanStatus};
+use countersign_proto::approvals::{Approvals, PlanRecord, PlanStatus};
 use countersign_proto::describe::DryRunMode;
 use countersign_proto::envelope::SuccessEnvelope;
 use countersign_proto::plan::{DryRunRequest, InvokeRequest, Preview, Severity};
@@ -51,6 +51,9 @@ pub async fn capability(
     let request = preview_request(params)?;
     let plan = match dry_run::run(state, id, agent, request).await? {
         DryRunAnswer::Plan(plan) => plan,
+        DryRunAnswer::Standing {
+            plan, approvals, ..
+        } => return Ok(approved_by_standing(&plan, &approvals)),
         DryRunAnswer::Invalid(invalid) => {
             let message = invalid.violations.first().map_or_else(
                 || "The params are invalid.".to_owned(),
@@ -157,7 +160,7 @@ pub async fn wait(
     let mut record = reads::plan(state, &caller, &args.plan_id).await?;
     loop {
         if record.status != PlanStatus::PendingApproval {
-            return Ok(decided(&record, false));
+            return amended(state, &caller, record).await;
         }
         commits.mark_unchanged();
         tokio::select! {
@@ -182,6 +185,45 @@ pub async fn wait(
             record = reads::plan(state, &caller, &args.plan_id).await?;
         }
     }
+}
+
+/// A decided plan's answer; for a plan an approver amended, the amended plan with who changed
+/// what, which the agent waits on next.
+async fn amended(state: &Arc<AppState>, caller: &Caller, record: PlanRecord) -> ApiResult<Answer> {
+    let successor = match (&record.status, &record.superseded_by) {
+        (PlanStatus::Superseded, Some(id)) => Some(reads::plan(state, caller, id).await?),
+        _ => None,
+    };
+    let Some(successor) = successor.filter(|s| s.amendment.is_some()) else {
+        return Ok(decided(&record, false));
+    };
+    let mut answer = decided(&record, false);
+    let amendment = successor.amendment.as_ref().expect("filtered on it");
+    let next = match successor.status {
+        PlanStatus::PendingApproval => format!(
+            "call {WAIT} with plan_id {} for its approval",
+            successor.plan.plan_id
+        ),
+        PlanStatus::Approved => format!(
+            "it is approved: call {EXECUTE} with plan_id {}",
+            successor.plan.plan_id
+        ),
+        other => format!("it is {}", plans::status_text(other)),
+    };
+    answer.text = plan_text(
+        &successor.plan,
+        format!(
+            "{} Plan {} was replaced by the amended plan {}; {next}. Do not execute {}.",
+            amendment.summary, record.plan.plan_id, successor.plan.plan_id, record.plan.plan_id
+        ),
+    );
+    answer.structured["amendment"] = json!(amendment);
+    answer.structured["amended_plan"] = json!({
+        "plan_id": successor.plan.plan_id,
+        "status": successor.status,
+        "plan": successor.plan,
+    });
+    Ok(answer)
 }
 
 fn parse<T: serde::de::DeserializeOwned>(schema: &ArgsSchema, arguments: Value) -> ApiResult<T> {
@@ -240,6 +282,38 @@ fn preview_request(mut arguments: Value) -> ApiResult<DryRunRequest> {
         expected_revisions,
         idempotency_key,
     })
+}
+
+/// A plan standing approvals approved as it was stored: it runs when the agent asks.
+fn approved_by_standing(plan: &Preview, approvals: &Approvals) -> Answer {
+    let by: Vec<String> = approvals
+        .received
+        .iter()
+        .filter_map(|a| {
+            let id = a.standing_id.as_deref()?;
+            Some(format!("{} (standing approval {id})", a.display_name))
+        })
+        .collect();
+    Answer {
+        text: plan_text(
+            plan,
+            format!(
+                "Approved at once by {}: plan {} expires at {}. Nothing has run; call {EXECUTE} \
+                 with this plan_id.",
+                by.join(" and "),
+                plan.plan_id,
+                ids::to_text(plan.expires_at),
+            ),
+        ),
+        structured: json!({
+            "status": "approved",
+            "plan_id": plan.plan_id,
+            "expires_at": plan.expires_at,
+            "approvals": approvals,
+            "next": [EXECUTE],
+            "plan": plan,
+        }),
+    }
 }
 
 fn waiting_text(plan: &Preview, required: u32) -> String {

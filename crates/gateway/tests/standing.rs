@@ -1,0 +1,553 @@
+//! Standing approvals (docs/standing.md): a matching plan is approved as it is stored and runs;
+//! each constraint, cap, expiry, revocation and the policy bound what they cover; forged and
+//! replayed statements are refused.
+
+use std::time::Duration;
+
+use crate::common::{assert_error, at_once, on_disk, Approver, Gateway, Reply};
+use axum::http::StatusCode;
+use countersign_embedded::{seed_demo, state_with_policy};
+use countersign_engine::revocation;
+use countersign_engine::standing::{self, Revoker};
+use countersign_engine::Store;
+use countersign_policy::{Policy, Sources};
+use countersign_proto::approvals::RiskFlag;
+use countersign_proto::decision::new_nonce;
+use countersign_proto::dsse::Envelope;
+use countersign_proto::standing::{
+    new_standing_id, Constraint, StandingStatement, STANDING_STATEMENT_TYPE,
+};
+use countersign_proto::Credits;
+use serde_json::{json, Value};
+
+const SETTINGS: &str = "projects.settings.update";
+const UPLOAD: &str = "documents.document.upload";
+
+/// Every plan waits for one approver, whom a standing approval may be.
+const EVERY_PLAN: &str = r#"package countersign.approval
+import rego.v1
+rules contains {"id": "one", "count": 1, "standing": true} if count(input.plan.effects) > 0
+"#;
+
+fn policy(text: &str) -> Policy {
+    let sources = Sources {
+        modules: vec![("p.rego".to_owned(), text.to_owned())],
+        data: None,
+    };
+    Policy::from_sources(sources, "test").unwrap()
+}
+
+/// The test agent's id, as its plans name it.
+async fn agent_id(gw: &Gateway) -> String {
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 9}))
+        .await;
+    plan["caller"]["agent_id"].as_str().unwrap().to_owned()
+}
+
+/// A standing approval by `approver` of the test agent's retention changes on prj_184 of at least
+/// 7 days, 10 plans, 1 credit each, 10 in all, for a week.
+fn statement(gw: &Gateway, approver: &Approver, agent: &str) -> StandingStatement {
+    let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
+    StandingStatement {
+        kind: STANDING_STATEMENT_TYPE.to_owned(),
+        standing_id: new_standing_id(),
+        approver_id: approver.id.clone(),
+        key_id: approver.key_id.clone(),
+        audience: gw.state.gateway_id.clone(),
+        agent_id: agent.to_owned(),
+        capability_id: SETTINGS.to_owned(),
+        constraints: vec![
+            Constraint {
+                param: "/project".into(),
+                one_of: Some(vec![json!("prj_184")]),
+                at_least: None,
+                at_most: None,
+            },
+            Constraint {
+                param: "/retention_days".into(),
+                one_of: None,
+                at_least: Some(7.0),
+                at_most: None,
+            },
+        ],
+        resources: vec!["projects/prj_184*".into()],
+        risk_flags: vec![],
+        max_cost_per_plan: Credits::cents(100),
+        max_cost_total: Credits::cents(1000),
+        max_plans: 10,
+        reason: "Retention tuning this week".into(),
+        nonce: new_nonce(),
+        issued_at: now,
+        expires_at: now + chrono::Duration::days(7),
+    }
+}
+
+async fn send(gw: &Gateway, approver: &Approver, envelope: &Envelope) -> Reply {
+    gw.call(
+        "POST",
+        "/v1/standing",
+        Some(&approver.token),
+        Some(serde_json::to_value(envelope).unwrap()),
+    )
+    .await
+}
+
+async fn create(gw: &Gateway, approver: &Approver, statement: &StandingStatement) -> Value {
+    let reply = send(gw, approver, &statement.sign(&approver.key).unwrap()).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    reply.body
+}
+
+async fn listed(gw: &Gateway, approver: &Approver, id: &str) -> Value {
+    let reply = gw
+        .call("GET", "/v1/standing", Some(&approver.token), None)
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    reply.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["standing_id"] == id)
+        .cloned()
+        .unwrap()
+}
+
+async fn queued(gw: &Gateway, approver: &Approver) -> Vec<String> {
+    let reply = gw
+        .call("GET", "/v1/approvals", Some(&approver.token), None)
+        .await;
+    reply.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["plan_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn status(gw: &Gateway, approver: &Approver, plan: &Value) -> String {
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let reply = gw.record(&approver.token, plan_id).await;
+    reply.body["status"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_matching_plan_is_approved_as_it_is_stored_and_runs() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let agent = agent_id(&gw).await;
+    let s = statement(&gw, &dana, &agent);
+    let created = create(&gw, &dana, &s).await;
+    assert_eq!(created["state"], "active");
+    assert_eq!(created["statement"]["reason"], "Retention tuning this week");
+
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    assert_eq!(plan["status"], "approved", "{plan}");
+    let received = &plan["approvals"]["received"][0];
+    assert_eq!(received["approver_id"], dana.id.as_str());
+    assert_eq!(received["standing_id"], s.standing_id.as_str());
+    // Never in anyone's queue; the record names the standing approval used.
+    assert!(!queued(&gw, &dana)
+        .await
+        .contains(&plan["plan_id"].as_str().unwrap().to_owned()));
+    let record = gw
+        .record(&dana.token, plan["plan_id"].as_str().unwrap())
+        .await;
+    assert_eq!(
+        record.body["approvals"]["received"][0]["standing_id"],
+        s.standing_id.as_str()
+    );
+    let ran = gw.execute(&plan).await;
+    assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
+
+    let used = listed(&gw, &dana, &s.standing_id).await;
+    assert_eq!(used["plans_used"], 1);
+    assert_eq!(used["covered"][0]["plan_id"], plan["plan_id"]);
+    assert_eq!(used["covered"][0]["plan_digest"], plan["plan_digest"]);
+    // The audit keeps the standing approval's envelope as the approval's.
+    let audit = gw.count(
+        "SELECT COUNT(*) FROM decisions WHERE plan_id = $1 AND standing_id IS NOT NULL",
+        plan["plan_id"].as_str().unwrap(),
+    );
+    assert_eq!(audit.await, 1);
+}
+
+#[tokio::test]
+async fn a_plan_outside_its_constraints_waits_for_people() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let agent = agent_id(&gw).await;
+    let s = statement(&gw, &dana, &agent);
+    create(&gw, &dana, &s).await;
+    for params in [
+        json!({"project": "prj_184", "retention_days": 3}),
+        json!({"project": "prj_200", "retention_days": 14}),
+    ] {
+        let plan = gw.dry_run(params.clone()).await;
+        assert!(plan.get("status").is_none(), "{params}: {plan}");
+        assert_eq!(status(&gw, &dana, &plan).await, "pending_approval");
+    }
+    assert_eq!(listed(&gw, &dana, &s.standing_id).await["plans_used"], 0);
+}
+
+#[tokio::test]
+async fn its_count_holds_when_two_plans_race() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let agent = agent_id(&gw).await;
+    let mut s = statement(&gw, &dana, &agent);
+    s.max_plans = 1;
+    create(&gw, &dana, &s).await;
+    let (state, token) = (gw.state.clone(), gw.agent.clone());
+    let replies = at_once(2, |i| {
+        let gw = Gateway::acting_as(state.clone(), token.clone());
+        async move {
+            let days = 10 + i as i64;
+            gw.call(
+                "POST",
+                "/v1/capabilities/projects.settings.update/dry_run",
+                Some(&gw.agent),
+                Some(json!({"params": {"project": "prj_184", "retention_days": days}})),
+            )
+            .await
+        }
+    })
+    .await;
+    let approved = replies
+        .iter()
+        .filter(|r| r.body["status"] == "approved")
+        .count();
+    assert_eq!(
+        approved,
+        1,
+        "{:?}",
+        replies
+            .iter()
+            .map(|r| &r.body["status"])
+            .collect::<Vec<_>>()
+    );
+    let used = listed(&gw, &dana, &s.standing_id).await;
+    assert_eq!(
+        (used["plans_used"].as_u64(), used["state"].as_str()),
+        (Some(1), Some("used_up"))
+    );
+}
+
+#[tokio::test]
+async fn its_credits_cap_holds_when_plans_race() {
+    let gw = Gateway::with_policy(policy(EVERY_PLAN)).await;
+    let dana = gw.enroll("Dana").await;
+    let first = gw.preview(UPLOAD, upload(0)).await;
+    let agent = first["caller"]["agent_id"].as_str().unwrap().to_owned();
+    let price = first["estimated_cost"]["amount_max"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(price, "0.09");
+    let mut s = statement(&gw, &dana, &agent);
+    s.capability_id = UPLOAD.into();
+    s.constraints.clear();
+    s.resources.clear();
+    s.max_cost_per_plan = Credits::cents(9);
+    s.max_cost_total = Credits::cents(20);
+    create(&gw, &dana, &s).await;
+    let (state, token) = (gw.state.clone(), gw.agent.clone());
+    let replies = at_once(3, |i| {
+        let gw = Gateway::acting_as(state.clone(), token.clone());
+        async move {
+            gw.call(
+                "POST",
+                "/v1/capabilities/documents.document.upload/dry_run",
+                Some(&gw.agent),
+                Some(json!({ "params": upload(i + 1) })),
+            )
+            .await
+        }
+    })
+    .await;
+    let approved = replies
+        .iter()
+        .filter(|r| r.body["status"] == "approved")
+        .count();
+    assert_eq!(
+        approved, 2,
+        "two uploads of 0.09 fit in 0.20, a third does not"
+    );
+    let used = listed(&gw, &dana, &s.standing_id).await;
+    assert_eq!(used["credits_used"], "0.18");
+    assert_eq!(used["plans_used"], 2);
+}
+
+fn upload(n: usize) -> Value {
+    json!({"project": "prj_184", "filename": format!("notes-{n}.txt"), "mime_type": "text/plain",
+           "size_bytes": 1000})
+}
+
+#[tokio::test]
+async fn an_expired_standing_approval_covers_nothing() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let agent = agent_id(&gw).await;
+    let mut s = statement(&gw, &dana, &agent);
+    s.expires_at = s.issued_at + chrono::Duration::seconds(2);
+    create(&gw, &dana, &s).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    assert!(plan.get("status").is_none(), "{plan}");
+    assert_eq!(listed(&gw, &dana, &s.standing_id).await["state"], "expired");
+}
+
+#[tokio::test]
+async fn revoked_by_its_signer_its_unrun_approvals_stop_counting() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let lena = gw.enroll("Lena").await;
+    let agent = agent_id(&gw).await;
+    let s = statement(&gw, &dana, &agent);
+    create(&gw, &dana, &s).await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    assert_eq!(plan["status"], "approved");
+    let uri = format!("/v1/standing/{}/revoke", s.standing_id);
+    let other = gw.call("POST", &uri, Some(&lena.token), None).await;
+    assert_error(&other, "forbidden", 403);
+    let revoked = gw.call("POST", &uri, Some(&dana.token), None).await;
+    assert_eq!(revoked.status, StatusCode::OK, "{}", revoked.body);
+    assert_eq!(revoked.body["state"], "revoked");
+    // The plan it approved and that has not run waits for people again, in the queue.
+    assert_eq!(status(&gw, &dana, &plan).await, "pending_approval");
+    assert!(queued(&gw, &dana)
+        .await
+        .contains(&plan["plan_id"].as_str().unwrap().to_owned()));
+    let next = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 15}))
+        .await;
+    assert!(next.get("status").is_none(), "{next}");
+}
+
+#[tokio::test]
+async fn an_admin_revokes_it_and_a_revoked_key_ends_it() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let agent = agent_id(&gw).await;
+    let by_admin = statement(&gw, &dana, &agent);
+    create(&gw, &dana, &by_admin).await;
+    let revoked = standing::revoke(
+        &gw.state.store,
+        gw.state.registry,
+        Revoker::Admin,
+        &by_admin.standing_id,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        revoked
+            .state_reason
+            .as_deref()
+            .map(|r| r.starts_with("revoked by an admin")),
+        Some(true)
+    );
+
+    let with_key = statement(&gw, &dana, &agent);
+    create(&gw, &dana, &with_key).await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    assert_eq!(plan["status"], "approved");
+    revocation::revoke_key(&gw.state.store, gw.state.registry, &dana.key_id)
+        .await
+        .unwrap();
+    let ended = listed(&gw, &gw.enroll("Lena").await, &with_key.standing_id).await;
+    assert_eq!(ended["state"], "revoked");
+    assert_eq!(ended["state_reason"], "the key that signed it was revoked");
+    assert_eq!(
+        status(&gw, &gw.enroll("Mo").await, &plan).await,
+        "pending_approval"
+    );
+    let next = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 15}))
+        .await;
+    assert!(next.get("status").is_none(), "{next}");
+}
+
+#[tokio::test]
+async fn the_policy_bounds_what_it_may_cover_and_a_change_suspends_it() {
+    // The built-in policy lets no standing approval cover bulk plans.
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let agent = agent_id(&gw).await;
+    let mut bulk = statement(&gw, &dana, &agent);
+    bulk.risk_flags = vec![RiskFlag::Bulk];
+    let reply = send(&gw, &dana, &bulk.sign(&dana.key).unwrap()).await;
+    assert_error(&reply, "policy_denied", 403);
+
+    // A policy that lets it; then the built-in one again on the same store suspends it.
+    let allowing = format!("{EVERY_PLAN}\nstanding_flags := {{\"bulk\", \"money\"}}\n");
+    let database = on_disk(true).await;
+    let store = Store::open(&database).await.unwrap();
+    seed_demo(&store).await.unwrap();
+    let registry = countersign_embedded::default_registry();
+    let before = state_with_policy(
+        store,
+        "Test",
+        Default::default(),
+        registry,
+        policy(&allowing),
+    );
+    let gw = Gateway::from_state(before.await.unwrap()).await;
+    let dana = gw.enroll("Dana").await;
+    let agent = agent_id(&gw).await;
+    let mut bulk = statement(&gw, &dana, &agent);
+    bulk.risk_flags = vec![RiskFlag::Bulk];
+    assert_eq!(create(&gw, &dana, &bulk).await["state"], "active");
+    let token = gw.agent.clone();
+    drop(gw);
+    let store = Store::open(&database).await.unwrap();
+    let after = state_with_policy(
+        store,
+        "Test",
+        Default::default(),
+        registry,
+        Policy::builtin(),
+    );
+    let gw = Gateway::acting_as(after.await.unwrap(), token);
+    let suspended = listed(&gw, &dana, &bulk.standing_id).await;
+    assert_eq!(suspended["state"], "suspended");
+    assert!(
+        suspended["state_reason"].as_str().unwrap().contains("bulk"),
+        "{suspended}"
+    );
+}
+
+#[tokio::test]
+async fn it_never_fills_a_rule_of_more_than_two_people() {
+    let three = r#"package countersign.approval
+import rego.v1
+rules contains {"id": "three", "count": 3, "standing": true} if count(input.plan.effects) > 0
+"#;
+    let gw = Gateway::with_policy(policy(three)).await;
+    let dana = gw.enroll("Dana").await;
+    let agent = agent_id(&gw).await;
+    let s = statement(&gw, &dana, &agent);
+    create(&gw, &dana, &s).await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    let record = gw
+        .record(&dana.token, plan["plan_id"].as_str().unwrap())
+        .await;
+    assert!(
+        record.body["approvals"]["received"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{}",
+        record.body
+    );
+    assert_eq!(listed(&gw, &dana, &s.standing_id).await["plans_used"], 0);
+
+    // A rule of two takes it for one seat: one person still looks at the plan.
+    let two = three.replace("\"three\", \"count\": 3", "\"two\", \"count\": 2");
+    let gw = Gateway::with_policy(policy(&two)).await;
+    let dana = gw.enroll("Dana").await;
+    let agent = agent_id(&gw).await;
+    create(&gw, &dana, &statement(&gw, &dana, &agent)).await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
+        .await;
+    assert!(plan.get("status").is_none(), "{plan}");
+    let record = gw
+        .record(&dana.token, plan["plan_id"].as_str().unwrap())
+        .await;
+    assert_eq!(
+        record.body["approvals"]["received"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(record.body["status"], "pending_approval");
+}
+
+#[tokio::test]
+async fn forged_replayed_and_misaddressed_statements_are_refused() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let lena = gw.enroll("Lena").await;
+    let agent = agent_id(&gw).await;
+    let s = statement(&gw, &dana, &agent);
+    let envelope = s.sign(&dana.key).unwrap();
+
+    // One flipped byte of the payload: 19 credits in all instead of 10.
+    let mut payload = envelope.payload_bytes().unwrap();
+    let text = String::from_utf8(payload.clone()).unwrap();
+    let at = text.find("\"10.00\"").unwrap() + 1;
+    payload[at + 1] = b'9';
+    let forged = Envelope {
+        payload: base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &payload),
+        ..envelope.clone()
+    };
+    assert_error(&send(&gw, &dana, &forged).await, "bad_signature", 401);
+    // Dana's statement sent with Lena's token.
+    assert_error(&send(&gw, &lena, &envelope).await, "bad_signature", 401);
+    let mut elsewhere = s.clone();
+    elsewhere.audience = "gw_other".into();
+    let reply = send(&gw, &dana, &elsewhere.sign(&dana.key).unwrap()).await;
+    assert_error(&reply, "audience_mismatch", 422);
+
+    assert_eq!(
+        send(&gw, &dana, &envelope).await.status,
+        StatusCode::CREATED
+    );
+    assert_error(&send(&gw, &dana, &envelope).await, "nonce_reused", 409);
+    let mut again = s.clone();
+    again.standing_id = new_standing_id();
+    let reply = send(&gw, &dana, &again.sign(&dana.key).unwrap()).await;
+    assert_error(&reply, "nonce_reused", 409);
+    let rows = "SELECT COUNT(*) FROM standing_approvals WHERE approver_id = $1";
+    assert_eq!(gw.count(rows, &dana.id).await, 1);
+}
+
+#[tokio::test]
+async fn over_mcp_a_covered_plan_is_approved_and_wait_returns_at_once() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let agent = agent_id(&gw).await;
+    let s = statement(&gw, &dana, &agent);
+    create(&gw, &dana, &s).await;
+    let answer = gw
+        .tool(
+            &gw.agent,
+            SETTINGS,
+            json!({"project": "prj_184", "retention_days": 21}),
+        )
+        .await;
+    let result = &answer["result"];
+    assert_eq!(
+        result["structuredContent"]["status"], "approved",
+        "{answer}"
+    );
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("Approved at once by Dana (standing approval sa_"),
+        "{text}"
+    );
+    let plan_id = result["structuredContent"]["plan_id"].as_str().unwrap();
+    let waited = gw
+        .tool(
+            &gw.agent,
+            "countersign_wait",
+            json!({"plan_id": plan_id, "timeout_seconds": 30}),
+        )
+        .await;
+    assert_eq!(
+        waited["result"]["structuredContent"]["status"], "approved",
+        "{waited}"
+    );
+    assert_eq!(waited["result"]["structuredContent"]["timed_out"], false);
+}
