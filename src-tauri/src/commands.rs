@@ -2,12 +2,14 @@
 //! waits behind another's network I/O or the sync task's: queue and status read the live
 //! snapshot, the rest work on a clone of the current session.
 
+use countersign_console::amend::AmendDraft;
 use countersign_console::batch::{BatchItem, BatchOutcome, BatchView};
 use countersign_console::error::{ConsoleError, ErrorView};
 use countersign_console::history::HistoryEntry;
 use countersign_console::review::{DecisionView, PlanView, QueueView, RefreshView, RowGist};
 use countersign_console::session::StatusView;
 use countersign_console::settings::{Settings, SettingsView};
+use countersign_console::standing::{StandingDraft, StandingView};
 use countersign_console::subjects::SubjectsPage;
 use countersign_desktop::memory::Release;
 use countersign_proto::decision::Decision;
@@ -172,14 +174,31 @@ pub async fn history(shell: State<'_, Shell>) -> Answer<Vec<HistoryEntry>> {
 }
 
 /// Asks where to write the history (a native save dialog); `None` when that was cancelled.
+/// `format` is `json` (the console's own entries) or `in-toto` (an audit others can verify).
 #[tauri::command]
-pub async fn export_history(app: AppHandle, shell: State<'_, Shell>) -> Answer<Option<String>> {
+pub async fn export_history(
+    app: AppHandle,
+    shell: State<'_, Shell>,
+    format: String,
+) -> Answer<Option<String>> {
+    let in_toto = match format.as_str() {
+        "json" => false,
+        "in-toto" => true,
+        other => {
+            let why = format!("an export is \"json\" or \"in-toto\", not {other:?}");
+            return Err(view(ConsoleError::Invalid(why)));
+        }
+    };
     let running = shell.running()?;
+    let name = match in_toto {
+        true => "countersign-history.intoto.jsonl",
+        false => "countersign-history.jsonl",
+    };
     let ask = app
         .dialog()
         .file()
         .set_title("Export the decision history")
-        .set_file_name("countersign-history.jsonl")
+        .set_file_name(name)
         .add_filter("JSON Lines", &["jsonl"]);
     let chosen = tauri::async_runtime::spawn_blocking(move || ask.blocking_save_file())
         .await
@@ -187,13 +206,83 @@ pub async fn export_history(app: AppHandle, shell: State<'_, Shell>) -> Answer<O
     let Some(path) = chosen.and_then(|p| p.into_path().ok()) else {
         return Ok(None);
     };
+    let console = running.session.console();
+    match in_toto {
+        true => console.export_in_toto(&path).await.map(|_| ()),
+        false => console.export_history(&path).await,
+    }
+    .map_err(view)?;
+    Ok(Some(path.display().to_string()))
+}
+
+#[tauri::command]
+pub async fn standing(shell: State<'_, Shell>) -> Answer<Vec<StandingView>> {
+    let running = shell.running()?;
+    running.session.console().standing().await.map_err(view)
+}
+
+#[tauri::command]
+pub async fn standing_draft(shell: State<'_, Shell>, plan_id: String) -> Answer<StandingDraft> {
+    let running = shell.running()?;
+    let console = running.session.console();
+    console.standing_draft(&plan_id).await.map_err(view)
+}
+
+/// Signs and sends a standing approval once the native confirmation, which says in words what it
+/// lets run, is answered yes.
+#[tauri::command]
+pub async fn create_standing(
+    app: AppHandle,
+    shell: State<'_, Shell>,
+    draft: StandingDraft,
+) -> Answer<StandingView> {
+    let running = shell.running()?;
+    let confirm = NativeConfirm::standing(&app);
+    let console = running.session.console();
+    console
+        .create_standing(&draft, &confirm)
+        .await
+        .map_err(view)
+}
+
+#[tauri::command]
+pub async fn revoke_standing(shell: State<'_, Shell>, id: String) -> Answer<StandingView> {
+    let running = shell.running()?;
+    let console = running.session.console();
+    console.revoke_standing(&id).await.map_err(view)
+}
+
+#[tauri::command]
+pub async fn amend_draft(shell: State<'_, Shell>, plan_id: String) -> Answer<AmendDraft> {
+    let running = shell.running()?;
+    let console = running.session.console();
+    console.amend_draft(&plan_id).await.map_err(view)
+}
+
+#[tauri::command]
+pub async fn amend(
+    shell: State<'_, Shell>,
+    plan_id: String,
+    params: serde_json::Value,
+) -> Answer<RefreshView> {
+    let running = shell.running()?;
+    let console = running.session.console();
+    console.amend(&plan_id, params).await.map_err(view)
+}
+
+#[tauri::command]
+pub fn snooze(shell: State<'_, Shell>, plan_id: String, minutes: u32) -> Answer<QueueView> {
+    let running = shell.running()?;
     running
         .session
         .console()
-        .export_history(&path)
-        .await
-        .map_err(view)?;
-    Ok(Some(path.display().to_string()))
+        .snooze(&plan_id, minutes)
+        .map_err(view)
+}
+
+#[tauri::command]
+pub fn unsnooze(shell: State<'_, Shell>, plan_id: String) -> Answer<QueueView> {
+    Ok(shell.running()?.session.console().unsnooze(&plan_id))
 }
 
 #[tauri::command]

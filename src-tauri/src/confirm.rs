@@ -21,6 +21,14 @@ impl NativeConfirm {
         }
     }
 
+    /// The confirmation before a standing approval is signed.
+    pub fn standing(app: &AppHandle) -> NativeConfirm {
+        NativeConfirm {
+            app: app.clone(),
+            yes: "Sign standing approval",
+        }
+    }
+
     /// The confirmation before a credential is sent to another URL.
     pub fn moving(app: &AppHandle) -> NativeConfirm {
         NativeConfirm {

@@ -1,5 +1,6 @@
 //! Follows the session's live snapshot: tells the window when the queue or the link changed,
-//! keeps the tray's count, and announces plans that arrive while the app runs.
+//! keeps the tray's count, announces plans that arrive while the app runs, and brings back
+//! snoozed plans and plans about to expire.
 
 use std::sync::Arc;
 
@@ -8,6 +9,7 @@ use countersign_console::live::Snapshot;
 use countersign_console::notify::NotifyRules;
 use countersign_console::review::SentQueue;
 use countersign_console::rules::{turn, Turn};
+use countersign_console::snooze::Due;
 use countersign_desktop::memory::Release;
 use countersign_desktop::seen::Seen;
 use tauri::{AppHandle, Emitter, Manager};
@@ -19,6 +21,9 @@ use crate::tray;
 pub const QUEUE_CHANGED: &str = "queue-changed";
 
 const FETCHES_AT_ONCE: usize = 4;
+
+/// How often ended snoozes and plans about to expire are looked for.
+const REMINDERS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The approver's notification rules as they are when a plan arrives (they change in Settings).
 pub type Rules = Arc<dyn Fn() -> NotifyRules + Send + Sync>;
@@ -95,8 +100,29 @@ pub async fn follow(
                 }
             });
         }
-        if changes.changed().await.is_err() {
-            return;
+        // A snooze that ends or a plan about to expire brings a plan back without the queue
+        // changing: looked at every few seconds as well.
+        tokio::select! {
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            () = tokio::time::sleep(REMINDERS_EVERY) => {}
+        }
+        let due = console.due();
+        if due.iter().any(|(_, why)| *why == Due::Unsnoozed) {
+            let _ = app.emit(QUEUE_CHANGED, sent.change_to(&console.queue()));
+        }
+        for (plan_id, why) in due {
+            let arrival = match why {
+                Due::Unsnoozed => Arrival::Unsnoozed,
+                Due::ExpiresSoon => Arrival::ExpiresSoon,
+            };
+            let (app, console, rules) = (app.clone(), console.clone(), rules.clone());
+            tauri::async_runtime::spawn(async move {
+                notification::announce(app, console, plan_id, arrival, || rules()).await;
+            });
         }
     }
 }

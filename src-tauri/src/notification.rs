@@ -23,6 +23,10 @@ pub enum Arrival {
     /// It was there, and now waits on this approver: a rule of the gateway's policy widened to
     /// them. A reminder, whatever the plan's risk.
     NowMine,
+    /// The approver snoozed it, and the snooze ended.
+    Unsnoozed,
+    /// It waits on this approver and expires within five minutes: once.
+    ExpiresSoon,
 }
 
 /// Fetches `plan_id` and shows a notification when the approver's rules, as `rules` gives them
@@ -43,18 +47,25 @@ pub async fn announce(
     };
     let announced = match arrival {
         Arrival::New => rules().selects_plan(&plan),
-        Arrival::NowMine => {
+        Arrival::NowMine | Arrival::ExpiresSoon => {
             plan.status == "pending_approval"
                 && plan.turn == Turn::Me
                 && !plan.risk.iter().any(|f| f == "blocked")
         }
+        Arrival::Unsnoozed => matches!(plan.status.as_str(), "pending_approval" | "stale"),
     };
     if !announced {
         return;
     }
     let (mut summary, body) = words(&plan);
-    if arrival == Arrival::NowMine {
-        summary = visible(&format!("Now waiting on you: {}", plan.capability_id));
+    let lead = match arrival {
+        Arrival::New => None,
+        Arrival::NowMine => Some("Now waiting on you"),
+        Arrival::Unsnoozed => Some("Back from snooze"),
+        Arrival::ExpiresSoon => Some("Expires in 5 minutes"),
+    };
+    if let Some(lead) = lead {
+        summary = visible(&format!("{lead}: {}", plan.capability_id));
     }
     // Waiting for the click blocks: a thread of its own per notification shown.
     std::thread::spawn(move || show(&app, &plan_id, &summary, &body));

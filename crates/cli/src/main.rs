@@ -1,9 +1,11 @@
 //! `countersign-cli`: the console's functions in a terminal, for approvers on servers and for
 //! scripts. Exit codes: 0 done, 1 refused (the code is printed), 2 usage, 3 gateway unreachable.
 
+mod audit;
 mod json;
 mod outcome;
 mod render;
+mod standing;
 mod style;
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
@@ -94,6 +96,30 @@ enum Command {
         /// Write the journal as JSON Lines to this file (`-` for standard output).
         #[arg(long)]
         export: Option<PathBuf>,
+        /// `json` (the journal's own entries) or `in-toto` (an audit others can verify: each
+        /// decision the gateway accepted, each standing approval of yours and each plan it
+        /// covered, as in-toto Statements wrapping the signed envelopes; needs --export FILE).
+        #[arg(long, default_value = "json")]
+        format: ExportFormat,
+    },
+    /// Standing approvals: list, create from a plan, revoke.
+    Standing {
+        #[command(subcommand)]
+        command: standing::StandingCommand,
+    },
+    /// The gateway's approver public keys (what `verify` checks against), fetched once.
+    Keys {
+        /// Write them to this file instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Check an in-toto export offline: which entries verify against the approvers' keys.
+    Verify {
+        /// The export `history --format in-toto --export` wrote.
+        file: PathBuf,
+        /// The keys `keys --out` wrote; without it they are fetched once from the gateway.
+        #[arg(long)]
+        keys: Option<PathBuf>,
     },
     /// Replace the signing key; the old one's public half is kept for history.
     RotateKey,
@@ -109,7 +135,14 @@ enum Command {
     },
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ExportFormat {
+    Json,
+    InToto,
+}
+
 /// An outcome for the exit code: usage problems are the caller's to fix.
+#[derive(Debug)]
 enum Failure {
     Usage(String),
     Console(ConsoleError),
@@ -361,7 +394,28 @@ async fn run(cli: Cli) -> Outcome {
             }
         }
         Command::Watch => watch(open(&cli).await?, json).await?,
-        Command::History { export } => {
+        Command::History {
+            export: Some(path),
+            format: ExportFormat::InToto,
+        } => audit::export(&open(&cli).await?, path, json).await?,
+        Command::History {
+            export: None,
+            format: ExportFormat::InToto,
+        } => {
+            return Err(Failure::Usage(
+                "--format in-toto writes a file: pass --export FILE".to_owned(),
+            ))
+        }
+        Command::Standing { command } => standing::run(&open(&cli).await?, command, json).await?,
+        Command::Keys { out } => audit::keys(&open(&cli).await?, out.as_deref(), json).await?,
+        Command::Verify { file, keys } => {
+            let keys = match keys {
+                Some(path) => audit::keys_from(path)?,
+                None => open(&cli).await?.client().approver_keys().await?,
+            };
+            audit::verify(file, &keys, json)?;
+        }
+        Command::History { export, .. } => {
             let dir = data_dir(&cli)?;
             let journal = countersign_console::journal::Journal::open(&dir.join(JOURNAL)).await?;
             if let Some(path) = export {

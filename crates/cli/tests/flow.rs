@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+#[path = "flow/standing.rs"]
+mod standing;
+
 use assert_cmd::Command;
 use countersign_api::AppState;
 use countersign_embedded::Embedded;

@@ -2,8 +2,10 @@
 
 use std::time::Duration;
 
-use countersign_proto::approvals::{ApprovalList, ApproverProfile, DecisionResponse, PlanRecord};
-use countersign_proto::describe::GatewayInfo;
+use countersign_proto::approvals::{
+    ApprovalList, ApproverKeys, ApproverProfile, DecisionResponse, PlanRecord,
+};
+use countersign_proto::describe::{Describe, GatewayInfo};
 use countersign_proto::dsse::Envelope;
 use countersign_proto::enrollment::{
     BoundEnrollRequest, BoundEnrollResponse, IdentityProof, IdentityRequest,
@@ -11,6 +13,7 @@ use countersign_proto::enrollment::{
 use countersign_proto::error::ErrorEnvelope;
 use countersign_proto::guard::{SubjectItem, SubjectPage};
 use countersign_proto::keys::RotatedKey;
+use countersign_proto::standing::{StandingApproval, StandingList};
 use countersign_proto::Credits;
 use reqwest::header::{ETAG, IF_NONE_MATCH};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
@@ -421,6 +424,67 @@ impl GatewayClient {
             ));
         }
         Ok(crate::events::EventStream::new(response, self.base.clone()))
+    }
+
+    /// Every standing approval of the gateway, newest first.
+    pub async fn standing(&self) -> Result<StandingList, ConsoleError> {
+        self.call::<(), _>(Method::GET, "/v1/standing", None).await
+    }
+
+    /// Sends a signed standing approval.
+    pub async fn create_standing(
+        &self,
+        envelope: &Envelope,
+    ) -> Result<StandingApproval, ConsoleError> {
+        self.call(Method::POST, "/v1/standing", Some(envelope))
+            .await
+    }
+
+    /// Revokes one of this approver's standing approvals at once.
+    pub async fn revoke_standing(&self, id: &str) -> Result<StandingApproval, ConsoleError> {
+        id_checked(id, "standing approval")?;
+        self.call::<(), _>(Method::POST, &format!("/v1/standing/{id}/revoke"), None)
+            .await
+    }
+
+    /// Asks the gateway to preview `params` instead of the plan's request, as its successor.
+    pub async fn amend(&self, plan_id: &str, params: &Value) -> Result<FetchedPlan, ConsoleError> {
+        id_checked(plan_id, "plan")?;
+        let body = serde_json::json!({ "params": params });
+        let raw: Value = self
+            .call(
+                Method::POST,
+                &format!("/v1/plans/{plan_id}/amend"),
+                Some(&body),
+            )
+            .await?;
+        fetched(plan_id, raw)
+    }
+
+    /// A capability's description: its input schema, for the amend editor.
+    pub async fn describe(&self, capability_id: &str) -> Result<Describe, ConsoleError> {
+        let fine = !capability_id.is_empty()
+            && capability_id.len() <= 200
+            && capability_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+        if !fine {
+            return Err(ConsoleError::Invalid(format!(
+                "{capability_id:?} is not a capability id"
+            )));
+        }
+        self.call::<(), _>(
+            Method::GET,
+            &format!("/v1/capabilities/{capability_id}"),
+            None,
+        )
+        .await
+    }
+
+    /// Every approver key the gateway accepted: what an exported history is checked against.
+    pub async fn approver_keys(&self) -> Result<ApproverKeys, ConsoleError> {
+        self.call::<(), _>(Method::GET, "/v1/approvers/keys", None)
+            .await
     }
 
     pub async fn decide(

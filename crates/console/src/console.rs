@@ -20,6 +20,7 @@ use crate::review::{self, PlanView, QueueView, RefreshView, RowContext, RowGist}
 use crate::sample::{self, SampleCheck};
 use crate::signer::Signer;
 use crate::snapshot::Snapshot;
+use crate::snooze::Snoozes;
 use crate::subject_sets::SubjectCache;
 pub use crate::subject_sets::SubjectCheck;
 use crate::sync::{Poller, DEFAULT_POLL_INTERVAL};
@@ -49,12 +50,16 @@ pub struct Console {
     /// The approver's poll interval in seconds: the shortest wait between listings while the
     /// event stream is down (a gateway may ask for a longer one).
     poll_every: AtomicU64,
+    /// Plans this approver snoozed, and those it was reminded of.
+    snoozes: Mutex<Snoozes>,
 }
 
 /// Queue rows see the gists and the outbox the console knows.
 struct Context<'a> {
     gists: &'a HashMap<String, String>,
     snapshot: &'a Snapshot,
+    snoozes: &'a Snoozes,
+    now: chrono::DateTime<Utc>,
 }
 
 impl RowContext for Context<'_> {
@@ -66,6 +71,9 @@ impl RowContext for Context<'_> {
     }
     fn me(&self) -> Option<&ApproverProfile> {
         self.snapshot.me.as_ref()
+    }
+    fn snoozed_until(&self, plan_id: &str) -> Option<chrono::DateTime<Utc>> {
+        self.snoozes.until(plan_id, self.now)
     }
 }
 
@@ -90,6 +98,7 @@ impl Console {
             recent: Mutex::new(std::collections::VecDeque::new()),
             subjects: SubjectCache::default(),
             poll_every: AtomicU64::new(DEFAULT_POLL_INTERVAL.as_secs()),
+            snoozes: Mutex::new(Snoozes::default()),
         })
     }
 
@@ -119,6 +128,10 @@ impl Console {
 
     pub fn client(&self) -> &GatewayClient {
         &self.client
+    }
+
+    pub(crate) fn snoozes(&self) -> std::sync::MutexGuard<'_, Snoozes> {
+        self.snoozes.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn publisher(&self) -> &watch::Sender<Snapshot> {
@@ -235,11 +248,14 @@ impl Console {
     pub fn queue(&self) -> QueueView {
         let snapshot = self.publish.borrow();
         let gists = self.gists.lock().unwrap_or_else(|p| p.into_inner());
+        let snoozes = self.snoozes();
         let mut view = review::queue_in(
             &snapshot.items,
             &Context {
                 gists: &gists,
                 snapshot: &snapshot,
+                snoozes: &snoozes,
+                now: Utc::now(),
             },
         );
         view.generation = snapshot.generation;
@@ -456,6 +472,15 @@ impl Console {
     pub async fn refresh(&self, plan_id: &str) -> Result<RefreshView, ConsoleError> {
         let old = self.client.plan(plan_id).await?;
         let new = self.client.refresh(plan_id).await?;
+        self.changed_between(&old, &new).await
+    }
+
+    /// The plan `new` that replaced `old`, reviewed, and what changed between them.
+    pub(crate) async fn changed_between(
+        &self,
+        old: &FetchedPlan,
+        new: &FetchedPlan,
+    ) -> Result<RefreshView, ConsoleError> {
         let (old_plan, new_plan) = (&old.record.plan, &new.record.plan);
         let mut subjects = std::collections::BTreeMap::new();
         // The new plan exists now, whatever happens next: a failed subject fetch only leaves
@@ -481,8 +506,9 @@ impl Console {
         let changed = what_changed(old_plan, new_plan, &subjects);
         self.poller.lock().await.invalidate();
         Ok(RefreshView {
-            plan: self.review(&new),
+            plan: self.review(new),
             changed,
+            amended: None,
         })
     }
 

@@ -13,7 +13,7 @@ use ts_rs::TS;
 use crate::console::Console;
 use crate::error::ConsoleError;
 use crate::journal::{Journal, JournalEntry};
-use crate::private_files;
+use crate::{intoto, private_files};
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct HistoryEntry {
@@ -101,5 +101,46 @@ impl Console {
             text.push('\n');
         }
         private_files::write(path, text.as_bytes())
+    }
+
+    /// Writes an audit others can verify to `path` (`docs/audit-export.md`), one in-toto
+    /// Statement per line: every decision the gateway accepted from this console, and every
+    /// standing approval of this approver with each plan it covered (read from the gateway).
+    /// Returns how many entries were written.
+    pub async fn export_in_toto(&self, path: &Path) -> Result<usize, ConsoleError> {
+        let name = self.signer().display_name();
+        let mut lines = Vec::new();
+        for entry in self.history().await?.iter().rev() {
+            if entry.state != "answered" {
+                continue;
+            }
+            let envelope: Envelope = serde_json::from_value(entry.envelope.clone())
+                .map_err(|e| ConsoleError::Protocol(e.to_string()))?;
+            lines.push(intoto::decision(&envelope, name).map_err(ConsoleError::Protocol)?);
+        }
+        let me = self.signer().approver_id();
+        let list = self.client().standing().await?;
+        for standing in list
+            .items
+            .iter()
+            .rev()
+            .filter(|s| s.statement.approver_id == me)
+        {
+            lines.push(intoto::standing(standing).map_err(ConsoleError::Protocol)?);
+            for covered in standing.covered.iter().rev() {
+                let plan = self.client().plan(&covered.plan_id).await?;
+                let entry = intoto::standing_use(standing, &plan.raw);
+                lines.push(entry.map_err(ConsoleError::Protocol)?);
+            }
+        }
+        let mut text = String::new();
+        for line in &lines {
+            text.push_str(
+                &serde_json::to_string(line).map_err(|e| ConsoleError::Protocol(e.to_string()))?,
+            );
+            text.push('\n');
+        }
+        private_files::write(path, text.as_bytes())?;
+        Ok(lines.len())
     }
 }

@@ -1,6 +1,7 @@
 //! The Countersign console without a window: talks to a gateway, keeps the approver's key in the
 //! OS keyring, turns plans into what an approver reviews, and signs decisions.
 
+pub mod amend;
 pub mod batch;
 mod causes;
 pub mod changed;
@@ -13,6 +14,7 @@ pub mod error;
 pub mod events;
 pub mod execution;
 pub mod history;
+pub mod intoto;
 pub mod journal;
 pub mod live;
 pub mod media;
@@ -29,6 +31,8 @@ pub mod session;
 pub mod settings;
 pub mod signer;
 mod snapshot;
+pub mod snooze;
+pub mod standing;
 mod subject_sets;
 pub mod subjects;
 pub mod sync;

@@ -47,6 +47,9 @@ pub struct QueueItem {
     /// Whether the plan waits on this approver (an open rule asks for them), on others, or was
     /// decided by them.
     pub turn: Turn,
+    /// Until when this console hides the plan from the default view (the approver snoozed it);
+    /// null when not snoozed.
+    pub snoozed_until: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
@@ -145,6 +148,10 @@ pub trait RowContext {
     fn me(&self) -> Option<&ApproverProfile> {
         None
     }
+    /// Until when the approver snoozed the plan, while it is snoozed.
+    fn snoozed_until(&self, _plan_id: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+        None
+    }
 }
 
 /// No context: gists from the summary, nothing queued.
@@ -207,6 +214,7 @@ pub fn queue_item_in(summary: &PlanSummary, context: &dyn RowContext) -> QueueIt
             .map(|a| a.display_name.clone())
             .collect(),
         turn: rules::turn(summary, context.me()),
+        snoozed_until: context.snoozed_until(&summary.plan_id).map(time),
     }
 }
 
@@ -264,6 +272,7 @@ mod tests {
             queued: false,
             approved_by: Vec::new(),
             turn: Turn::Me,
+            snoozed_until: None,
         }
     }
 

@@ -197,6 +197,9 @@ pub struct PlanView {
 pub struct RefreshView {
     pub plan: PlanView,
     pub changed: WhatChanged,
+    /// Who changed what, when the plan is an amendment: "Dana changed retention_days from 7 to
+    /// 14.".
+    pub amended: Option<String>,
 }
 
 /// What the gateway answered to a decision.

@@ -6,6 +6,7 @@ use countersign_proto::decision::Statement;
 use countersign_proto::dsse::{decode_public_key, encode_public_key, Envelope};
 use countersign_proto::enrollment::{self, BoundEnrollRequest, Invite, Receipt};
 use countersign_proto::keys::KeyRotation;
+use countersign_proto::standing::StandingStatement;
 use countersign_proto::ErrorCode;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
@@ -417,6 +418,12 @@ impl Signer {
     }
 
     pub fn sign(&self, statement: &Statement) -> Result<Envelope, ConsoleError> {
+        statement
+            .sign(&self.key)
+            .map_err(|e| ConsoleError::Invalid(e.to_string()))
+    }
+
+    pub fn sign_standing(&self, statement: &StandingStatement) -> Result<Envelope, ConsoleError> {
         statement
             .sign(&self.key)
             .map_err(|e| ConsoleError::Invalid(e.to_string()))

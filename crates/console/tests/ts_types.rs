@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use countersign_console::amend::{AmendDraft, FormField, FormFieldKind};
 use countersign_console::batch::{
     BatchColumn, BatchItem, BatchOutcome, BatchResult, BatchView, Overlap,
 };
@@ -26,6 +27,9 @@ use countersign_console::rules::{RuleView, Turn};
 use countersign_console::sample::SampleCheck;
 use countersign_console::session::StatusView;
 use countersign_console::settings::{Settings, SettingsView, Theme};
+use countersign_console::standing::{
+    ConstraintOp, ConstraintView, StandingDraft, StandingStateView, StandingView,
+};
 use countersign_console::subjects::{SubjectRow, SubjectsPage};
 use ts_rs::TS;
 
@@ -87,6 +91,14 @@ fn declarations() -> String {
         Theme::decl(),
         Settings::decl(),
         SettingsView::decl(),
+        ConstraintOp::decl(),
+        ConstraintView::decl(),
+        StandingDraft::decl(),
+        StandingStateView::decl(),
+        StandingView::decl(),
+        FormFieldKind::decl(),
+        FormField::decl(),
+        AmendDraft::decl(),
     ];
     let mut out = String::from(
         "// Generated from crates/console by `UPDATE_TS=1 cargo test -p countersign-console --test console ts_types`.\n// Do not edit.\n",

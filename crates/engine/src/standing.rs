@@ -254,7 +254,7 @@ async fn with_uses(conn: &mut AnyConnection, row: Row) -> ApiResult<StandingAppr
             StandingState::UsedUp,
             Some(format!("all {plans_used} plans are used")),
         )
-    } else if credits_used >= statement.max_cost_total {
+    } else if credits_used >= statement.max_cost_total && statement.max_cost_total > Credits::ZERO {
         (
             StandingState::UsedUp,
             Some(format!("all {credits_used} credits are used")),

@@ -37,6 +37,20 @@ pub enum RiskFlag {
     Blocked,
 }
 
+impl RiskFlag {
+    /// Every flag, in order.
+    pub const ALL: [RiskFlag; 8] = [
+        RiskFlag::Irreversible,
+        RiskFlag::AccessChange,
+        RiskFlag::Money,
+        RiskFlag::External,
+        RiskFlag::Bulk,
+        RiskFlag::Uncertain,
+        RiskFlag::HighCost,
+        RiskFlag::Blocked,
+    ];
+}
+
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]

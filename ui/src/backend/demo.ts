@@ -6,6 +6,7 @@ import type {
   ExecutionView,
   PlanView,
   RequestView,
+  StandingView,
   SubjectRow,
   WhatChanged,
 } from './types';
@@ -37,7 +38,7 @@ function groups(effects: EffectView[]): EffectGroup[] {
 }
 
 /** A request as signed, from pointers and their values. */
-function request(params: Record<string, string>, leaves = false): RequestView {
+export function request(params: Record<string, string>, leaves = false): RequestView {
   return {
     leaves,
     params: Object.entries(params).map(([path, text]) => ({ path, text, long: text.length > 240 || text.split('\n').length > 4 })),
@@ -333,4 +334,75 @@ export function staleRefresh(old: PlanView): { plan: PlanView; changed: WhatChan
     moved: [{ resource: 'projects/prj_184', before: '73', after: '74' }],
   };
   return { plan: fresh, changed };
+}
+
+/** The capabilities' input schemas, as the gateway's catalogue publishes them. A capability not
+ *  listed takes its plans' params as they are. */
+export const SCHEMAS: Record<string, unknown> = {
+  'projects.settings.update': {
+    type: 'object', additionalProperties: false, required: ['project', 'retention_days'],
+    properties: {
+      project: { type: 'string', title: 'Project', description: 'The project id, e.g. prj_184.' },
+      retention_days: { type: 'integer', title: 'Retention (days)', minimum: 1, maximum: 3650, description: 'How long items are kept.' },
+      notify_owners: { type: 'boolean', title: 'Notify the owners', description: 'Email the project owners about the change.' },
+    },
+  },
+  'groups.members.remove': {
+    type: 'object', additionalProperties: false, required: ['group', 'filter'],
+    properties: {
+      group: { type: 'string', title: 'Group' },
+      filter: { type: 'object', properties: { employment: { type: 'string', enum: ['any', 'staff', 'contractor'] } } },
+    },
+  },
+  'documents.translate': {
+    type: 'object', additionalProperties: false, required: ['document', 'target_language'],
+    properties: {
+      document: { type: 'string', title: 'Document' },
+      target_language: { type: 'string', title: 'Target language', enum: ['de', 'fr', 'es', 'it'] },
+      instructions: { type: 'string', title: 'Instructions', description: 'What the translator is told.' },
+    },
+  },
+};
+
+const daysFromNow = (d: number) => minutesFromNow(d * 24 * 60);
+/** "2026-12-08 09:00Z", as the core writes an expiry in a sentence. */
+const stamp = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)}Z`;
+
+/** Standing approvals at the demo gateway: one of Dana's in use, one of Ada's, one Dana revoked. */
+export function demoStanding(): StandingView[] {
+  return [
+    {
+      id: 'sa_0003', approver: 'Dana', mine: true, agent_id: 'agt_ops', capability_id: 'projects.settings.update',
+      constraints: [
+        { param: '/project', op: 'one_of', values: ['"prj_184"'], line: 'project is prj_184' },
+        { param: '/retention_days', op: 'at_least', values: ['7'], line: 'retention_days ≥ 7' },
+      ],
+      resources: ['projects/prj_184', 'items/prj_184'], risk_flags: ['bulk'], max_plans: 10, plans_used: 1,
+      max_cost_per_plan: '0.10', max_cost_total: '1.00', credits_used: '0.00', issued_at: daysFromNow(-2),
+      expires_at: daysFromNow(5), reason: 'Retention clean-up on prj_184 this week.', state: 'active', state_reason: null,
+      allows: 'Plans of agt_ops for projects.settings.update run with your approval, without asking you, when project is prj_184; '
+        + 'retention_days ≥ 7; acting only on projects/prj_184, items/prj_184; carrying at most these risks: bulk: '
+        + `up to 10 plans, 0.10 credits each and 1.00 credits in all, until ${stamp(daysFromNow(5))}.`,
+      covered: ['plan_0005'],
+    },
+    {
+      id: 'sa_0002', approver: 'Ada', mine: false, agent_id: 'agt_docs', capability_id: 'documents.upload',
+      constraints: [], resources: ['documents/*'], risk_flags: ['money'], max_plans: 20, plans_used: 0,
+      max_cost_per_plan: '0.25', max_cost_total: '5.00', credits_used: '0.00', issued_at: daysFromNow(-3),
+      expires_at: daysFromNow(11), reason: 'Contract uploads for the November close.', state: 'active', state_reason: null,
+      allows: 'Plans of agt_docs for documents.upload run with Ada’s approval, without asking her, when acting only on documents/*; '
+        + `carrying at most these risks: money: up to 20 plans, 0.25 credits each and 5.00 credits in all, until ${stamp(daysFromNow(11))}.`,
+      covered: [],
+    },
+    {
+      id: 'sa_0001', approver: 'Dana', mine: true, agent_id: 'agt_offboard', capability_id: 'groups.members.remove',
+      constraints: [{ param: '/group', op: 'one_of', values: ['"grp_oncall"'], line: 'group is grp_oncall' }],
+      resources: ['groups/grp_oncall'], risk_flags: ['access_change'], max_plans: 5, plans_used: 0,
+      max_cost_per_plan: '0.06', max_cost_total: '0.60', credits_used: '0.00', issued_at: daysFromNow(-9),
+      expires_at: daysFromNow(-2), reason: 'Offboarding week.', state: 'revoked', state_reason: 'revoked by Dana',
+      allows: 'Plans of agt_offboard for groups.members.remove run with your approval, without asking you, when group is grp_oncall; '
+        + `acting only on groups/grp_oncall; carrying at most these risks: access_change: up to 5 plans, 0.06 credits each and 0.60 credits in all, until ${stamp(daysFromNow(-2))}.`,
+      covered: [],
+    },
+  ];
 }

@@ -2,14 +2,19 @@
 // plain browser. It follows the same contract as the Rust side, including refusals, the outbox
 // (`offline`) and the confirmation of risky approvals (`confirm`, the native dialog's stand-in).
 import { BackendError, type Backend } from './index';
-import { demoPlans, execution, staleRefresh, subjectRows } from './demo';
+import { demoPlans, demoStanding, execution, request, SCHEMAS, staleRefresh, subjectRows } from './demo';
+import { differences, formOf, inferred, invalid, leaves, paramsOf, shown, type Schema } from './schema';
 import type {
+  AmendDraft,
   BatchColumn,
   BatchItem,
   BatchOutcome,
   BatchResult,
   BatchView,
+  ConstraintOp,
+  ConstraintView,
   DecisionView,
+  EffectChange,
   HistoryEntry,
   Overlap,
   PlanView,
@@ -20,6 +25,8 @@ import type {
   RefreshView,
   Settings,
   SettingsView,
+  StandingDraft,
+  StandingView,
   StatusView,
   SubjectRow,
   SubjectsPage,
@@ -44,7 +51,7 @@ function countGist(p: PlanView): string {
   return p.effects.length === 1 ? '1 effect' : `${p.effects.length} effects`;
 }
 
-function row(p: PlanView, gistRead: boolean): QueueItem {
+function row(p: PlanView, gistRead: boolean, snoozedUntil: string | null = null): QueueItem {
   return {
     plan_id: p.plan_id, title: p.label, capability_id: p.capability_id, agent_id: p.agent_id,
     on_behalf_of: p.on_behalf_of, status: p.status, risk: p.risk, credits_max: p.cost.max,
@@ -57,7 +64,7 @@ function row(p: PlanView, gistRead: boolean): QueueItem {
     errors: p.validation.filter((v) => v.severity === 'error').length,
     approvals_received: p.approvals_received, approvals_required: p.approvals_required,
     expires_at: p.expires_at, gist: gistRead ? p.gist : countGist(p), gist_read: gistRead, blocked: p.validation.some((v) => v.blocks_execution),
-    queued: p.queued, approved_by: p.approved_by, turn: p.turn,
+    queued: p.queued, approved_by: p.approved_by, turn: p.turn, snoozed_until: snoozedUntil,
   };
 }
 
@@ -76,6 +83,34 @@ function queueChange(old: QueueView, now: QueueView): QueueChange {
 const cents = (s: string) => Math.round(Number(s) * 100);
 const credits = (c: number) => (c / 100).toFixed(2);
 const short = (d: string) => `sha256:${d.slice(7, 11)}…${d.slice(-4)}`;
+const FORMATS = { json: '/home/dana/countersign-history.jsonl', 'in-toto': '/home/dana/countersign-history.intoto.jsonl' };
+
+/** A constraint's line as the core words it: "project is prj_184 or prj_201", "retention_days ≥ 7". */
+function constraint(param: string, op: ConstraintOp, values: string[]): ConstraintView {
+  const name = param.replace(/^\//, '');
+  const words = values.map((v) => {
+    try {
+      return shown(JSON.parse(v));
+    } catch {
+      return v;
+    }
+  });
+  const line = op === 'at_least' ? `${name} ≥ ${words[0]}` : op === 'at_most' ? `${name} ≤ ${words[0]}` : `${name} is ${words.join(' or ')}`;
+  return { param, op, values, line };
+}
+
+/** What a standing approval allows, in the core's words (crates/proto/src/standing.rs). */
+function standingSentence(draft: StandingDraft, lines: string[], expires: Date): string {
+  const when = [...lines];
+  if (draft.resources.length > 0) when.push(`acting only on ${draft.resources.join(', ')}`);
+  when.push(draft.risk_flags.length === 0 ? 'carrying no risk flag' : `carrying at most these risks: ${draft.risk_flags.join(', ')}`);
+  const until = `${expires.toISOString().slice(0, 10)} ${expires.toISOString().slice(11, 16)}Z`;
+  return `Plans of ${draft.agent_id} for ${draft.capability_id} run with your approval, without asking you, when ${when.join('; ')}: `
+    + `up to ${draft.max_plans} plans, ${draft.max_cost_per_plan} credits each and ${draft.max_cost_total} credits in all, until ${until}.`;
+}
+
+/** "a", "a and b", "a, b and c". */
+const and = (items: string[]) => (items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`);
 
 type Outgoing = { entry: HistoryEntry; planId: string; decision: 'approve' | 'reject' };
 
@@ -91,6 +126,10 @@ export class FakeBackend implements Backend {
   /** `effect` keys (`plan_id/effect_id`) whose full subject set does not match its digest. */
   readonly mismatched = new Set<string>();
   subjectCalls = 0;
+  /** The formats the history was exported in, in order. */
+  readonly exports: ('json' | 'in-toto')[] = [];
+  /** The params of each amendment sent, in order. */
+  readonly amendments: { planId: string; params: unknown }[] = [];
   confirm: Confirm;
   private plans: PlanView[];
   private offline = false;
@@ -107,6 +146,9 @@ export class FakeBackend implements Backend {
   private sent: QueueView = { items: [], total_credits: '0.00', generation: 0 };
   private openListeners = new Set<(planId: string) => void>();
   private rows = new Map<string, SubjectRow[]>();
+  private standings: StandingView[] = demoStanding();
+  /** Plan id → until when it is snoozed. */
+  private snoozed = new Map<string, string>();
 
   constructor(options: FakeOptions = {}) {
     this.plans = options.plans ?? demoPlans();
@@ -156,7 +198,11 @@ export class FakeBackend implements Backend {
   }
 
   private view(): QueueView {
-    const items = this.plans.filter((p) => PENDING.includes(p.status)).map((p) => row(p, this.gistsRead.has(p.plan_id)))
+    const until = (id: string) => {
+      const at = this.snoozed.get(id);
+      return at && Date.parse(at) > Date.now() ? at : null;
+    };
+    const items = this.plans.filter((p) => PENDING.includes(p.status)).map((p) => row(p, this.gistsRead.has(p.plan_id), until(p.plan_id)))
       .sort((a, b) => a.expires_at.localeCompare(b.expires_at));
     const total = items.filter((i) => i.currency === 'credits').reduce((sum, i) => sum + cents(i.credits_max), 0);
     return { items, total_credits: credits(total), generation: this.generation };
@@ -213,7 +259,7 @@ export class FakeBackend implements Backend {
     old.not_approvable_reason = `Superseded by ${plan.plan_id}.`;
     this.plans.push(plan);
     this.changed();
-    return structuredClone({ plan, changed });
+    return structuredClone({ plan, changed, amended: null });
   }
 
   async subjects(planId: string, effectId: string, query: string, offset: number, limit: number): Promise<SubjectsPage> {
@@ -287,8 +333,139 @@ export class FakeBackend implements Backend {
     return structuredClone([...this.entries].reverse());
   }
 
-  async exportHistory(): Promise<string | null> {
-    return '/home/dana/countersign-history.jsonl';
+  async exportHistory(format: 'json' | 'in-toto'): Promise<string | null> {
+    this.exports.push(format);
+    return FORMATS[format];
+  }
+
+  async standing(): Promise<StandingView[]> {
+    return structuredClone([...this.standings].sort((a, b) => b.issued_at.localeCompare(a.issued_at)));
+  }
+
+  async standingDraft(planId: string): Promise<StandingDraft> {
+    const p = this.find(planId);
+    const params = paramsOf(p.request, this.schemaOf(p));
+    return {
+      plan_id: p.plan_id, agent_id: p.agent_id, capability_id: p.capability_id,
+      constraints: leaves(params).map(([param, value]) => constraint(param, 'one_of', [JSON.stringify(value)])),
+      resources: [...new Set(p.effects.map((e) => e.resource))], risk_flags: [...p.risk],
+      max_cost_per_plan: p.cost.max, max_cost_total: credits(cents(p.cost.max) * 10), max_plans: 10, days: 7, reason: '',
+    };
+  }
+
+  async createStanding(draft: StandingDraft): Promise<StandingView> {
+    const refusal = this.unfit(draft);
+    if (refusal) throw new BackendError('invalid_input', refusal);
+    if (this.offline) throw new BackendError('unreachable', 'The gateway does not answer.');
+    // As the core does: the words come from the fields, never from the lines the window sent.
+    const constraints = draft.constraints.map((c) => constraint(c.param, c.op, c.values));
+    const lines = constraints.map((c) => c.line);
+    const now = Date.now();
+    const expires = new Date(now + draft.days * 86_400_000);
+    const allows = standingSentence(draft, lines, expires);
+    if (!(await this.confirm(`Sign a standing approval for ${draft.agent_id}?`, allows, lines))) {
+      throw new BackendError('cancelled', 'The standing approval was not confirmed; nothing was signed.');
+    }
+    const view: StandingView = {
+      id: `sa_${String(this.standings.length + 1).padStart(4, '0')}`, approver: 'Dana', mine: true,
+      agent_id: draft.agent_id, capability_id: draft.capability_id, constraints, resources: [...draft.resources],
+      risk_flags: [...draft.risk_flags], max_plans: draft.max_plans, plans_used: 0,
+      max_cost_per_plan: draft.max_cost_per_plan, max_cost_total: draft.max_cost_total, credits_used: '0.00',
+      issued_at: new Date(now).toISOString(), expires_at: expires.toISOString(),
+      reason: draft.reason.trim(), state: 'active', state_reason: null, allows, covered: [],
+    };
+    this.standings.push(view);
+    return structuredClone(view);
+  }
+
+  async revokeStanding(id: string): Promise<StandingView> {
+    const found = this.standings.find((s) => s.id === id);
+    if (!found) throw new BackendError('not_found', `No standing approval ${id}.`);
+    if (!found.mine) throw new BackendError('forbidden', `Only ${found.approver}, who signed it, may revoke ${id}.`);
+    if (found.state !== 'active') throw new BackendError('invalid_input', `${id} is ${found.state.replace('_', ' ')} already.`);
+    if (this.offline) throw new BackendError('unreachable', 'The gateway does not answer.');
+    found.state = 'revoked';
+    found.state_reason = 'revoked by Dana';
+    return structuredClone(found);
+  }
+
+  async amendDraft(planId: string): Promise<AmendDraft> {
+    const p = this.amendable(planId);
+    const schema = this.schemaOf(p);
+    return { plan_id: p.plan_id, capability_id: p.capability_id, params: paramsOf(p.request, schema), schema, form: formOf(schema) };
+  }
+
+  async amend(planId: string, params: unknown): Promise<RefreshView> {
+    const old = this.amendable(planId);
+    const schema = this.schemaOf(old);
+    const why = invalid(schema, params);
+    if (why) throw new BackendError('validation_error', why);
+    const moved = differences(paramsOf(old.request, schema), params);
+    if (moved.length === 0) throw new BackendError('validation_error', 'Nothing changed: these are the plan’s own params.');
+    this.amendments.push({ planId, params: structuredClone(params) });
+    const n = this.plans.length + 10;
+    const word = (v: unknown) => (v === undefined ? '(none)' : shown(v));
+    // The gateway would plan anew; the fake rewrites the words that named the old value.
+    const literal = (v: unknown) => word(v).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const swap = (text: string) => moved.reduce((t, m) => (m.before === undefined || m.after === undefined ? t
+      : t.replace(new RegExp(`(to |→ )${literal(m.before)}(?!\\w|\\.\\d)`), `$1${word(m.after)}`)), text);
+    const plan: PlanView = {
+      ...structuredClone(old), plan_id: `plan_${String(n).padStart(4, '0')}`, supersedes: old.plan_id, status: 'pending_approval',
+      digest: `sha256:${(n * 7919).toString(16).padStart(8, '0')}${old.digest.slice(15)}`, stale: [],
+      request: request(Object.fromEntries(leaves(params).map(([path, v]) => [path, shown(v)])), old.request.leaves),
+      approvals_received: 0, approved_by: [], approvals: [], approvable: true, not_approvable_reason: null,
+      gist: swap(old.gist), expires_at: new Date(Date.now() + 15 * 60_000).toISOString(),
+    };
+    plan.changes = plan.changes.map((c) => {
+      const m = moved.find((x) => x.path === c.path);
+      return m ? { ...c, after: word(m.after), diff: { kind: 'scalar', before: c.before, after: word(m.after) } } : c;
+    });
+    plan.effects = plan.effects.map((e) => ({ ...e, description: swap(e.description) }));
+    const effectsChanged: EffectChange[] = old.effects.filter((e) => swap(e.description) !== e.description).map((e) => ({
+      effect_type: e.effect_type, resource: e.resource, description_before: e.description, description_after: swap(e.description),
+      values: old.changes.filter((c) => c.resource === e.resource && moved.some((m) => m.path === c.path)).map((c) => {
+        const m = moved.find((x) => x.path === c.path)!;
+        return { path: c.path, diff: { kind: 'scalar' as const, before: c.after, after: word(m.after) } };
+      }),
+      subjects_before: e.subjects_total, subjects_after: e.subjects_total, subjects_added: [], subjects_removed: [],
+    }));
+    const changed: WhatChanged = {
+      from_plan: old.plan_id, to_plan: plan.plan_id, effects_added: [], effects_removed: [], effects_changed: effectsChanged,
+      cost_delta: '+0.00', moved: [],
+      request: moved.map((m) => ({ path: m.path, diff: { kind: 'scalar', before: word(m.before), after: word(m.after) } })),
+    };
+    const said = moved.map((m) => {
+      const name = m.path.replace(/^\//, '');
+      if (m.before === undefined) return `set ${name} to ${word(m.after)}`;
+      if (m.after === undefined) return `removed ${name}`;
+      return `changed ${name} from ${word(m.before)} to ${word(m.after)}`;
+    });
+    old.status = 'superseded';
+    old.superseded_by = plan.plan_id;
+    old.approvable = false;
+    old.not_approvable_reason = `Superseded by ${plan.plan_id}.`;
+    this.plans.push(plan);
+    this.changed();
+    return structuredClone({ plan, changed, amended: `Dana ${and(said)}` });
+  }
+
+  async snooze(planId: string, minutes: number): Promise<QueueView> {
+    const p = this.find(planId);
+    if (!PENDING.includes(p.status)) throw new BackendError('plan_not_pending', `Plan ${planId} is ${p.status}.`);
+    if (!(minutes > 0)) throw new BackendError('invalid_input', 'Snooze for at least a minute.');
+    // Never past two minutes before it expires: the approver sees it again while it can be signed.
+    const until = Math.min(Date.now() + minutes * 60_000, Date.parse(p.expires_at) - 2 * 60_000);
+    if (until <= Date.now()) throw new BackendError('invalid_input', `${planId} expires in under two minutes: too soon to snooze.`);
+    this.snoozed.set(planId, new Date(until).toISOString());
+    this.changed();
+    return this.view();
+  }
+
+  async unsnooze(planId: string): Promise<QueueView> {
+    this.find(planId);
+    this.snoozed.delete(planId);
+    this.changed();
+    return this.view();
   }
 
   async settings(): Promise<SettingsView> {
@@ -338,6 +515,39 @@ export class FakeBackend implements Backend {
     const found = this.plans.find((p) => p.plan_id === planId);
     if (!found) throw new BackendError('not_found', `No such plan ${planId}.`);
     return found;
+  }
+
+  private schemaOf(p: PlanView): Schema {
+    return (SCHEMAS[p.capability_id] as Schema | undefined) ?? inferred(paramsOf(p.request, undefined));
+  }
+
+  private amendable(planId: string): PlanView {
+    const p = this.find(planId);
+    if (!PENDING.includes(p.status)) throw new BackendError('plan_not_pending', `Plan ${planId} is ${p.status}.`);
+    if (this.offline) throw new BackendError('unreachable', 'The gateway does not answer.');
+    return p;
+  }
+
+  /** Why the core would refuse `draft` before asking anyone to confirm it; null when it fits. */
+  private unfit(draft: StandingDraft): string | null {
+    if (!draft.reason.trim()) return 'A standing approval needs a reason.';
+    if (!Number.isInteger(draft.days) || draft.days < 1 || draft.days > 30) return 'A standing approval lasts 1 to 30 days.';
+    if (!Number.isInteger(draft.max_plans) || draft.max_plans < 1) return 'A standing approval covers at least 1 plan.';
+    const caps = [draft.max_cost_per_plan, draft.max_cost_total];
+    if (caps.some((c) => !/^\d+(\.\d{1,2})?$/.test(c.trim()))) return 'The caps are credits, e.g. 0.37.';
+    if (cents(draft.max_cost_total) < cents(draft.max_cost_per_plan)) return 'The total cap is less than one plan’s cap.';
+    if (draft.resources.length === 0) return 'A standing approval names the resources it covers.';
+    for (const c of draft.constraints) {
+      let values: unknown[];
+      try {
+        values = c.values.map((v) => JSON.parse(v));
+      } catch {
+        return `${c.param}: a value is not JSON.`;
+      }
+      if (values.length === 0) return `${c.param}: no value.`;
+      if (c.op !== 'one_of' && (values.length !== 1 || typeof values[0] !== 'number')) return `${c.param}: ${c.op.replace('_', ' ')} takes one number.`;
+    }
+    return null;
   }
 
   private decidable(planId: string, digest: string): PlanView {

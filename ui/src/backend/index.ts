@@ -1,5 +1,6 @@
 // The one interface the UI talks to. Only this folder knows how it reaches the Rust side.
 import type {
+  AmendDraft,
   BatchItem,
   BatchOutcome,
   BatchView,
@@ -12,6 +13,8 @@ import type {
   RowGist,
   Settings,
   SettingsView,
+  StandingDraft,
+  StandingView,
   StatusView,
   SubjectsPage,
 } from './types';
@@ -38,8 +41,29 @@ export interface Backend {
   decideBatch(decision: 'approve' | 'reject', items: BatchItem[], reason: string | null): Promise<BatchOutcome>;
   /** Every decision this console sent, newest first. */
   history(): Promise<HistoryEntry[]>;
-  /** The path written, or null when the save dialog was cancelled. */
-  exportHistory(): Promise<string | null>;
+  /** Writes the history as JSON lines or as in-toto statements; the path written, or null when
+   *  the save dialog was cancelled. */
+  exportHistory(format: 'json' | 'in-toto'): Promise<string | null>;
+  /** Standing approvals at this gateway, newest first. */
+  standing(): Promise<StandingView[]>;
+  /** A standing approval prefilled from plan `planId`: its agent, capability and resources, each
+   *  scalar param as a one_of constraint, its risk flags, this plan's cost as the per-plan cap, ×10
+   *  as the total, 10 plans, 7 days. */
+  standingDraft(planId: string): Promise<StandingDraft>;
+  /** Signs and sends `draft`, after a native confirmation that says in words what it allows
+   *  (declined: BackendError code `cancelled`). */
+  createStanding(draft: StandingDraft): Promise<StandingView>;
+  /** Revokes it at once; the approvals it gave to plans not yet run stop counting. */
+  revokeStanding(id: string): Promise<StandingView>;
+  /** What the amend editor starts from. */
+  amendDraft(planId: string): Promise<AmendDraft>;
+  /** Sends the amended params; the gateway previews them as the plan's successor. Bad params:
+   *  BackendError `validation_error` whose message names the field. */
+  amend(planId: string, params: unknown): Promise<RefreshView>;
+  /** Hides the plan from the queue's default view for `minutes` (never past two minutes before it
+   *  expires); it comes back with a notification. */
+  snooze(planId: string, minutes: number): Promise<QueueView>;
+  unsnooze(planId: string): Promise<QueueView>;
   settings(): Promise<SettingsView>;
   saveSettings(settings: Settings): Promise<SettingsView>;
   enroll(gatewayUrl: string, code: string): Promise<StatusView>;

@@ -22,6 +22,11 @@ describe('the Tauri backend', () => {
   it('calls each command of the contract with its argument names', async () => {
     const b = new TauriBackend();
     const settings = { gateway_url: null, poll_interval_secs: 5, theme: 'dark' as const, notify: { risk: [], capabilities: [], every_plan: false } };
+    const draft = {
+      plan_id: 'p1', agent_id: 'agt_ops', capability_id: 'projects.settings.update',
+      constraints: [{ param: '/project', op: 'one_of' as const, values: ['"prj_184"'], line: 'project is prj_184' }],
+      resources: ['projects/prj_184'], risk_flags: [], max_cost_per_plan: '0.10', max_cost_total: '1.00', max_plans: 10, days: 7, reason: 'cleanup',
+    };
     await b.status();
     await b.queue();
     await b.gists(['p1']);
@@ -33,10 +38,19 @@ describe('the Tauri backend', () => {
     await b.batch(['p1', 'p2']);
     await b.decideBatch('approve', [{ plan_id: 'p1', digest: 'sha256:aa' }], null);
     await b.history();
-    await b.exportHistory();
+    await b.exportHistory('json');
+    await b.exportHistory('in-toto');
     await b.settings();
     await b.saveSettings(settings);
     await b.enroll('https://gw', 'ENR-1');
+    await b.standing();
+    await b.standingDraft('p1');
+    await b.createStanding(draft);
+    await b.revokeStanding('sa_1');
+    await b.amendDraft('p1');
+    await b.amend('p1', { retention_days: 21 });
+    await b.snooze('p1', 15);
+    await b.unsnooze('p1');
     expect(calls).toEqual([
       ['status', undefined],
       ['queue', undefined],
@@ -49,10 +63,19 @@ describe('the Tauri backend', () => {
       ['batch', { planIds: ['p1', 'p2'] }],
       ['decide_batch', { decision: 'approve', items: [{ plan_id: 'p1', digest: 'sha256:aa' }], reason: null }],
       ['history', undefined],
-      ['export_history', undefined],
+      ['export_history', { format: 'json' }],
+      ['export_history', { format: 'in-toto' }],
       ['settings', undefined],
       ['save_settings', { settings }],
       ['enroll', { gatewayUrl: 'https://gw', code: 'ENR-1' }],
+      ['standing', undefined],
+      ['standing_draft', { planId: 'p1' }],
+      ['create_standing', { draft }],
+      ['revoke_standing', { id: 'sa_1' }],
+      ['amend_draft', { planId: 'p1' }],
+      ['amend', { planId: 'p1', params: { retention_days: 21 } }],
+      ['snooze', { planId: 'p1', minutes: 15 }],
+      ['unsnooze', { planId: 'p1' }],
     ]);
   });
 

@@ -3,6 +3,7 @@ import { listen } from '@tauri-apps/api/event';
 import { asBackendError, type Backend } from './index';
 import { visible } from './visible';
 import type {
+  AmendDraft,
   BatchItem,
   BatchOutcome,
   BatchView,
@@ -15,6 +16,8 @@ import type {
   RowGist,
   Settings,
   SettingsView,
+  StandingDraft,
+  StandingView,
   StatusView,
   SubjectsPage,
 } from './types';
@@ -61,8 +64,32 @@ export class TauriBackend implements Backend {
   history(): Promise<HistoryEntry[]> {
     return call('history');
   }
-  exportHistory(): Promise<string | null> {
-    return call('export_history');
+  exportHistory(format: 'json' | 'in-toto'): Promise<string | null> {
+    return call('export_history', { format });
+  }
+  standing(): Promise<StandingView[]> {
+    return call('standing');
+  }
+  standingDraft(planId: string): Promise<StandingDraft> {
+    return call('standing_draft', { planId });
+  }
+  createStanding(draft: StandingDraft): Promise<StandingView> {
+    return call('create_standing', { draft });
+  }
+  revokeStanding(id: string): Promise<StandingView> {
+    return call('revoke_standing', { id });
+  }
+  amendDraft(planId: string): Promise<AmendDraft> {
+    return call('amend_draft', { planId });
+  }
+  amend(planId: string, params: unknown): Promise<RefreshView> {
+    return call('amend', { planId, params });
+  }
+  snooze(planId: string, minutes: number): Promise<QueueView> {
+    return call('snooze', { planId, minutes });
+  }
+  unsnooze(planId: string): Promise<QueueView> {
+    return call('unsnooze', { planId });
   }
   settings(): Promise<SettingsView> {
     return call('settings');

@@ -57,7 +57,12 @@ approved_by: Array<string>,
  * Whether the plan waits on this approver (an open rule asks for them), on others, or was
  * decided by them.
  */
-turn: Turn, };
+turn: Turn, 
+/**
+ * Until when this console hides the plan from the default view (the approver snoozed it);
+ * null when not snoozed.
+ */
+snoozed_until: string | null, };
 
 export type QueueView = { items: Array<QueueItem>, 
 /**
@@ -336,7 +341,12 @@ journal: Array<{ effect_id: string, resource: string, before: string, after: str
  */
 deliveries: DeliveriesView | null, };
 
-export type RefreshView = { plan: PlanView, changed: WhatChanged, };
+export type RefreshView = { plan: PlanView, changed: WhatChanged, 
+/**
+ * Who changed what, when the plan is an amendment: "Dana changed retention_days from 7 to
+ * 14.".
+ */
+amended: string | null, };
 
 export type SubjectRow = { id: string, label: string | null, 
 /**
@@ -398,3 +408,72 @@ export type SettingsView = { settings: Settings,
  * Settings fields overridden by `COUNTERSIGN_*` variables, e.g. `["gateway_url"]`.
  */
 overridden: Array<string>, config_path: string, };
+
+export type ConstraintOp = "one_of" | "at_least" | "at_most";
+
+export type ConstraintView = { 
+/**
+ * A JSON pointer into the request's params, e.g. "/project".
+ */
+param: string, op: ConstraintOp, 
+/**
+ * The values as JSON text each: ["\"prj_184\""] for one_of, ["7"] for at_least / at_most.
+ */
+values: Array<string>, 
+/**
+ * "project is prj_184", "retention_days ≥ 7"
+ */
+line: string, };
+
+export type StandingDraft = { plan_id: string, agent_id: string, capability_id: string, constraints: Array<ConstraintView>, 
+/**
+ * Every effect's resource must be one of these ("projects/prj_184"; a trailing * matches a
+ * prefix).
+ */
+resources: Array<string>, 
+/**
+ * The risk flags it may cover: the plan's own.
+ */
+risk_flags: Array<string>, max_cost_per_plan: string, max_cost_total: string, max_plans: number, 
+/**
+ * 1 to 30.
+ */
+days: number, reason: string, };
+
+export type StandingState = "active" | "expired" | "used_up" | "revoked" | "suspended";
+
+export type StandingView = { id: string, 
+/**
+ * The signer's display name.
+ */
+approver: string, mine: boolean, agent_id: string, capability_id: string, constraints: Array<ConstraintView>, resources: Array<string>, risk_flags: Array<string>, max_plans: number, plans_used: number, max_cost_per_plan: string, max_cost_total: string, credits_used: string, issued_at: string, expires_at: string, reason: string, state: StandingState, 
+/**
+ * Why it is not active, in words ("revoked by Dana", "the key that signed it was revoked").
+ */
+state_reason: string | null, 
+/**
+ * What it allows, in words: the sentence the native confirmation showed.
+ */
+allows: string, 
+/**
+ * The plans it counted for, newest first.
+ */
+covered: Array<string>, };
+
+export type FormFieldKind = "string" | "integer" | "number" | "boolean" | "choice";
+
+export type FormField = { name: string, label: string, kind: FormFieldKind, choices: Array<string>, required: boolean, description: string | null, };
+
+export type AmendDraft = { plan_id: string, capability_id: string, 
+/**
+ * The plan's params now.
+ */
+params: unknown, 
+/**
+ * The capability's input_schema.
+ */
+schema: unknown, 
+/**
+ * A form when the schema is a flat object of scalar properties; null: edit JSON.
+ */
+form: Array<FormField> | null, };

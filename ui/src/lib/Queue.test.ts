@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { QueueItem } from '../backend';
 import Queue from './Queue.svelte';
 import { ROW_HEIGHT } from './queueFilter';
+import { clock } from './time';
 
 function item(n: number): QueueItem {
   return {
@@ -27,7 +28,7 @@ function item(n: number): QueueItem {
     gist_read: true,
     blocked: false,
     queued: false,
-    approved_by: [], turn: 'me',
+    approved_by: [], turn: 'me', snoozed_until: null,
   };
 }
 
@@ -201,5 +202,32 @@ describe('the queue', () => {
     await fireEvent.click(first, { shiftKey: true });
     await fireEvent.click(first, { ctrlKey: true });
     expect(picked).toEqual([['plan_00002', 'toggle'], ['plan_00001', 'range'], ['plan_00001', 'toggle']]);
+  });
+
+  it('leaves snoozed plans out until their time, shows them under Snoozed with an Unsnooze, and brings them back', async () => {
+    const now = Date.parse('2026-11-30T10:00:00Z');
+    const until = new Date(now + 15 * 60_000).toISOString();
+    const items = [item(1), { ...item(2), snoozed_until: until }, item(3)];
+    const woken: string[] = [];
+    const props = { items, selectedId: null, now, onselect: () => {}, onunsnooze: (id: string) => woken.push(id) };
+    const { rerender } = render(Queue, { props });
+    const shown = () => screen.getAllByTestId('queue-row').map((r) => r.dataset.planId);
+    expect(shown()).toEqual(['plan_00001', 'plan_00003']);
+    expect(screen.getByTestId('queue-total').textContent).toContain('2 of 3');
+    expect(screen.getByTestId('facet-snoozed').textContent).toBe('Snoozed 1');
+    expect(screen.getByTestId('facet-all').textContent).toBe('All 2');
+
+    await fireEvent.click(screen.getByTestId('facet-snoozed'));
+    expect(shown()).toEqual(['plan_00002']);
+    expect(screen.getByTestId('row-snoozed').textContent).toBe(`until ${clock(until)}`);
+    await fireEvent.click(screen.getByTestId('unsnooze'));
+    expect(woken).toEqual(['plan_00002']);
+
+    // Its time passes: the row is back in the default view and the emptied facet gives way.
+    await rerender({ ...props, now: now + 15 * 60_000 + 1000 });
+    expect(shown()).toEqual(['plan_00001', 'plan_00002', 'plan_00003']);
+    expect(screen.queryByTestId('facet-snoozed')).toBeNull();
+    expect(screen.getByTestId('facet-all').getAttribute('aria-pressed')).toBe('true');
+    expect(screen.queryByTestId('unsnooze')).toBeNull();
   });
 });

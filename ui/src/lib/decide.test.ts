@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { demoPlans } from '../backend/demo';
 import { BackendError, type PlanView } from '../backend';
-import { blockedReason, closedNote, outcomeOf, refreshBlockedReason, rejectBlockedReason } from './decide';
+import { amendBlockedReason, answeredOutcome, blockedReason, closedNote, outcomeOf, refreshBlockedReason, rejectBlockedReason } from './decide';
 
 const base = (): PlanView => structuredClone(demoPlans().find((p) => p.plan_id === 'plan_0001')!);
 const now = Date.now();
@@ -34,6 +34,20 @@ describe('why a plan cannot be approved', () => {
     expect(refreshBlockedReason({ ...base(), status: 'stale' })).toBeNull();
     expect(refreshBlockedReason({ ...base(), last_fetched: true })).toContain('does not answer');
     expect(refreshBlockedReason({ ...base(), status: 'approved' })).toContain('approved');
+  });
+
+  it('lets the request of an open plan be changed, not of a queued, superseded or closed one', () => {
+    expect(amendBlockedReason(base())).toBeNull();
+    expect(amendBlockedReason({ ...base(), status: 'stale' })).toBeNull();
+    expect(amendBlockedReason({ ...base(), queued: true })).toContain('queued');
+    expect(amendBlockedReason({ ...base(), superseded_by: 'plan_0011' })).toContain('Superseded');
+    expect(amendBlockedReason({ ...base(), last_fetched: true })).toContain('does not answer');
+    expect(amendBlockedReason({ ...base(), status: 'executed' })).toContain('executed');
+  });
+
+  it('words an answered decision with its count and the plan\'s new status', () => {
+    const o = answeredOutcome('p', { status: 'pending_approval', approvals_received: 1, approvals_required: 2 });
+    expect(o).toMatchObject({ state: 'answered', status: 'pending_approval', message: 'Signed. 1 of 2 approvals; the plan is pending approval.' });
   });
 
   it.each([

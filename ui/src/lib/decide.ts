@@ -1,5 +1,5 @@
 // Why a plan cannot be signed now, in the approver's words, and what a decision's answer means.
-import { asBackendError, type PlanView } from '../backend';
+import { asBackendError, type DecisionView, type PlanView } from '../backend';
 import { isExpired, label } from './time';
 
 /** The plan still takes decisions: waiting for approvers, or stale and waiting for a refresh. */
@@ -35,6 +35,13 @@ export function refreshBlockedReason(plan: PlanView): string | null {
   return null;
 }
 
+/** Why the request cannot be changed now, or null: as a refresh, it needs an open plan and a
+ *  gateway that answers, and a queued decision stands on the plan as it is. */
+export function amendBlockedReason(plan: PlanView): string | null {
+  if (plan.queued) return 'Your decision is queued; it goes out when the gateway answers again.';
+  return refreshBlockedReason(plan);
+}
+
 /** What became of a plan that takes no more decisions, in place of the buttons; null while it is open. */
 export function closedNote(plan: PlanView): string | null {
   if (plan.queued || isOpen(plan.status)) return null;
@@ -59,11 +66,22 @@ export type Outcome = {
   status?: string;
 };
 
+/** A form opened from a plan's actions; it belongs to that plan and closes when another is shown. */
+export type PlanForm = { planId: string; form: 'standing' | 'amend' };
+
 /** The outcome to show with `plan`: its own, and an answer only while the plan is as answered. */
 export function outcomeFor(outcome: Outcome | null, plan: { plan_id: string; status: string }): Outcome | null {
   if (outcome?.planId !== plan.plan_id) return null;
   if (outcome.state === 'answered' && outcome.status !== undefined && outcome.status !== plan.status) return null;
   return outcome;
+}
+
+/** A decision the gateway took: how many approvals the plan has and what it is now. */
+export function answeredOutcome(planId: string, answer: Pick<DecisionView, 'status' | 'approvals_received' | 'approvals_required'>): Outcome {
+  return {
+    planId, state: 'answered', code: null, status: answer.status,
+    message: `Signed. ${answer.approvals_received} of ${answer.approvals_required} approvals; the plan is ${label(answer.status)}.`,
+  };
 }
 
 export function outcomeOf(planId: string, e: unknown): Outcome {

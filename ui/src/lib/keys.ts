@@ -1,6 +1,6 @@
 // Every key the console answers to: the ? overlay lists exactly these.
 
-export type View = 'queue' | 'history' | 'settings';
+export type View = 'queue' | 'history' | 'standing' | 'settings';
 
 export const KEYS: { keys: string; what: string }[] = [
   { keys: 'j / k', what: 'Next / previous plan' },

@@ -8,7 +8,7 @@ function row(plan_id: string, approvals_received = 0): QueueItem {
     on_behalf_of: null, status: 'pending_approval', risk: [], credits_max: '0.01', currency: 'credits',
     effects_direct: 1, effects_derived: 0, subjects_total: 0, warnings: 0, errors: 0,
     approvals_received, approvals_required: 2, expires_at: '2026-12-03T10:00:00Z', gist: '1 effect',
-    gist_read: false, blocked: false, queued: false, approved_by: [], turn: 'me',
+    gist_read: false, blocked: false, queued: false, approved_by: [], turn: 'me', snoozed_until: null,
   };
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { counted, isUrgent, remaining } from './time';
+import { clock, counted, isUrgent, relative, remaining } from './time';
 
 describe('counted', () => {
   it('says one thing in the singular and groups the digits of many', () => {
@@ -32,5 +32,29 @@ describe('remaining', () => {
     texts.clear();
     for (let s = 0; s < 60; s++) texts.add(remaining(at(2 * 60_000), now + s * 1000));
     expect(texts.size).toBe(60);
+  });
+});
+
+describe('relative', () => {
+  const now = Date.parse('2026-11-30T10:00:00Z');
+  const at = (ms: number) => new Date(now + ms).toISOString();
+
+  it('says how far off a time is in its largest unit, ahead or behind', () => {
+    expect(relative(at(5 * 86_400_000 - 60_000), now)).toBe('in 5 days');
+    expect(relative(at(86_400_000), now)).toBe('in 1 day');
+    expect(relative(at(3 * 3_600_000), now)).toBe('in 3 h');
+    expect(relative(at(12 * 60_000), now)).toBe('in 12 min');
+    expect(relative(at(20_000), now)).toBe('in under a minute');
+    expect(relative(at(-2 * 86_400_000), now)).toBe('2 days ago');
+    expect(relative('not a time', now)).toBe('—');
+  });
+});
+
+describe('clock', () => {
+  it('gives the hour and minute on this machine\'s clock', () => {
+    const d = new Date(2026, 10, 30, 14, 5, 59);
+    expect(clock(d.toISOString())).toBe('14:05');
+    expect(clock(new Date(2026, 10, 30, 9, 0).toISOString())).toBe('09:00');
+    expect(clock('soon')).toBe('—');
   });
 });

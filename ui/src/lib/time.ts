@@ -40,6 +40,26 @@ export function ago(at: string, now: number): string {
   return `${Math.floor(s / 3600)} h ago`;
 }
 
+/** "in 5 days", "in 3 h", "in 12 min", "2 days ago": a time further off than a countdown's,
+ *  to the nearest unit. */
+export function relative(at: string, now: number): string {
+  const ms = Date.parse(at) - now;
+  if (Number.isNaN(ms)) return '—';
+  const abs = Math.abs(ms);
+  const text = abs < 60_000 ? 'under a minute'
+    : abs < 3_600_000 ? `${Math.round(abs / 60_000)} min`
+    : abs < 86_400_000 ? `${Math.round(abs / 3_600_000)} h`
+    : counted(Math.round(abs / 86_400_000), 'day');
+  return ms >= 0 ? `in ${text}` : `${text} ago`;
+}
+
+/** "14:05": a time of day on this machine's clock, for a snooze that ends today. */
+export function clock(at: string): string {
+  const d = new Date(at);
+  if (Number.isNaN(d.getTime())) return '—';
+  return `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
+}
+
 export function shortDigest(digest: string): string {
   const hex = digest.replace(/^sha256:/, '');
   return hex.length > 8 ? `sha256:${hex.slice(0, 4)}…${hex.slice(-4)}` : digest;
