@@ -18,6 +18,14 @@ const COMMANDS: &[&str] = &[
     "enroll",
     "move_credential",
     "linked_plan",
+    "standing",
+    "standing_draft",
+    "create_standing",
+    "revoke_standing",
+    "amend_draft",
+    "amend",
+    "snooze",
+    "unsnooze",
 ];
 
 fn main() {

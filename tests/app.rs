@@ -240,6 +240,14 @@ pub fn answer_confirmation(sign: bool) -> anyhow::Result<String> {
     Ok(title)
 }
 
+/// Answers with Return a confirmation that shows within a second, if one does: its title.
+pub fn answer_if_showing() -> anyhow::Result<Option<String>> {
+    match confirmation(Duration::from_secs(1))? {
+        Some(_) => Ok(Some(answer_confirmation(true)?)),
+        None => Ok(None),
+    }
+}
+
 /// After a click that signs: answers the confirmation with Return if one shows (a risky plan
 /// asks, a calm one does not), until `done` shows in the window.
 pub async fn answer_if_asked(app: &App, done: &str) -> anyhow::Result<()> {

@@ -8,6 +8,7 @@ mod accounts;
 mod console;
 mod console_edges;
 mod console_policy;
+mod console_standing;
 mod credentials;
 mod desktop;
 mod flow;

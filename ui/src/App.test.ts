@@ -569,7 +569,7 @@ describe('changing the request', () => {
     expect(within(editor).queryByTestId('amend-json-error')).toBeNull();
     await fireEvent.click(submit);
     const changed = await screen.findByTestId('what-changed');
-    expect(within(changed).getByTestId('amended').textContent).toBe('Dana changed filter/employment from contractor to staff.');
+    expect(within(changed).getByTestId('amended').textContent).toBe('Dana changed filter.employment from contractor to staff.');
     expect(sent).toBe(1);
     expect(backend.amendments[0].params).toEqual({ group: 'grp_support', filter: { employment: 'staff' } });
     // Closing the preview goes back to the old plan, superseded now, with the editor closed.

@@ -333,8 +333,8 @@ impl StandingStatement {
         };
         when.push(flags);
         format!(
-            "Plans of {} for {} run with your approval, without asking you, when {}: up to {} \
-             plans, {} credits each and {} credits in all, until {}.",
+            "Approves plans of {} for {} without asking, when {}: up to {} plans, {} credits \
+             each and {} credits in all, until {}.",
             self.agent_id,
             self.capability_id,
             when.join("; "),

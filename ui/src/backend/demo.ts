@@ -380,7 +380,7 @@ export function demoStanding(): StandingView[] {
       resources: ['projects/prj_184', 'items/prj_184'], risk_flags: ['bulk'], max_plans: 10, plans_used: 1,
       max_cost_per_plan: '0.10', max_cost_total: '1.00', credits_used: '0.00', issued_at: daysFromNow(-2),
       expires_at: daysFromNow(5), reason: 'Retention clean-up on prj_184 this week.', state: 'active', state_reason: null,
-      allows: 'Plans of agt_ops for projects.settings.update run with your approval, without asking you, when project is prj_184; '
+      allows: 'Approves plans of agt_ops for projects.settings.update without asking, when project is prj_184; '
         + 'retention_days ≥ 7; acting only on projects/prj_184, items/prj_184; carrying at most these risks: bulk: '
         + `up to 10 plans, 0.10 credits each and 1.00 credits in all, until ${stamp(daysFromNow(5))}.`,
       covered: ['plan_0005'],
@@ -390,7 +390,7 @@ export function demoStanding(): StandingView[] {
       constraints: [], resources: ['documents/*'], risk_flags: ['money'], max_plans: 20, plans_used: 0,
       max_cost_per_plan: '0.25', max_cost_total: '5.00', credits_used: '0.00', issued_at: daysFromNow(-3),
       expires_at: daysFromNow(11), reason: 'Contract uploads for the November close.', state: 'active', state_reason: null,
-      allows: 'Plans of agt_docs for documents.upload run with Ada’s approval, without asking her, when acting only on documents/*; '
+      allows: 'Approves plans of agt_docs for documents.upload without asking, when acting only on documents/*; '
         + `carrying at most these risks: money: up to 20 plans, 0.25 credits each and 5.00 credits in all, until ${stamp(daysFromNow(11))}.`,
       covered: [],
     },
@@ -400,7 +400,7 @@ export function demoStanding(): StandingView[] {
       resources: ['groups/grp_oncall'], risk_flags: ['access_change'], max_plans: 5, plans_used: 0,
       max_cost_per_plan: '0.06', max_cost_total: '0.60', credits_used: '0.00', issued_at: daysFromNow(-9),
       expires_at: daysFromNow(-2), reason: 'Offboarding week.', state: 'revoked', state_reason: 'revoked by Dana',
-      allows: 'Plans of agt_offboard for groups.members.remove run with your approval, without asking you, when group is grp_oncall; '
+      allows: 'Approves plans of agt_offboard for groups.members.remove without asking, when group is grp_oncall; '
         + `acting only on groups/grp_oncall; carrying at most these risks: access_change: up to 5 plans, 0.06 credits each and 0.60 credits in all, until ${stamp(daysFromNow(-2))}.`,
       covered: [],
     },

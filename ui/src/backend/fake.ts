@@ -105,7 +105,7 @@ function standingSentence(draft: StandingDraft, lines: string[], expires: Date):
   if (draft.resources.length > 0) when.push(`acting only on ${draft.resources.join(', ')}`);
   when.push(draft.risk_flags.length === 0 ? 'carrying no risk flag' : `carrying at most these risks: ${draft.risk_flags.join(', ')}`);
   const until = `${expires.toISOString().slice(0, 10)} ${expires.toISOString().slice(11, 16)}Z`;
-  return `Plans of ${draft.agent_id} for ${draft.capability_id} run with your approval, without asking you, when ${when.join('; ')}: `
+  return `Approves plans of ${draft.agent_id} for ${draft.capability_id} without asking, when ${when.join('; ')}: `
     + `up to ${draft.max_plans} plans, ${draft.max_cost_per_plan} credits each and ${draft.max_cost_total} credits in all, until ${until}.`;
 }
 
@@ -435,7 +435,8 @@ export class FakeBackend implements Backend {
       request: moved.map((m) => ({ path: m.path, diff: { kind: 'scalar', before: word(m.before), after: word(m.after) } })),
     };
     const said = moved.map((m) => {
-      const name = m.path.replace(/^\//, '');
+      // As the gateway words it: a nested param's pointer read with dots.
+      const name = m.path.replace(/^\//, '').replaceAll('/', '.');
       if (m.before === undefined) return `set ${name} to ${word(m.after)}`;
       if (m.after === undefined) return `removed ${name}`;
       return `changed ${name} from ${word(m.before)} to ${word(m.after)}`;
@@ -446,7 +447,7 @@ export class FakeBackend implements Backend {
     old.not_approvable_reason = `Superseded by ${plan.plan_id}.`;
     this.plans.push(plan);
     this.changed();
-    return structuredClone({ plan, changed, amended: `Dana ${and(said)}` });
+    return structuredClone({ plan, changed, amended: `Dana ${and(said)}.` });
   }
 
   async snooze(planId: string, minutes: number): Promise<QueueView> {

@@ -221,5 +221,5 @@ fn ill_formed_statements_are_refused() {
 #[test]
 fn allows_says_what_runs_without_asking() {
     let text = statement().allows();
-    assert!(text.starts_with("Plans of agt_ops for projects.settings.update run with your approval, without asking you, when project is prj_184; retention_days ≥ 7; acting only on projects/prj_184*; carrying no risk flag: up to 10 plans, 1.00 credits each and 10.00 credits in all, until 2026-12-08 09:00Z."), "{text}");
+    assert!(text.starts_with("Approves plans of agt_ops for projects.settings.update without asking, when project is prj_184; retention_days ≥ 7; acting only on projects/prj_184*; carrying no risk flag: up to 10 plans, 1.00 credits each and 10.00 credits in all, until 2026-12-08 09:00Z."), "{text}");
 }
