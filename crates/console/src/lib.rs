@@ -23,6 +23,7 @@ pub mod os_keyring;
 mod overlap;
 pub mod private_files;
 pub mod queue;
+pub mod reminders;
 pub mod request;
 pub mod review;
 pub mod rules;

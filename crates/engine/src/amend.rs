@@ -1,29 +1,18 @@
 //! Amend and re-preview (`docs/amend.md`): an approver changes a plan's request instead of
-//! rejecting it. The gateway checks the new params against the capability's schema, the agent's
-//! authorization for them (in `refresh`), and previews them as the plan's successor, which names
-//! who changed what. The amender signs the successor like anyone else: one person, one approval.
+//! rejecting it. Here, whether they may and what they change; `refresh::amend` checks the agent's
+//! authorization for the new params and previews them as the plan's successor, which names who
+//! changed what. The amender signs the successor like anyone else: one person, one approval.
 
-use countersign_proto::approvals::{Amendment, ParamChange, PlanRecord};
+use countersign_proto::approvals::{Amendment, ParamChange};
 use countersign_proto::decision::Decision;
 use countersign_proto::ErrorCode;
 use serde_json::Value;
 use sqlx::AnyConnection;
 
-use crate::callers::{Approver, Caller};
+use crate::callers::Approver;
 use crate::plans::StoredPlan;
 use crate::registry::Capability;
-use crate::{eligibility, refresh, ApiError, ApiResult, Engine};
-
-/// `approver`'s amendment of plan `plan_id` to `params`: the successor's record.
-pub async fn run(
-    engine: &Engine,
-    approver: &Approver,
-    plan_id: &str,
-    params: Value,
-) -> ApiResult<PlanRecord> {
-    let caller = Caller::Approver(approver.clone());
-    refresh::successor(engine, &caller, plan_id, Some(params)).await
-}
+use crate::{eligibility, ApiError, ApiResult};
 
 /// What `approver` changes in `old` by asking for `params`, if they may: the plan asks for them,
 /// and the params fit the capability's schema and differ from the plan's.

@@ -8,7 +8,7 @@ use countersign_proto::ErrorCode;
 use serde_json::{json, Value};
 use sqlx::AnyConnection;
 
-use crate::accounts::{Agent, Caller};
+use crate::accounts::{Agent, Approver, Caller};
 use crate::events::EventKind;
 use crate::plans::StoredPlan;
 use crate::policy::Asking;
@@ -24,9 +24,20 @@ pub async fn run(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<P
     successor(engine, caller, plan_id, None).await
 }
 
+/// `approver`'s amendment of plan `plan_id` to `params` (`docs/amend.md`): the successor's record.
+pub async fn amend(
+    engine: &Engine,
+    approver: &Approver,
+    plan_id: &str,
+    params: Value,
+) -> ApiResult<PlanRecord> {
+    let caller = Caller::Approver(approver.clone());
+    successor(engine, &caller, plan_id, Some(params)).await
+}
+
 /// Plan `plan_id` previewed again as its successor: its own request, or the params an approver
 /// amended it to (`docs/amend.md`).
-pub(crate) async fn successor(
+async fn successor(
     engine: &Engine,
     caller: &Caller,
     plan_id: &str,

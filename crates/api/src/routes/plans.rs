@@ -7,7 +7,7 @@ use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use countersign_engine::accounts::{Approver, Caller};
-use countersign_engine::{amend, reads, refresh as fresh};
+use countersign_engine::{reads, refresh as fresh};
 use countersign_proto::approvals::{AmendRequest, PlanRecord};
 use countersign_proto::guard::SubjectPage;
 use serde::Deserialize;
@@ -48,7 +48,7 @@ pub async fn amend(
     Path(plan_id): Path<String>,
     Body(request): Body<AmendRequest>,
 ) -> HttpResult<Response> {
-    let record = amend::run(&state, &approver, &plan_id, request.params).await?;
+    let record = fresh::amend(&state, &approver, &plan_id, request.params).await?;
     Ok(Json(record).into_response())
 }
 

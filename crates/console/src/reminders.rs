@@ -1,0 +1,105 @@
+//! Snoozes and reminders, local to this approver: a snoozed plan leaves the queue's default view
+//! until its time (never past two minutes before it expires) and comes back with a notification;
+//! a plan that needs me and expires within five minutes reminds me once. What the console does with
+//! them is in `snooze`.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Duration, Utc};
+use countersign_proto::approvals::{ApproverProfile, PlanSummary};
+
+use crate::error::ConsoleError;
+use crate::rules::{turn, Turn};
+
+/// A snooze ends this long before its plan expires, at the latest.
+pub const SNOOZE_MARGIN: Duration = Duration::minutes(2);
+/// A plan that needs me reminds me this long before it expires.
+pub const REMIND_BEFORE: Duration = Duration::minutes(5);
+
+/// Why a plan is brought to the approver again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// Its snooze ended.
+    Unsnoozed,
+    /// It needs me and expires within [`REMIND_BEFORE`].
+    ExpiresSoon,
+}
+
+#[derive(Debug, Default)]
+pub struct Snoozes {
+    until: HashMap<String, DateTime<Utc>>,
+    reminded: HashSet<String>,
+}
+
+impl Snoozes {
+    /// Snoozes `plan_id` (expiring at `expires_at`) for `minutes` from `now`, cut to two minutes
+    /// before it expires; a plan closer to its expiry than that is not snoozed.
+    pub fn snooze(
+        &mut self,
+        plan_id: &str,
+        expires_at: DateTime<Utc>,
+        minutes: u32,
+        now: DateTime<Utc>,
+    ) -> Result<DateTime<Utc>, ConsoleError> {
+        if !(1..=24 * 60).contains(&minutes) {
+            return Err(ConsoleError::Invalid(
+                "A snooze lasts 1 minute to a day.".to_owned(),
+            ));
+        }
+        let until = (now + Duration::minutes(i64::from(minutes))).min(expires_at - SNOOZE_MARGIN);
+        if until <= now {
+            return Err(ConsoleError::Invalid(format!(
+                "Plan {plan_id} expires in less than two minutes: decide it now."
+            )));
+        }
+        self.until.insert(plan_id.to_owned(), until);
+        Ok(until)
+    }
+
+    pub fn unsnooze(&mut self, plan_id: &str) {
+        self.until.remove(plan_id);
+    }
+
+    /// Until when `plan_id` is hidden, if it still is at `now`.
+    pub fn until(&self, plan_id: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.until
+            .get(plan_id)
+            .copied()
+            .filter(|until| *until > now)
+    }
+
+    /// The plans to bring back at `now`, each once: snoozes that ended (their plan still listed)
+    /// and plans that need `me` and expire soon. Forgets plans no longer listed.
+    pub fn due(
+        &mut self,
+        listed: &[PlanSummary],
+        me: Option<&ApproverProfile>,
+        now: DateTime<Utc>,
+    ) -> Vec<(String, Due)> {
+        let ids: HashSet<&str> = listed.iter().map(|p| p.plan_id.as_str()).collect();
+        self.reminded.retain(|id| ids.contains(id.as_str()));
+        let mut due = Vec::new();
+        self.until.retain(|id, until| {
+            let over = *until <= now;
+            if over && ids.contains(id.as_str()) {
+                due.push((id.clone(), Due::Unsnoozed));
+            }
+            !over && ids.contains(id.as_str())
+        });
+        for plan in listed {
+            let soon = plan.expires_at > now && plan.expires_at - now <= REMIND_BEFORE;
+            if soon
+                && turn(plan, me) == Turn::Me
+                && !self.until.contains_key(&plan.plan_id)
+                && !due.iter().any(|(id, _)| *id == plan.plan_id)
+                && self.reminded.insert(plan.plan_id.clone())
+            {
+                due.push((plan.plan_id.clone(), Due::ExpiresSoon));
+            }
+        }
+        due
+    }
+}
+
+#[cfg(test)]
+mod tests;
