@@ -134,6 +134,7 @@ type DecisionAudit = (
     Option<String>,
     Option<String>,
     Option<String>,
+    Option<String>,
 );
 
 /// A plan's three audit trails: its previews, the decisions as received, its executions.
@@ -153,7 +154,7 @@ pub async fn audit(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult
     // The signing key's public half rides along, revoked or not, so every decision verifies.
     let decisions: Vec<DecisionAudit> = sqlx::query_as(
         "SELECT d.approver_id, d.key_id, d.decision, d.reason, d.envelope, d.decided_at,
-                k.public_key, k.revoked_at, d.withdrawn_at
+                k.public_key, k.revoked_at, d.withdrawn_at, d.standing_id
            FROM decisions d LEFT JOIN approver_keys k ON k.id = d.key_id
           WHERE d.plan_id = $1 ORDER BY d.id",
     )
@@ -187,11 +188,13 @@ pub async fn audit(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult
                 public_key,
                 revoked_at,
                 withdrawn_at,
+                standing_id,
             )| {
+                // A standing approval's use: its envelope is the standing approval's.
                 json!({"approver_id": approver_id, "key_id": key_id, "decision": decision,
                        "reason": reason, "at": at, "envelope": envelope,
                        "public_key": public_key, "key_revoked_at": revoked_at,
-                       "withdrawn_at": withdrawn_at})
+                       "withdrawn_at": withdrawn_at, "standing_id": standing_id})
             },
         )
         .collect();

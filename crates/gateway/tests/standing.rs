@@ -166,12 +166,19 @@ async fn a_matching_plan_is_approved_as_it_is_stored_and_runs() {
     assert_eq!(used["plans_used"], 1);
     assert_eq!(used["covered"][0]["plan_id"], plan["plan_id"]);
     assert_eq!(used["covered"][0]["plan_digest"], plan["plan_digest"]);
-    // The audit keeps the standing approval's envelope as the approval's.
-    let audit = gw.count(
-        "SELECT COUNT(*) FROM decisions WHERE plan_id = $1 AND standing_id IS NOT NULL",
-        plan["plan_id"].as_str().unwrap(),
+    // The audit names it, with the standing approval's envelope as the approval's.
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let uri = format!("/v1/audit?plan_id={plan_id}");
+    let audit = gw.call("GET", &uri, Some(&dana.token), None).await;
+    let decision = &audit.body["decisions"][0];
+    assert_eq!(
+        decision["standing_id"],
+        s.standing_id.as_str(),
+        "{}",
+        audit.body
     );
-    assert_eq!(audit.await, 1);
+    let envelope: Envelope = serde_json::from_str(decision["envelope"].as_str().unwrap()).unwrap();
+    assert_eq!(envelope, s.sign(&dana.key).unwrap());
 }
 
 #[tokio::test]

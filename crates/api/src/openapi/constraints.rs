@@ -10,6 +10,7 @@ use countersign_engine::{queue, reads, Capability, Registry};
 use countersign_proto::describe::DryRunMode;
 use countersign_proto::dsse::DECISION_PAYLOAD_TYPE;
 use countersign_proto::keys::KEY_PAYLOAD_TYPE;
+use countersign_proto::standing::STANDING_PAYLOAD_TYPE;
 use serde_json::{json, Value};
 
 /// 16 to 128 base64url characters (`enrollment::nonce_is_valid`).
@@ -87,6 +88,7 @@ pub fn apply(api: &mut Value, registry: &'static Registry) {
     });
     envelope(api, "/v1/plans/{id}/decisions", DECISION_PAYLOAD_TYPE);
     envelope(api, "/v1/approvers/keys", KEY_PAYLOAD_TYPE);
+    envelope(api, "/v1/standing", STANDING_PAYLOAD_TYPE);
     dry_run_paths(api, registry);
     invoke_paths(api, registry, &token);
 }
