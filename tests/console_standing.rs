@@ -1,8 +1,8 @@
 //! Standing approvals and amend in the real desktop binary (tauri-driver under Xvfb): a standing
 //! approval made from a plan through the native confirmation, the next plan like it running
 //! without reaching the queue, revoked from the Standing approvals screen; a plan amended in the
-//! editor and its successor signed. Screenshots (light and dark) of the standing-approvals screen
-//! and of the amend editor go to target/screenshots.
+//! editor and its successor signed. Screenshots (light and dark) of the standing-approval form,
+//! the standing-approvals screen and the amend editor go to target/screenshots.
 
 use countersign_e2e::webdriver::{plan_pane, queue_row};
 use countersign_e2e::TestGateway;
@@ -44,6 +44,7 @@ async fn a_standing_approval_from_a_plan_runs_the_next_one_unseen_until_it_is_re
         .await?
         .send_keys("Retention tuning this week")
         .await?;
+    dana.shoot("standing-form").await?;
     dana.click("[data-testid='standing-submit']").await?;
     // The plan's own approval may ask first (if it is risky); the standing approval always does,
     // in words, natively.
