@@ -338,7 +338,7 @@ async fn revoked_by_its_signer_its_unrun_approvals_stop_counting() {
 }
 
 #[tokio::test]
-async fn an_admin_revokes_it_and_a_revoked_key_ends_it() {
+async fn an_admin_revokes_it_and_a_revoked_key_or_approver_ends_it() {
     let gw = Gateway::new().await;
     let dana = gw.enroll("Dana").await;
     let agent = agent_id(&gw).await;
@@ -380,6 +380,25 @@ async fn an_admin_revokes_it_and_a_revoked_key_ends_it() {
         .dry_run(json!({"project": "prj_184", "retention_days": 15}))
         .await;
     assert!(next.get("status").is_none(), "{next}");
+    // A revoked approver's standing approvals end as well.
+    let ana = gw.enroll("Ana").await;
+    let by_ana = statement(&gw, &ana, &agent);
+    create(&gw, &ana, &by_ana).await;
+    let covered = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 16}))
+        .await;
+    assert_eq!(covered["status"], "approved");
+    revocation::revoke_approver(&gw.state.store, gw.state.registry, &ana.id)
+        .await
+        .unwrap();
+    let lee = gw.enroll("Lee").await;
+    let ended = listed(&gw, &lee, &by_ana.standing_id).await;
+    assert_eq!(ended["state_reason"], "its approver was revoked");
+    assert_eq!(status(&gw, &lee, &covered).await, "pending_approval");
+    let after = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 17}))
+        .await;
+    assert!(after.get("status").is_none(), "{after}");
 }
 
 #[tokio::test]
