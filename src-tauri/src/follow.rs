@@ -100,29 +100,40 @@ pub async fn follow(
                 }
             });
         }
+        remind(&app, &console, &rules, &mut sent);
         // A snooze that ends or a plan about to expire brings a plan back without the queue
-        // changing: looked at every few seconds as well.
-        tokio::select! {
-            changed = changes.changed() => {
-                if changed.is_err() {
-                    return;
-                }
+        // changing: looked for every few seconds until it does, and nothing else is redone.
+        loop {
+            tokio::select! {
+                changed = changes.changed() => match changed {
+                    Ok(()) => break,
+                    Err(_) => return,
+                },
+                () = tokio::time::sleep(REMINDERS_EVERY) => remind(&app, &console, &rules, &mut sent),
             }
-            () = tokio::time::sleep(REMINDERS_EVERY) => {}
         }
-        let due = console.due();
-        if due.iter().any(|(_, why)| *why == Due::Unsnoozed) {
-            let _ = app.emit(QUEUE_CHANGED, sent.change_to(&console.queue()));
-        }
-        for (plan_id, why) in due {
-            let arrival = match why {
-                Due::Unsnoozed => Arrival::Unsnoozed,
-                Due::ExpiresSoon => Arrival::ExpiresSoon,
-            };
-            let (app, console, rules) = (app.clone(), console.clone(), rules.clone());
-            tauri::async_runtime::spawn(async move {
-                notification::announce(app, console, plan_id, arrival, || rules()).await;
-            });
-        }
+    }
+}
+
+/// Brings back what is due: ended snoozes (the window's queue with them) and plans about to
+/// expire that wait on this approver, each with a notification.
+fn remind(app: &AppHandle, console: &Arc<Console>, rules: &Rules, sent: &mut SentQueue) {
+    let due = console.due();
+    if due.is_empty() {
+        return;
+    }
+    if due.iter().any(|(_, why)| *why == Due::Unsnoozed) {
+        let _ = app.emit(QUEUE_CHANGED, sent.change_to(&console.queue()));
+        app.state::<Release>().after_work();
+    }
+    for (plan_id, why) in due {
+        let arrival = match why {
+            Due::Unsnoozed => Arrival::Unsnoozed,
+            Due::ExpiresSoon => Arrival::ExpiresSoon,
+        };
+        let (app, console, rules) = (app.clone(), console.clone(), rules.clone());
+        tauri::async_runtime::spawn(async move {
+            notification::announce(app, console, plan_id, arrival, || rules()).await;
+        });
     }
 }
