@@ -7,7 +7,7 @@ use std::sync::Arc;
 use countersign_console::console::Console;
 use countersign_console::live::Snapshot;
 use countersign_console::notify::NotifyRules;
-use countersign_console::reminders::Due;
+use countersign_console::reminders::{to_announce, Due};
 use countersign_console::review::SentQueue;
 use countersign_console::rules::{turn, Turn};
 use countersign_desktop::memory::Release;
@@ -126,7 +126,11 @@ fn remind(app: &AppHandle, console: &Arc<Console>, rules: &Rules, sent: &mut Sen
         let _ = app.emit(QUEUE_CHANGED, sent.change_to(&console.queue()));
         app.state::<Release>().after_work();
     }
-    for (plan_id, why) in due {
+    let (one_by_one, more) = to_announce(due);
+    if let Some((count, first)) = more {
+        notification::expiring(app, count, &first);
+    }
+    for (plan_id, why) in one_by_one {
         let arrival = match why {
             Due::Unsnoozed => Arrival::Unsnoozed,
             Due::ExpiresSoon => Arrival::ExpiresSoon,

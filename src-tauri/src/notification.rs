@@ -71,6 +71,15 @@ pub async fn announce(
     std::thread::spawn(move || show(&app, &plan_id, &summary, &body));
 }
 
+/// One notification for `count` plans waiting on this approver that expire within five minutes;
+/// a click opens the first of them (`first`). Nothing is fetched: it names none of their words.
+pub fn expiring(app: &AppHandle, count: usize, first: &str) {
+    let (app, first) = (app.clone(), first.to_owned());
+    let summary = format!("{count} plans that need you expire within 5 minutes");
+    let body = "Open Countersign to decide them before they expire.".to_owned();
+    std::thread::spawn(move || show(&app, &first, &summary, &body));
+}
+
 /// The notification's summary and body, every character visible and the body's markup escaped:
 /// notification servers read bodies as markup, and the words come from an agent's plan. Only
 /// words the plan signs: its capability and what its effects do, never the gateway's label.

@@ -16,6 +16,29 @@ pub const SNOOZE_MARGIN: Duration = Duration::minutes(2);
 /// A plan that needs me reminds me this long before it expires.
 pub const REMIND_BEFORE: Duration = Duration::minutes(5);
 
+/// Plans about to expire announced one by one at most at once; more are one notification.
+pub const SEPARATE_REMINDERS: usize = 3;
+
+/// How many plans about to expire one notification stands for, and the first of them.
+pub type Summarized = (usize, String);
+
+/// What to tell the approver of `due`: each ended snooze and up to [`SEPARATE_REMINDERS`] plans
+/// about to expire by themselves, and how many more expire soon (with the first of them, which
+/// the summary opens). A queue of thousands expiring together is one notification, not a storm.
+pub fn to_announce(due: Vec<(String, Due)>) -> (Vec<(String, Due)>, Option<Summarized>) {
+    let expiring = due
+        .iter()
+        .filter(|(_, why)| *why == Due::ExpiresSoon)
+        .count();
+    if expiring <= SEPARATE_REMINDERS {
+        return (due, None);
+    }
+    let (unsnoozed, soon): (Vec<_>, Vec<_>) =
+        due.into_iter().partition(|(_, why)| *why == Due::Unsnoozed);
+    let first = soon.first().map(|(id, _)| id.clone()).unwrap_or_default();
+    (unsnoozed, Some((soon.len(), first)))
+}
+
 /// Why a plan is brought to the approver again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Due {

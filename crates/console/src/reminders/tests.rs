@@ -91,3 +91,15 @@ fn a_plan_that_waits_on_others_or_left_the_queue_is_not_brought_back() {
         "forgotten with its plan"
     );
 }
+
+#[test]
+fn many_plans_expiring_together_are_one_notification() {
+    let soon = |n: usize| (0..n).map(|i| (format!("plan_{i}"), Due::ExpiresSoon));
+    let few: Vec<_> = soon(3).collect();
+    assert_eq!(to_announce(few.clone()), (few, None));
+    let mut many: Vec<_> = soon(500).collect();
+    many.push(("plan_back".to_owned(), Due::Unsnoozed));
+    let (one_by_one, summary) = to_announce(many);
+    assert_eq!(one_by_one, [("plan_back".to_owned(), Due::Unsnoozed)]);
+    assert_eq!(summary, Some((500, "plan_0".to_owned())));
+}
