@@ -147,7 +147,7 @@ APT_PACKAGES += postgresql
 .PHONY: postgres-test
 
 ## The gateway's whole suite again, each test on a database of its own in a throw-away
-## PostgreSQL cluster, from the binaries the workspace build made; tests/instances.rs runs two
+## PostgreSQL cluster, from the binaries the workspace build made; tests/instances/ runs two
 ## instances on one of them. A property case costs a database and about 0.8 s here (0.05 s on
 ## SQLite): 32 cases per property (256 on SQLite, 10,000 under `make soak`).
 POSTGRES_SUITES := package(countersign-gateway) | package(countersign-engine)

@@ -196,7 +196,8 @@ where
     }
 }
 
-/// The native confirmation titled `Approve …`, once it shows, within `wait`.
+/// The native confirmation titled `Approve …` (before a signature) or `Change this request?`
+/// (before an amendment), once it shows, within `wait`.
 fn confirmation(wait: Duration) -> anyhow::Result<Option<String>> {
     let found = Command::new("timeout")
         .arg(wait.as_secs().to_string())
@@ -206,7 +207,8 @@ fn confirmation(wait: Duration) -> anyhow::Result<Option<String>> {
             "--sync",
             "--onlyvisible",
             "--name",
-            "^Approve ",
+            // The titles of the confirmations before a signature and before an amendment.
+            "^(Approve |Change this request)",
         ])
         .output()
         .context("running xdotool (make deps installs it)")?;

@@ -14,6 +14,7 @@ use countersign_embedded::{listen, registry, seed_demo, state_with_policy};
 use countersign_engine::{accounts, queue, Limits, Store};
 use countersign_pack::Handle;
 pub use countersign_policy::Policy;
+use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
 use countersign_proto::dsse::{encode_public_key, Envelope};
 use countersign_providers::local::LocalProviders;
 use ed25519_dalek::SigningKey;
@@ -276,6 +277,31 @@ pub struct Approver {
     pub key_id: String,
     pub token: String,
     pub key: SigningKey,
+}
+
+impl Approver {
+    /// Signs an approval of `plan` (as the gateway at `url` serves it) and sends it: the
+    /// answer's status and body.
+    pub async fn approve(&self, url: &str, plan: &Value) -> (u16, Value) {
+        let gateway = get(&format!("{url}/v1/gateway"), &self.token).await;
+        let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
+        let statement = Statement {
+            kind: STATEMENT_TYPE.to_owned(),
+            plan_id: plan["plan_id"].as_str().unwrap().to_owned(),
+            plan_digest: plan["plan_digest"].as_str().unwrap().to_owned(),
+            decision: Decision::Approve,
+            reason: None,
+            approver_id: self.id.clone(),
+            key_id: self.key_id.clone(),
+            audience: gateway["gateway_id"].as_str().unwrap().to_owned(),
+            nonce: new_nonce(),
+            issued_at: now,
+            expires_at: now + chrono::Duration::minutes(5),
+        };
+        let envelope = serde_json::to_value(statement.sign(&self.key).unwrap()).unwrap();
+        let uri = format!("{url}/v1/plans/{}/decisions", statement.plan_id);
+        post(&uri, &self.token, envelope).await.unwrap()
+    }
 }
 
 /// POSTs `body` as JSON with a bearer token: status and JSON body (null when there is none).

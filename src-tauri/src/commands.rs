@@ -259,15 +259,22 @@ pub async fn amend_draft(shell: State<'_, Shell>, plan_id: String) -> Answer<Ame
     console.amend_draft(&plan_id).await.map_err(view)
 }
 
+/// Sends an amended request once the native confirmation, which names each changed param, is
+/// answered yes: a script in the window cannot rewrite a plan's request on its own.
 #[tauri::command]
 pub async fn amend(
+    app: AppHandle,
     shell: State<'_, Shell>,
     plan_id: String,
     params: serde_json::Value,
 ) -> Answer<RefreshView> {
     let running = shell.running()?;
+    let confirm = NativeConfirm::amend(&app);
     let console = running.session.console();
-    console.amend(&plan_id, params).await.map_err(view)
+    console
+        .amend(&plan_id, params, &confirm)
+        .await
+        .map_err(view)
 }
 
 #[tauri::command]

@@ -10,6 +10,8 @@ pub struct NativeConfirm {
     app: AppHandle,
     /// The label of the button that says yes.
     yes: &'static str,
+    /// What the lines under the consequence are.
+    heading: &'static str,
 }
 
 impl NativeConfirm {
@@ -18,6 +20,7 @@ impl NativeConfirm {
         NativeConfirm {
             app: app.clone(),
             yes: "Approve and sign",
+            heading: SIGNS,
         }
     }
 
@@ -26,6 +29,16 @@ impl NativeConfirm {
         NativeConfirm {
             app: app.clone(),
             yes: "Sign standing approval",
+            heading: SIGNS,
+        }
+    }
+
+    /// The confirmation before an amended request is sent.
+    pub fn amend(app: &AppHandle) -> NativeConfirm {
+        NativeConfirm {
+            app: app.clone(),
+            yes: "Send changed request",
+            heading: "It changes:",
         }
     }
 
@@ -34,20 +47,21 @@ impl NativeConfirm {
         NativeConfirm {
             app: app.clone(),
             yes: "Move credential",
+            heading: SIGNS,
         }
     }
 }
 
-/// The dialog's text: the consequence in words, then each plan and the digest it signs, every
-/// character visible (agent text reaches it through the plan).
-pub fn text(consequence: &str, lines: &[String]) -> String {
+const SIGNS: &str = "This signs:";
+
+/// The dialog's text: the consequence in words, then under `heading` each line (each plan and
+/// the digest it signs, or each param an amendment changes), every character visible (agent
+/// text reaches it through the plan).
+pub fn text(consequence: &str, heading: &str, lines: &[String]) -> String {
     if lines.is_empty() {
         return visible(consequence);
     }
-    visible(&format!(
-        "{consequence}\n\nThis signs:\n{}",
-        lines.join("\n")
-    ))
+    visible(&format!("{consequence}\n\n{heading}\n{}", lines.join("\n")))
 }
 
 impl Confirm for NativeConfirm {
@@ -56,7 +70,7 @@ impl Confirm for NativeConfirm {
         let mut dialog = self
             .app
             .dialog()
-            .message(text(consequence, lines))
+            .message(text(consequence, self.heading, lines))
             .title(visible(title))
             .kind(MessageDialogKind::Warning)
             .buttons(MessageDialogButtons::OkCancelCustom(
@@ -80,12 +94,16 @@ mod tests {
             "pln_1  grp_support −37 · sha256:abcd…wxyz".to_owned(),
             "pln_2  prj_184 retention 30 → 14 · sha256:1234…7890".to_owned(),
         ];
-        let shown = text("removes 37 members from grp_support; irreversible", &lines);
+        let shown = text(
+            "removes 37 members from grp_support; irreversible",
+            SIGNS,
+            &lines,
+        );
         assert!(shown.starts_with("removes 37 members"));
         assert!(shown.contains("pln_1  grp_support −37 · sha256:abcd…wxyz\npln_2"));
-        assert_eq!(text("irreversible", &[]), "irreversible");
+        assert_eq!(text("irreversible", SIGNS, &[]), "irreversible");
         assert_eq!(
-            text("grants admin to usr_\u{202E}29", &[]),
+            text("grants admin to usr_\u{202E}29", SIGNS, &[]),
             "grants admin to usr_\u{FFFD}29"
         );
     }

@@ -53,13 +53,70 @@ describe('standing approvals', () => {
     expect(screen.queryByTestId('standing-form')).toBeNull();
     expect(backend.approvals).toEqual(['plan_0002']);
     expect(asked.map((a) => a.title)).toEqual(['Approve plan_0002?', 'Sign a standing approval for agt_ops?']);
-    expect(asked[1].lines).toEqual(['group is grp_support or grp_sales']);
+    // The confirmation names the param the removed row leaves open.
+    expect(asked[1].lines).toEqual(['group is grp_support or grp_sales', 'Left open: any value of filter (no constraint on them).']);
+    expect(asked[1].consequence).toContain('group is grp_support or grp_sales; any filter;');
     expect(asked[1].consequence).toContain('up to 5 plans');
     expect(state().dataset.state).toBe('answered');
     const made = (await backend.standing()).find((s) => s.id === 'sa_0004')!;
     expect(made).toMatchObject({ max_plans: 5, reason: 'Contractor clean-up this week.', risk_flags: ['bulk', 'access_change', 'irreversible', 'external', 'money'] });
     expect(made.constraints.map((c) => c.values)).toEqual([['"grp_support"', '"grp_sales"']]);
     expect(Date.parse(made.expires_at) - Date.parse(made.issued_at)).toBe(3 * 86_400_000);
+  });
+
+  it('offers no "approve plans like this" where the policy would refuse it, saying why in words', async () => {
+    await renderApp();
+    await open('plan_0002');
+    expect((screen.getByTestId('approve-like-this') as HTMLButtonElement).disabled).toBe(false);
+    expect(screen.queryByTestId('standing-refused')).toBeNull();
+
+    await open('plan_0008');
+    const like = screen.getByTestId('approve-like-this') as HTMLButtonElement;
+    const why = 'The approval policy lets no standing approval cover high_cost plans.';
+    expect(like.disabled).toBe(true);
+    expect(like.title).toBe(why);
+    // In words on the screen, not only on hover, and tied to the button for a screen reader.
+    const refused = screen.getByTestId('standing-refused');
+    expect(refused.textContent).toContain(why);
+    expect(like.getAttribute('aria-describedby')).toBe(refused.id);
+    // Approving the plan itself is not refused.
+    expect((screen.getByTestId('approve') as HTMLButtonElement).disabled).toBe(false);
+  });
+
+  it('leaves the flags the policy refuses out of what it signs', async () => {
+    const backend = await renderApp({ standingFlags: ['access_change'] });
+    await open('plan_0015');
+    expect((screen.getByTestId('approve-like-this') as HTMLButtonElement).disabled).toBe(false);
+    await open('plan_0002');
+    expect(screen.getByTestId('standing-refused').textContent)
+      .toContain('The approval policy lets no standing approval cover bulk or irreversible or external or money plans.');
+    const draft = await backend.standingDraft('plan_0002');
+    await expect(backend.createStanding({ ...draft, reason: 'Clean-up.' })).rejects.toMatchObject({ code: 'policy_denied' });
+  });
+
+  it('names the params it leaves open to any value, and one more when a row is removed', async () => {
+    await renderApp();
+    await open('plan_0001');
+    await fireEvent.click(screen.getByTestId('approve-like-this'));
+    let form = await screen.findByTestId('standing-form');
+    await waitFor(() => expect(within(form).getAllByTestId('standing-constraint')).toHaveLength(2));
+    // The capability takes notify_owners too; the plan did not set it, so no row constrains it.
+    expect(within(form).getByTestId('standing-open').textContent).toBe('Left open (any value): notify_owners.');
+    const days = within(form).getAllByTestId('standing-constraint').find((r) => r.dataset.param === '/retention_days')!;
+    await fireEvent.click(within(days).getByTestId('standing-remove'));
+    expect(within(form).getByTestId('standing-open').textContent).toBe('Left open (any value): notify_owners, retention_days.');
+    expect(within(form).getByTestId('standing-warning').textContent).toContain('Left open (any value): notify_owners, retention_days.');
+    await key('Escape');
+
+    // A row on /filter/employment constrains /filter: nothing is open until it is removed.
+    await open('plan_0002');
+    await fireEvent.click(screen.getByTestId('approve-like-this'));
+    form = await screen.findByTestId('standing-form');
+    await waitFor(() => expect(within(form).getAllByTestId('standing-constraint')).toHaveLength(2));
+    expect(within(form).queryByTestId('standing-open')).toBeNull();
+    const employment = within(form).getAllByTestId('standing-constraint').find((r) => r.dataset.param === '/filter/employment')!;
+    await fireEvent.click(within(employment).getByTestId('standing-remove'));
+    expect(within(form).getByTestId('standing-open').textContent).toBe('Left open (any value): filter.');
   });
 
   it('signs nothing more when the plan\'s own approval is declined, and says so quietly', async () => {
@@ -89,14 +146,14 @@ describe('standing approvals', () => {
     expect((await backend.standing())).toHaveLength(3);
   });
 
-  it('lists each with what it allows, its use and expiry, opens the plans it covered, and revokes only my active ones', async () => {
+  it('lists each with what it allows, its use and expiry, opens the plans it let run, and revokes only my active ones', async () => {
     const backend = await renderApp();
     await fireEvent.click(screen.getByTestId('nav-standing'));
     const rows = await screen.findAllByTestId('standing-row');
     expect(rows.map((r) => r.dataset.id)).toEqual(['sa_0003', 'sa_0002', 'sa_0001']);
     const [mine, adas, revoked] = rows;
     expect(within(mine).getByTestId('standing-allows').textContent).toContain('retention_days ≥ 7');
-    expect(within(mine).getByTestId('standing-use').textContent).toBe('1 of 10 plans · 0.00 of 1.00 credits');
+    expect(within(mine).getByTestId('standing-use').textContent).toBe('1 of 10 plans run · 0.09 of 0.90 credits');
     expect(within(mine).getByTestId('standing-expires').textContent).toBe('expires in 5 days');
     expect(mine.textContent).toContain('Retention clean-up on prj_184 this week.');
     expect(within(adas).queryByTestId('standing-revoke')).toBeNull();
@@ -111,8 +168,68 @@ describe('standing approvals', () => {
     expect(screen.queryAllByTestId('standing-revoke')).toHaveLength(0);
     expect((await backend.standing())[0].state).toBe('revoked');
 
-    await fireEvent.click(within(screen.getAllByTestId('standing-row')[0]).getByTestId('standing-plan'));
+    await fireEvent.click(within(screen.getAllByTestId('standing-row')[0]).getByTestId('standing-use-plan'));
     await shown('plan_0005');
+  });
+
+  it('shows the plans each let run apart from those it approved that have not run yet', async () => {
+    await renderApp();
+    await fireEvent.click(screen.getByTestId('nav-standing'));
+    const [mine, adas] = await screen.findAllByTestId('standing-row');
+    const uses = within(mine).getByTestId('standing-uses');
+    expect(uses.textContent).toContain('Ran:');
+    expect(within(uses).getAllByTestId('standing-use-plan').map((b) => b.textContent)).toEqual(['plan_0005']);
+    expect(within(uses).getByTestId('standing-use-row').textContent).toContain('use 1 · 0.09 credits');
+    expect(uses.textContent).not.toContain('plan_0007');
+    const covered = within(mine).getByTestId('standing-covered');
+    expect(covered.textContent).toContain('Covered, not yet run:');
+    expect(within(covered).getAllByTestId('standing-plan').map((b) => b.textContent)).toEqual(['plan_0007']);
+    expect(covered.textContent).not.toContain('plan_0005');
+    expect(within(adas).getByTestId('standing-uses').textContent).toBe('No plan has run under it yet.');
+    expect(within(adas).queryByTestId('standing-covered')).toBeNull();
+
+    await fireEvent.click(within(covered).getByTestId('standing-plan'));
+    await shown('plan_0007');
+  });
+
+  it('shows one whose signature does not match its terms as a warning, without its terms, still revocable', async () => {
+    const backend = await renderApp();
+    backend.tamperStanding('sa_0003', 'its signature does not verify: bad signature');
+    await fireEvent.click(screen.getByTestId('nav-standing'));
+    const [forged, adas] = await screen.findAllByTestId('standing-row');
+    const alert = within(forged).getByRole('alert');
+    expect(alert.dataset.testid).toBe('standing-unverified');
+    expect(alert.textContent).toContain('Its signature does not match the terms the gateway shows: its signature does not verify: bad signature.');
+    expect(alert.textContent).toContain('Its terms are not shown.');
+    expect(within(forged).queryByTestId('standing-allows')).toBeNull();
+    expect(within(forged).queryByTestId('standing-use')).toBeNull();
+    expect(forged.textContent).not.toContain('retention_days');
+    expect(forged.textContent).not.toContain('Retention clean-up');
+    // Its id, signer, state and expiry stay, and it can be revoked.
+    expect(forged.textContent).toContain('signed by Dana (you) sa_0003');
+    expect(within(forged).getByTestId('standing-state').textContent).toBe('active');
+    expect(within(forged).getByTestId('standing-expires').textContent).toBe('expires in 5 days');
+    expect(within(adas).queryByTestId('standing-unverified')).toBeNull();
+    expect(within(adas).getByTestId('standing-allows').textContent).toContain('documents/*');
+
+    await fireEvent.click(within(forged).getByTestId('standing-revoke'));
+    await fireEvent.click(within(forged).getByTestId('standing-revoke-confirm'));
+    await waitFor(() => expect(screen.getAllByTestId('standing-row')[0].dataset.state).toBe('revoked'));
+    expect(within(screen.getAllByTestId('standing-row')[0]).getByTestId('standing-unverified')).toBeTruthy();
+  });
+
+  it('warns, without its terms, when the one just signed does not verify as the gateway serves it', async () => {
+    const backend = await renderApp();
+    backend.tamperStanding('sa_0004', 'the terms the gateway shows are not the ones signed');
+    await open('plan_0001');
+    await fireEvent.click(screen.getByTestId('approve-like-this'));
+    const form = await screen.findByTestId('standing-form');
+    await fireEvent.input(await within(form).findByTestId('standing-reason'), { target: { value: 'Retention work.' } });
+    await fireEvent.click(within(form).getByTestId('standing-submit'));
+    const created = await screen.findByTestId('standing-created');
+    expect(created.getAttribute('role')).toBe('alert');
+    expect(created.textContent).toContain('the terms the gateway shows are not the ones signed');
+    expect(created.textContent).not.toContain('Approves plans of');
   });
 
   it('explains what a standing approval is when there is none', async () => {
@@ -189,6 +306,27 @@ describe('changing the request', () => {
     await waitFor(() => expect(screen.getByTestId('superseded').textContent).toContain('plan_0020'));
     expect(screen.queryByTestId('amend-editor')).toBeNull();
     expect(screen.queryByTestId('amend-open')).toBeNull();
+  });
+
+  it('sends nothing when the approver declines the confirmation of the change, and says so quietly', async () => {
+    const asked: { title: string; lines: string[] }[] = [];
+    const backend = await renderApp({ confirm: (title, _consequence, lines) => (asked.push({ title, lines }), false) });
+    await open('plan_0001');
+    await fireEvent.click(screen.getByTestId('amend-open'));
+    const editor = await screen.findByTestId('amend-editor');
+    const days = (await within(editor).findByTestId('amend-field-retention_days')) as HTMLInputElement;
+    await fireEvent.input(days, { target: { value: '21' } });
+    await fireEvent.click(within(editor).getByTestId('amend-submit'));
+    const note = await within(editor).findByTestId('amend-note');
+    expect(note.textContent).toBe('The change was not confirmed; nothing was sent.');
+    expect(note.getAttribute('role')).toBe('status');
+    expect(within(editor).queryByTestId('amend-error')).toBeNull();
+    expect(asked).toEqual([{ title: 'Change this request?', lines: ['changed retention_days from 14 to 21'] }]);
+    expect(backend.amendments).toEqual([]);
+    // The editor stays open as typed, to send again or cancel.
+    expect(screen.getByTestId('amend-editor')).toBe(editor);
+    expect(days.value).toBe('21');
+    expect(screen.queryByTestId('what-changed')).toBeNull();
   });
 
   it('offers no change of a plan that is closed', async () => {

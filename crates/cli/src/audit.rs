@@ -27,7 +27,7 @@ pub fn keys_from(path: &Path) -> Result<ApproverKeys, Failure> {
 
 /// `keys`: the gateway's approver keys, to a file or standard output.
 pub async fn keys(console: &Console, out: Option<&Path>, json: bool) -> Outcome {
-    let keys = console.client().approver_keys().await?;
+    let keys = console.approver_keys().await?;
     let text = crate::json::pretty(&keys);
     match out {
         Some(path) => {

@@ -411,7 +411,7 @@ async fn run(cli: Cli) -> Outcome {
         Command::Verify { file, keys } => {
             let keys = match keys {
                 Some(path) => audit::keys_from(path)?,
-                None => open(&cli).await?.client().approver_keys().await?,
+                None => open(&cli).await?.approver_keys().await?,
             };
             audit::verify(file, &keys, json)?;
         }

@@ -71,6 +71,10 @@ fn condition(text: &str) -> Result<ConstraintView, Failure> {
     })
 }
 
+fn why_or(why: Option<&str>) -> &str {
+    why.unwrap_or("its signature could not be checked")
+}
+
 fn render(items: &[StandingView]) -> String {
     if items.is_empty() {
         return "No standing approvals.\n".to_owned();
@@ -82,7 +86,7 @@ fn render(items: &[StandingView]) -> String {
             None => format!("{:?}", s.state).to_lowercase(),
         };
         out.push_str(&format!(
-            "{}  {}  {state}  {}/{} plans  {}/{} credits  until {}\n    {}\n    Reason: {}\n",
+            "{}  {}  {state}  {}/{} plans run  {}/{} credits  until {}\n",
             s.id,
             style::clean(&s.approver),
             s.plans_used,
@@ -90,11 +94,31 @@ fn render(items: &[StandingView]) -> String {
             s.credits_used,
             s.max_cost_total,
             s.expires_at,
-            style::clean(&s.allows),
-            style::clean(&s.reason),
         ));
+        match s.verified {
+            false => out.push_str(&format!(
+                "    Its terms are not shown: {}\n",
+                style::clean(why_or(s.verify_error.as_deref()))
+            )),
+            true => out.push_str(&format!(
+                "    {}\n    Reason: {}\n",
+                style::clean(&s.allows),
+                style::clean(&s.reason)
+            )),
+        }
+        if !s.uses.is_empty() {
+            let ran: Vec<String> = s
+                .uses
+                .iter()
+                .map(|u| format!("{} (use {})", u.plan_id, u.number))
+                .collect();
+            out.push_str(&format!("    Ran: {}\n", ran.join(", ")));
+        }
         if !s.covered.is_empty() {
-            out.push_str(&format!("    Covered: {}\n", s.covered.join(", ")));
+            out.push_str(&format!(
+                "    Covered, not yet run: {}\n",
+                s.covered.join(", ")
+            ));
         }
     }
     out
@@ -150,7 +174,7 @@ pub async fn run(console: &Console, command: &StandingCommand, json: bool) -> Ou
             let revoked = console.revoke_standing(id).await?;
             print(json, &revoked, || {
                 format!(
-                    "Revoked standing approval {} ({} plans covered).\n",
+                    "Revoked standing approval {} ({} plans ran under it).\n",
                     revoked.id, revoked.plans_used
                 )
             });

@@ -6,6 +6,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use ts_rs::TS;
 
+use countersign_proto::approvals::ParamChange;
+
+use crate::confirm::{self, Confirm};
 use crate::console::Console;
 use crate::error::ConsoleError;
 use crate::review::RefreshView;
@@ -117,9 +120,15 @@ impl Console {
         })
     }
 
-    /// Asks the gateway to preview `params` as the successor of `plan_id`, and says what changed
-    /// and who changed it.
-    pub async fn amend(&self, plan_id: &str, params: Value) -> Result<RefreshView, ConsoleError> {
+    /// Asks the gateway to preview `params` as the successor of `plan_id`, once `confirm` says yes
+    /// to the params changed (the approver writes the successor's request, which someone else
+    /// must then approve), and says what changed and who changed it.
+    pub async fn amend(
+        &self,
+        plan_id: &str,
+        params: Value,
+        confirm: &dyn Confirm,
+    ) -> Result<RefreshView, ConsoleError> {
         // A window shows a hidden character as U+FFFD; sent back, it would change the request
         // where the approver sees no change.
         if holds_replacement(&params) {
@@ -130,6 +139,21 @@ impl Console {
             ));
         }
         let old = self.client().plan(plan_id).await?;
+        let changes = ParamChange::between(&old.record.plan.request.params, &params);
+        if changes.is_empty() {
+            return Err(ConsoleError::Invalid(
+                "The request is unchanged: refresh the plan instead.".to_owned(),
+            ));
+        }
+        let lines: Vec<String> = changes.iter().map(ParamChange::words).collect();
+        let consequence = format!(
+            "You write a new request for {} and the gateway previews it as plan {plan_id}'s \
+             successor. You cannot approve what you wrote: someone else must.",
+            old.record.plan.caller.agent_id
+        );
+        if !confirm::ask(confirm, "Change this request?", &consequence, &lines) {
+            return Err(ConsoleError::Cancelled);
+        }
         let new = self.client().amend(plan_id, &params).await?;
         let mut view = self.changed_between(&old, &new).await?;
         view.amended = new.record.amendment.as_ref().map(|a| a.summary.clone());

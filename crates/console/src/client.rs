@@ -426,9 +426,30 @@ impl GatewayClient {
         Ok(crate::events::EventStream::new(response, self.base.clone()))
     }
 
-    /// Every standing approval of the gateway, newest first.
-    pub async fn standing(&self) -> Result<StandingList, ConsoleError> {
-        self.call::<(), _>(Method::GET, "/v1/standing", None).await
+    /// A page of the gateway's standing approvals, newest first, from `cursor`.
+    pub async fn standing(&self, cursor: Option<&str>) -> Result<StandingList, ConsoleError> {
+        let path = match cursor {
+            Some(cursor) => {
+                id_checked(cursor, "standing cursor")?;
+                format!("/v1/standing?cursor={cursor}")
+            }
+            None => "/v1/standing".to_owned(),
+        };
+        self.call::<(), _>(Method::GET, &path, None).await
+    }
+
+    /// Every standing approval of the gateway, newest first, page after page.
+    pub async fn all_standing(&self) -> Result<Vec<StandingApproval>, ConsoleError> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self.standing(cursor.as_deref()).await?;
+            items.extend(page.items);
+            match page.next_cursor {
+                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+                _ => return Ok(items),
+            }
+        }
     }
 
     /// Sends a signed standing approval.

@@ -4,8 +4,11 @@
 
 use std::path::Path;
 
+use countersign_proto::approvals::ApproverKeys;
 use countersign_proto::decision::Statement;
+use countersign_proto::dsse::decode_public_key;
 use countersign_proto::dsse::Envelope;
+use countersign_proto::enrollment;
 use serde::Serialize;
 use serde_json::Value;
 use ts_rs::TS;
@@ -68,6 +71,11 @@ fn history_entry(entry: JournalEntry, verified: Result<Statement, ConsoleError>)
     }
 }
 
+/// Whether `public_key` (base64url) is the key `fingerprint` names.
+fn names(public_key: &str, fingerprint: &str) -> bool {
+    decode_public_key(public_key).is_ok_and(|key| enrollment::fingerprint(&key) == fingerprint)
+}
+
 fn journal(console: &Console) -> Result<&Journal, ConsoleError> {
     console
         .journal()
@@ -104,8 +112,9 @@ impl Console {
     }
 
     /// Writes an audit others can verify to `path` (`docs/audit-export.md`), one in-toto
-    /// Statement per line: every decision the gateway accepted from this console, and every
-    /// standing approval of this approver with each plan it covered (read from the gateway).
+    /// Statement per line, each with the gateway's receipt: every decision the gateway accepted
+    /// from this console, and every standing approval of this approver with each plan it let
+    /// run (read from the gateway).
     /// Returns how many entries were written.
     pub async fn export_in_toto(&self, path: &Path) -> Result<usize, ConsoleError> {
         let name = self.signer().display_name();
@@ -116,20 +125,17 @@ impl Console {
             }
             let envelope: Envelope = serde_json::from_value(entry.envelope.clone())
                 .map_err(|e| ConsoleError::Protocol(e.to_string()))?;
-            lines.push(intoto::decision(&envelope, name).map_err(ConsoleError::Protocol)?);
+            let receipt = self.receipt(entry, &envelope).await?;
+            let line = intoto::decision(&envelope, name, &receipt);
+            lines.push(line.map_err(ConsoleError::Protocol)?);
         }
         let me = self.signer().approver_id();
-        let list = self.client().standing().await?;
-        for standing in list
-            .items
-            .iter()
-            .rev()
-            .filter(|s| s.statement.approver_id == me)
-        {
+        let list = self.client().all_standing().await?;
+        for standing in list.iter().rev().filter(|s| s.statement.approver_id == me) {
             lines.push(intoto::standing(standing).map_err(ConsoleError::Protocol)?);
-            for covered in standing.covered.iter().rev() {
-                let plan = self.client().plan(&covered.plan_id).await?;
-                let entry = intoto::standing_use(standing, &plan.raw);
+            for used in standing.uses.iter().rev() {
+                let plan = self.client().plan(&used.plan_id).await?;
+                let entry = intoto::standing_use(standing, used, &plan.raw);
                 lines.push(entry.map_err(ConsoleError::Protocol)?);
             }
         }
@@ -142,5 +148,47 @@ impl Console {
         }
         private_files::write(path, text.as_bytes())?;
         Ok(lines.len())
+    }
+
+    /// The gateway's approver keys and its own identity key, which signs its receipts: the key
+    /// the invite this console enrolled with named, or the answer is refused.
+    pub async fn approver_keys(&self) -> Result<ApproverKeys, ConsoleError> {
+        let keys = self.client().approver_keys().await?;
+        let Some(enrolled) = self.signer().identity_fingerprint() else {
+            return Ok(keys);
+        };
+        match &keys.gateway_key {
+            Some(key) if key.fingerprint == enrolled && names(&key.public_key, enrolled) => {
+                Ok(keys)
+            }
+            _ => Err(ConsoleError::Protocol(format!(
+                "the gateway's key is not the identity key {enrolled} this console enrolled with"
+            ))),
+        }
+    }
+
+    /// The gateway's receipt for a decision this console sent: in the answer the journal kept,
+    /// or, for an answer from before receipts, asked for by sending the identical envelope
+    /// again, which the gateway answers as it did and counts once (PROTOCOL section 3).
+    async fn receipt(
+        &self,
+        entry: &HistoryEntry,
+        envelope: &Envelope,
+    ) -> Result<Envelope, ConsoleError> {
+        let kept = entry
+            .answer
+            .as_ref()
+            .and_then(|answer| answer.get("receipt"))
+            .and_then(|receipt| serde_json::from_value(receipt.clone()).ok());
+        if let Some(receipt) = kept {
+            return Ok(receipt);
+        }
+        let answer = self.client().decide(&entry.plan_id, envelope).await?;
+        answer.receipt.ok_or_else(|| {
+            ConsoleError::Protocol(format!(
+                "the gateway gave no receipt for the decision on {}",
+                entry.plan_id
+            ))
+        })
     }
 }

@@ -1,9 +1,11 @@
 //! An audit others can verify (`docs/audit-export.md`): each decision, each standing approval and
-//! each plan a standing approval covered, as an in-toto Statement (v1) wrapping the same DSSE
-//! envelope the approver signed; and the offline check of such an export against the approvers'
-//! public keys. An entry verifies only when every member of it is what its signed statement (and,
-//! for a covered plan, the plan it carries) says: the entry is rebuilt from what is signed and
-//! compared whole, so a single changed byte fails.
+//! each plan a standing approval let run, as an in-toto Statement (v1) wrapping the same DSSE
+//! envelope the approver signed and the gateway's receipt for it; and the offline check of such
+//! an export against the approvers' and the gateway's public keys. An entry verifies only when
+//! every member of it is what its signed statement (and, for a plan that ran, the plan it
+//! carries) and its receipt say: the entry is rebuilt from what is signed and compared whole, so
+//! a single changed byte fails; and a key's revocation is judged by when the gateway accepted
+//! what it signed, not by the time its signer wrote into it.
 
 use std::collections::BTreeMap;
 
@@ -12,8 +14,12 @@ use countersign_proto::approvals::{ApproverKey, ApproverKeys, RiskFlag};
 use countersign_proto::decision::{Decision, Statement};
 use countersign_proto::digest::{plan_core, plan_digest, sha256};
 use countersign_proto::dsse::{decode_public_key, Envelope, DECISION_PAYLOAD_TYPE};
+use countersign_proto::enrollment::fingerprint;
 use countersign_proto::plan::Preview;
-use countersign_proto::standing::{StandingApproval, StandingStatement, STANDING_PAYLOAD_TYPE};
+use countersign_proto::receipt::{envelope_digest, Accepted, Receipt};
+use countersign_proto::standing::{
+    StandingApproval, StandingStatement, StandingUse, STANDING_PAYLOAD_TYPE,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -69,6 +75,8 @@ pub struct Review {
     pub plan: Option<Value>,
     /// The DSSE envelope exactly as signed.
     pub envelope: Envelope,
+    /// The gateway's receipt for it (`countersign.receipt/v1`): what it accepted, and when.
+    pub receipt: Envelope,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,14 +103,24 @@ fn statement(subject: Vec<Subject>, predicate: Review) -> InTotoStatement {
     }
 }
 
-/// A decision entry from its envelope and the approver's display name; the envelope's statement
-/// read without verifying it (export writes what was signed; [`verify`] checks it).
-pub fn decision(envelope: &Envelope, name: &str) -> Result<InTotoStatement, String> {
+/// A decision entry from its envelope, the approver's display name and the gateway's receipt;
+/// the envelope's statement read without verifying it (export writes what was signed; [`verify`]
+/// checks it).
+pub fn decision(
+    envelope: &Envelope,
+    name: &str,
+    receipt: &Envelope,
+) -> Result<InTotoStatement, String> {
     let signed = Statement::from_payload(&payload(envelope)?).map_err(|e| e.to_string())?;
-    Ok(decision_of(&signed, envelope, name))
+    Ok(decision_of(&signed, envelope, name, receipt))
 }
 
-fn decision_of(signed: &Statement, envelope: &Envelope, name: &str) -> InTotoStatement {
+fn decision_of(
+    signed: &Statement,
+    envelope: &Envelope,
+    name: &str,
+    receipt: &Envelope,
+) -> InTotoStatement {
     let result = match signed.decision {
         Decision::Approve => "pass",
         Decision::Reject => "fail",
@@ -121,6 +139,7 @@ fn decision_of(signed: &Statement, envelope: &Envelope, name: &str) -> InTotoSta
             standing_id: None,
             plan: None,
             envelope: envelope.clone(),
+            receipt: receipt.clone(),
         },
     )
 }
@@ -129,24 +148,34 @@ fn decision_of(signed: &Statement, envelope: &Envelope, name: &str) -> InTotoSta
 pub fn standing(standing: &StandingApproval) -> Result<InTotoStatement, String> {
     let payload = payload(&standing.envelope)?;
     let signed = StandingStatement::from_payload(&payload).map_err(|e| e.to_string())?;
-    Ok(standing_of(
-        &signed,
-        &standing.envelope,
-        &standing.display_name,
-    ))
+    let signer = Signer {
+        name: &standing.display_name,
+        envelope: &standing.envelope,
+        receipt: &standing.receipt,
+    };
+    Ok(standing_of(&signed, signer))
 }
 
-fn standing_of(signed: &StandingStatement, envelope: &Envelope, name: &str) -> InTotoStatement {
-    let digest = payload(envelope).map(|p| sha256(&p)).unwrap_or_default();
+/// Who signed a standing approval's entry, the envelope they signed, and the gateway's receipt.
+#[derive(Clone, Copy)]
+struct Signer<'a> {
+    name: &'a str,
+    envelope: &'a Envelope,
+    receipt: &'a Envelope,
+}
+
+fn standing_of(signed: &StandingStatement, signer: Signer<'_>) -> InTotoStatement {
+    let digest = payload(signer.envelope)
+        .map(|p| sha256(&p))
+        .unwrap_or_default();
     let subject = subject(&signed.standing_id, &digest);
-    standing_review(signed, envelope, name, subject, None)
+    standing_review(signed, signer, subject, None)
 }
 
-/// An entry signed by standing approval `signed`: itself, or (with `plan`) a plan it covered.
+/// An entry signed by standing approval `signed`: itself, or (with `plan`) a plan it let run.
 fn standing_review(
     signed: &StandingStatement,
-    envelope: &Envelope,
-    name: &str,
+    signer: Signer<'_>,
     subject: Subject,
     plan: Option<Value>,
 ) -> InTotoStatement {
@@ -160,37 +189,46 @@ fn standing_review(
             result: "pass".to_owned(),
             reviewer: Reviewer {
                 id: signed.approver_id.clone(),
-                name: name.to_owned(),
+                name: signer.name.to_owned(),
             },
             time_reviewed: signed.issued_at,
             kind,
             reason: Some(signed.reason.clone()),
             standing_id: Some(signed.standing_id.clone()),
             plan,
-            envelope: envelope.clone(),
+            envelope: signer.envelope.clone(),
+            receipt: signer.receipt.clone(),
         },
     )
 }
 
-/// A plan `standing` counted for, from the plan as served: its core is carried, its digest is the
-/// subject.
-pub fn standing_use(standing: &StandingApproval, plan: &Value) -> Result<InTotoStatement, String> {
+/// A plan `standing` let run (its use `used`), from the plan as served: its core is carried, its
+/// digest is the subject, and the use's receipt says when it ran on it.
+pub fn standing_use(
+    standing: &StandingApproval,
+    used: &StandingUse,
+    plan: &Value,
+) -> Result<InTotoStatement, String> {
     let payload = payload(&standing.envelope)?;
     let signed = StandingStatement::from_payload(&payload).map_err(|e| e.to_string())?;
-    use_of(&signed, &standing.envelope, &standing.display_name, plan)
+    let signer = Signer {
+        name: &standing.display_name,
+        envelope: &standing.envelope,
+        receipt: &used.receipt,
+    };
+    use_of(&signed, signer, plan)
 }
 
 fn use_of(
     signed: &StandingStatement,
-    envelope: &Envelope,
-    name: &str,
+    signer: Signer<'_>,
     plan: &Value,
 ) -> Result<InTotoStatement, String> {
     let digest = plan_digest(plan).map_err(|e| e.to_string())?;
     let plan_id = plan["plan_id"].as_str().unwrap_or_default();
     let core = plan_core(plan).map_err(|e| e.to_string())?;
     let subject = subject(plan_id, &digest);
-    Ok(standing_review(signed, envelope, name, subject, Some(core)))
+    Ok(standing_review(signed, signer, subject, Some(core)))
 }
 
 /// A plan's core read as a preview, for what a standing approval covers: the members outside the
@@ -220,12 +258,13 @@ fn payload(envelope: &Envelope) -> Result<Vec<u8>, String> {
     envelope.payload_bytes().map_err(|e| e.to_string())
 }
 
-/// Checks one exported line against `keys` (the gateway's approver keys): what it verifies, or
-/// why it does not.
+/// Checks one exported line against `keys` (the gateway's approver keys and its own): what it
+/// verifies, or why it does not.
 pub fn verify(line: &str, keys: &ApproverKeys) -> Result<String, String> {
     countersign_proto::strict_json::check(line.as_bytes())?;
     let entry: InTotoStatement =
         serde_json::from_str(line).map_err(|e| format!("not an exported entry: {e}"))?;
+    let receipt = receipt_of(&entry, keys)?;
     let envelope = &entry.predicate.envelope;
     let keyid = &envelope.signature().map_err(|e| e.to_string())?.keyid;
     let key: &ApproverKey = keys
@@ -239,11 +278,19 @@ pub fn verify(line: &str, keys: &ApproverKeys) -> Result<String, String> {
             )
         })?;
     let public = decode_public_key(&key.public_key).map_err(|e| e.to_string())?;
+    let name = key.display_name.as_str();
+    let receipt_envelope = &entry.predicate.receipt;
     let (expected, what, audience, issued_at) = match envelope.payload_type.as_str() {
         DECISION_PAYLOAD_TYPE => {
             let signed = Statement::open(envelope, &public).map_err(|e| e.to_string())?;
+            accepted(&receipt, Accepted::Decision)?;
+            if receipt.plan_id.as_ref() != Some(&signed.plan_id)
+                || receipt.plan_digest.as_ref() != Some(&signed.plan_digest)
+            {
+                return Err("its receipt is for another plan".to_owned());
+            }
             let what = format!(
-                "{} of {} {} by {}",
+                "{} of {} {} by {name}",
                 if signed.decision == Decision::Approve {
                     "approval"
                 } else {
@@ -251,49 +298,43 @@ pub fn verify(line: &str, keys: &ApproverKeys) -> Result<String, String> {
                 },
                 signed.plan_id,
                 signed.plan_digest,
-                key.display_name
             );
-            let expected = decision_of(&signed, envelope, &key.display_name);
+            let expected = decision_of(&signed, envelope, name, receipt_envelope);
             (expected, what, signed.audience, signed.issued_at)
         }
         STANDING_PAYLOAD_TYPE => {
             let signed = StandingStatement::open(envelope, &public).map_err(|e| e.to_string())?;
+            if receipt.standing_id.as_ref() != Some(&signed.standing_id) {
+                return Err("its receipt is for another standing approval".to_owned());
+            }
+            let signer = Signer {
+                name,
+                envelope,
+                receipt: receipt_envelope,
+            };
             let (expected, what) = match entry.predicate.kind {
                 ReviewKind::StandingUse => {
+                    accepted(&receipt, Accepted::StandingUse)?;
                     let plan = entry
                         .predicate
                         .plan
                         .as_ref()
-                        .ok_or("a covered plan without its plan")?;
+                        .ok_or("a plan that ran without its plan")?;
                     let preview = preview_of(plan)?;
-                    // Offline, the policy that let a standing approval cover a flag is not
-                    // known: only the statement's own terms are checked.
-                    if let Some(why) = signed.refuses(&preview, &RiskFlag::ALL) {
-                        return Err(format!(
-                            "standing approval {} does not cover {}: {why}",
-                            signed.standing_id, preview.plan_id
-                        ));
-                    }
-                    if preview.created_at < signed.issued_at
-                        || preview.created_at > signed.expires_at
-                    {
-                        return Err(format!(
-                            "plan {} was made outside standing approval {}'s time",
-                            preview.plan_id, signed.standing_id
-                        ));
-                    }
+                    ran_under(&signed, (&preview, plan), &receipt)?;
                     let what = format!(
-                        "plan {} covered by standing approval {} of {} (its terms checked here; that it was counted is the gateway's record)",
-                        preview.plan_id, signed.standing_id, key.display_name
+                        "plan {} ran under standing approval {} of {name} (its use {}; its terms \
+                         checked here, its caps are the gateway's record)",
+                        preview.plan_id,
+                        signed.standing_id,
+                        receipt.use_number.unwrap_or_default()
                     );
-                    (use_of(&signed, envelope, &key.display_name, plan)?, what)
+                    (use_of(&signed, signer, plan)?, what)
                 }
                 _ => {
-                    let what = format!(
-                        "standing approval {} by {}",
-                        signed.standing_id, key.display_name
-                    );
-                    (standing_of(&signed, envelope, &key.display_name), what)
+                    accepted(&receipt, Accepted::Standing)?;
+                    let what = format!("standing approval {} by {name}", signed.standing_id);
+                    (standing_of(&signed, signer), what)
                 }
             };
             (expected, what, signed.audience, signed.issued_at)
@@ -310,13 +351,95 @@ pub fn verify(line: &str, keys: &ApproverKeys) -> Result<String, String> {
             keys.gateway_id
         ));
     }
-    if key.revoked_at.is_some_and(|at| at <= issued_at) {
-        return Err(format!("signed with {keyid} after it was revoked"));
+    // The signer's own issued_at proves nothing: the gateway's time of acceptance does.
+    if key.revoked_at.is_some_and(|at| at <= receipt.accepted_at) {
+        return Err(format!(
+            "signed with {keyid}, which was revoked before the gateway accepted it"
+        ));
+    }
+    if issued_at > receipt.accepted_at + chrono::Duration::seconds(60) {
+        return Err("issued after the gateway accepted it".to_owned());
     }
     if expected != entry {
         return Err("the entry differs from what its signed statement says".to_owned());
     }
-    Ok(what)
+    Ok(format!(
+        "{what}, accepted by the gateway at {}",
+        receipt.accepted_at.format("%Y-%m-%d %H:%M:%SZ")
+    ))
+}
+
+/// The gateway's receipt in `entry`, verified under the gateway key `keys` name, for the
+/// envelope `entry` carries.
+fn receipt_of(entry: &InTotoStatement, keys: &ApproverKeys) -> Result<Receipt, String> {
+    let gateway = keys.gateway_key.as_ref().ok_or(
+        "the keys name no gateway key to check receipts with: fetch them again \
+         (countersign-cli keys)",
+    )?;
+    let public = decode_public_key(&gateway.public_key).map_err(|e| e.to_string())?;
+    if fingerprint(&public) != gateway.fingerprint {
+        return Err("the gateway key is not the one its fingerprint names".to_owned());
+    }
+    let receipt = Receipt::open(&entry.predicate.receipt, &public)
+        .map_err(|e| format!("its receipt does not verify: {e}"))?;
+    if receipt.gateway_id != keys.gateway_id {
+        return Err(format!(
+            "its receipt is from gateway {}, not {}",
+            receipt.gateway_id, keys.gateway_id
+        ));
+    }
+    let digest = envelope_digest(&entry.predicate.envelope).map_err(|e| e.to_string())?;
+    if receipt.envelope_digest != digest {
+        return Err("its receipt is for another envelope".to_owned());
+    }
+    Ok(receipt)
+}
+
+fn accepted(receipt: &Receipt, kind: Accepted) -> Result<(), String> {
+    match receipt.accepted == kind {
+        true => Ok(()),
+        false => Err(format!(
+            "its receipt is for a {:?}, not a {kind:?}",
+            receipt.accepted
+        )),
+    }
+}
+
+/// Whether `preview` is a plan standing approval `signed` let run, as `receipt` says: its terms
+/// cover it, it was made and ran within its time, and the receipt names it.
+fn ran_under(
+    signed: &StandingStatement,
+    (preview, core): (&Preview, &Value),
+    receipt: &Receipt,
+) -> Result<(), String> {
+    // Offline, the policy that let a standing approval cover a flag is not known: only the
+    // statement's own terms are checked.
+    if let Some(why) = signed.refuses(preview, &RiskFlag::ALL) {
+        return Err(format!(
+            "standing approval {} does not cover {}: {why}",
+            signed.standing_id, preview.plan_id
+        ));
+    }
+    if preview.created_at < signed.issued_at || preview.created_at > signed.expires_at {
+        return Err(format!(
+            "plan {} was made outside standing approval {}'s time",
+            preview.plan_id, signed.standing_id
+        ));
+    }
+    if receipt.accepted_at > signed.expires_at {
+        return Err(format!(
+            "plan {} ran after standing approval {} expired",
+            preview.plan_id, signed.standing_id
+        ));
+    }
+    let digest = plan_digest(core).map_err(|e| e.to_string())?;
+    let names_it = receipt.plan_id.as_ref() == Some(&preview.plan_id)
+        && receipt.plan_digest.as_ref() == Some(&digest)
+        && receipt.use_number.is_some();
+    match names_it {
+        true => Ok(()),
+        false => Err("its receipt is for another plan".to_owned()),
+    }
 }
 
 #[cfg(test)]

@@ -190,6 +190,9 @@ pub struct PlanView {
     pub rules: Vec<RuleView>,
     /// Whether the plan waits on this approver.
     pub turn: Turn,
+    /// Why the gateway's approval policy would refuse a standing approval for plans like this
+    /// one ("approve plans like this" is disabled with it), or null.
+    pub standing_refused: Option<String>,
 }
 
 /// A refreshed plan and what changed since the plan it supersedes.
@@ -568,6 +571,7 @@ pub fn plan_view(
         superseded_by: record.superseded_by.clone(),
         rules: Vec::new(),
         turn: Turn::Others,
+        standing_refused: None,
     };
     apply_rules(&mut view, record, None);
     view
@@ -578,6 +582,7 @@ pub fn apply_rules(view: &mut PlanView, record: &PlanRecord, me: Option<&Approve
     view.rules = rules::views(&record.approvals, &record.plan.caller.agent_id, me);
     let risk = console_risk(&record.plan);
     view.turn = rules::turn_of(record.status, &risk, &record.approvals, me);
+    view.standing_refused = rules::standing_refused(&risk, me);
 }
 
 /// The console's own risk flags of a plan, recomputed from its effects (not the gateway's

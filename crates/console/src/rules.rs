@@ -114,7 +114,9 @@ pub fn views(approvals: &Approvals, agent_id: &str, me: Option<&ApproverProfile>
                     .map(|s| format!("{}:{}", s.file, s.line)),
                 asks_me: status.missing > 0
                     && me.is_some_and(|me| {
-                        !decided_by(&approvals.received, me) && status.asks(&me.person, &me.teams)
+                        !decided_by(&approvals.received, me)
+                            && approvals.requested_by.as_ref() != Some(&me.approver_id)
+                            && status.asks(&me.person, &me.teams)
                     }),
                 escalated,
                 excludes: status
@@ -129,3 +131,21 @@ pub fn views(approvals: &Approvals, agent_id: &str, me: Option<&ApproverProfile>
 
 #[cfg(test)]
 mod tests;
+
+/// Why the gateway's approval policy (the risk flags it lets a standing approval cover, as
+/// `me` says) would refuse a standing approval for a plan of `risk`, or `None` when it would not
+/// or the gateway does not say.
+pub fn standing_refused(risk: &[RiskFlag], me: Option<&ApproverProfile>) -> Option<String> {
+    let coverable = me?.standing_flags.as_ref()?;
+    let refused: Vec<String> = risk
+        .iter()
+        .filter(|f| !coverable.contains(f))
+        .map(|f| countersign_proto::standing::flag_text(*f))
+        .collect();
+    (!refused.is_empty()).then(|| {
+        format!(
+            "The approval policy lets no standing approval cover {} plans.",
+            refused.join(" or ")
+        )
+    })
+}

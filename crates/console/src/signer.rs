@@ -327,6 +327,12 @@ impl Signer {
         &self.gateway_id
     }
 
+    /// The fingerprint of the gateway identity key the invite named, for a credential enrolled
+    /// since invites carried one.
+    pub fn identity_fingerprint(&self) -> Option<&str> {
+        self.identity_key.as_deref()
+    }
+
     pub fn approver_id(&self) -> &str {
         &self.approver_id
     }

@@ -182,7 +182,7 @@ fn queue_totals_do_not_overflow() {
             "estimated_cost": {"amount_min": "0", "amount_max": max, "currency": "credits"},
             "effect_counts": {"direct": 1, "derived": 0}, "subjects_total": 0,
             "validation_counts": {"error": 0, "warning": 0, "info": 0}, "risk": [],
-            "approvals": Approvals { required: 1, received: vec![], rules: vec![], denied: vec![] }
+            "approvals": Approvals { required: 1, received: vec![], rules: vec![], denied: vec![], requested_by: None }
         }))
         .unwrap()
     };

@@ -28,7 +28,7 @@ use countersign_console::sample::SampleCheck;
 use countersign_console::session::StatusView;
 use countersign_console::settings::{Settings, SettingsView, Theme};
 use countersign_console::standing::{
-    ConstraintOp, ConstraintView, StandingDraft, StandingStateView, StandingView,
+    ConstraintOp, ConstraintView, StandingDraft, StandingStateView, StandingUseView, StandingView,
 };
 use countersign_console::subjects::{SubjectRow, SubjectsPage};
 use ts_rs::TS;
@@ -95,6 +95,7 @@ fn declarations() -> String {
         ConstraintView::decl(),
         StandingDraft::decl(),
         StandingStateView::decl(),
+        StandingUseView::decl(),
         StandingView::decl(),
         FormFieldKind::decl(),
         FormField::decl(),

@@ -543,8 +543,8 @@ pub async fn rotate_key(
     Ok(countersign_proto::keys::RotatedKey { key_id })
 }
 
-/// Every approver key the gateway ever accepted, revoked ones with when: what a signature in an
-/// exported history is checked against offline.
+/// Every approver key the gateway ever accepted, revoked ones with when, and the gateway's own
+/// identity key, which signs its receipts: what an exported history is checked against offline.
 pub async fn public_keys(
     engine: &crate::Engine,
 ) -> crate::ApiResult<countersign_proto::approvals::ApproverKeys> {
@@ -569,8 +569,13 @@ pub async fn public_keys(
                 .transpose()?,
         });
     }
+    let identity = engine.identity.verifying_key();
     Ok(countersign_proto::approvals::ApproverKeys {
         gateway_id: engine.gateway_id.clone(),
+        gateway_key: Some(countersign_proto::approvals::GatewayKey {
+            fingerprint: countersign_proto::enrollment::fingerprint(&identity),
+            public_key: countersign_proto::dsse::encode_public_key(&identity),
+        }),
         keys,
     })
 }

@@ -109,6 +109,7 @@ pub async fn decisions(
         received: standing.received,
         rules,
         denied: plan.requirement.denied.clone(),
+        requested_by: plan.amendment.as_ref().map(|a| a.approver_id.clone()),
     };
     Ok((approvals, status))
 }

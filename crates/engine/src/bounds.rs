@@ -57,6 +57,12 @@ pub fn invoke(request: &InvokeRequest) -> ApiResult<()> {
     Ok(())
 }
 
+/// An approver's amended params (`docs/amend.md`): the request an agent's plan will run, held to
+/// the bounds of the agent's own.
+pub fn amend(params_value: &Value) -> ApiResult<()> {
+    params(params_value)
+}
+
 fn params(value: &Value) -> ApiResult<()> {
     walk("/params", value, 0)
 }

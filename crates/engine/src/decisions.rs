@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::accounts::{self, Approver};
 use crate::events::EventKind;
+use crate::receipts::Signer;
 use crate::store::Flag;
 use crate::{approvals, eligibility, ids, plans, queue, ApiError, ApiResult, Engine};
 
@@ -56,9 +57,9 @@ pub async fn decide(
         // got lost) after the key that signed it was rotated out: the same answer. A resend
         // under a key still active is found in the write below, which reads the decisions
         // anyway: a decision is one round trip fewer for it.
-        if resent(pool, &plan_id, &approver.id, &envelope).await? {
+        if let Some(at) = accepted_at(pool, &plan_id, &approver.id, &envelope).await? {
             let mut conn = pool.acquire().await?;
-            return answer(&mut conn, &plan_id).await;
+            return answer(&mut conn, engine, &plan_id, (&envelope, at)).await;
         }
         return Err(err(
             ErrorCode::BadSignature,
@@ -112,10 +113,10 @@ pub async fn decide(
         .ok_or_else(|| ApiError::not_found("plan"))?;
     // This approver's decisions on the plan and any decision under the statement's nonce, in
     // one read: each is a round trip to a PostgreSQL server.
-    let rows: Vec<(String, String, Flag, Flag, Flag)> = sqlx::query_as(
+    let rows: Vec<(String, String, Flag, Flag, Flag, String)> = sqlx::query_as(
         "SELECT envelope, decision, CASE WHEN withdrawn_at IS NULL THEN 1 ELSE 0 END,
                 CASE WHEN plan_id = $1 AND approver_id = $2 THEN 1 ELSE 0 END,
-                CASE WHEN nonce = $3 THEN 1 ELSE 0 END
+                CASE WHEN nonce = $3 THEN 1 ELSE 0 END, decided_at
          FROM decisions WHERE (plan_id = $1 AND approver_id = $2) OR nonce = $3",
     )
     .bind(&plan_id)
@@ -123,19 +124,21 @@ pub async fn decide(
     .bind(&statement.nonce)
     .fetch_all(&mut *w.tx)
     .await?;
-    let nonce_used = rows.iter().any(|(.., Flag(same_nonce))| *same_nonce);
-    let decided: Vec<(String, String, Flag)> = rows
+    let nonce_used = rows
+        .iter()
+        .any(|(_, _, _, _, Flag(same_nonce), _)| *same_nonce);
+    let decided: Vec<(String, String, Flag, String)> = rows
         .into_iter()
-        .filter(|(_, _, _, Flag(mine), _)| *mine)
-        .map(|(envelope, decision, standing, _, _)| (envelope, decision, standing))
+        .filter(|(_, _, _, Flag(mine), _, _)| *mine)
+        .map(|(envelope, decision, standing, _, _, at)| (envelope, decision, standing, at))
         .collect();
     // A resend, or accepted meanwhile under the same envelope: answered as a resend.
-    let identical = decided
-        .iter()
-        .filter_map(|(stored, _, _)| serde_json::from_str::<Envelope>(stored).ok())
-        .any(|stored| stored == envelope);
-    if identical {
-        return answer(&mut w.tx, &plan_id).await;
+    let identical = decided.iter().find(|(stored, ..)| {
+        serde_json::from_str::<Envelope>(stored).is_ok_and(|stored| stored == envelope)
+    });
+    if let Some((.., at)) = identical {
+        let at = ids::from_text(at)?;
+        return answer(&mut w.tx, engine, &plan_id, (&envelope, at)).await;
     }
     if statement.plan_digest != plan.preview.plan_digest {
         return Err(err(
@@ -145,8 +148,8 @@ pub async fn decide(
     }
     let standing = decided
         .iter()
-        .find(|(_, _, Flag(standing))| *standing)
-        .map(|(_, decision, _)| decision.as_str());
+        .find(|(_, _, Flag(standing), _)| *standing)
+        .map(|(_, decision, _, _)| decision.as_str());
     // An approver who approved may still reject before the plan runs: the approval is withdrawn.
     let withdrawal = standing == Some("approve") && statement.decision == Decision::Reject;
     if standing.is_some() && !withdrawal {
@@ -255,6 +258,8 @@ pub async fn decide(
     .execute(&mut *w.tx)
     .await?;
     let (approvals, status) = approvals::decisions(&mut w.tx, &plan).await?;
+    let receipt =
+        Signer::from(engine).decision(&envelope, (&plan_id, &plan.preview.plan_digest), now)?;
     // Stored with the plan's summary; its reads were checked above in this transaction.
     let plan = plans::StoredPlan { status, ..plan };
     let known = plans::Known {
@@ -267,36 +272,49 @@ pub async fn decide(
         plan_id,
         status,
         approvals,
+        receipt: Some(receipt),
     })
 }
 
-/// Whether `envelope` is the one `approver_id`'s decision on `plan_id` was accepted as.
-async fn resent(
+/// When `envelope` was accepted as `approver_id`'s decision on `plan_id`, if it was.
+async fn accepted_at(
     pool: &sqlx::AnyPool,
     plan_id: &str,
     approver_id: &str,
     envelope: &Envelope,
-) -> Result<bool, sqlx::Error> {
-    let stored: Vec<String> = sqlx::query_scalar(
-        "SELECT envelope FROM decisions WHERE plan_id = $1 AND approver_id = $2",
+) -> ApiResult<Option<chrono::DateTime<chrono::Utc>>> {
+    let stored: Vec<(String, String)> = sqlx::query_as(
+        "SELECT envelope, decided_at FROM decisions WHERE plan_id = $1 AND approver_id = $2",
     )
     .bind(plan_id)
     .bind(approver_id)
     .fetch_all(pool)
     .await?;
-    Ok(stored
-        .iter()
-        .filter_map(|s| serde_json::from_str::<Envelope>(s).ok())
-        .any(|s| s == *envelope))
+    let at = stored
+        .into_iter()
+        .find(|(s, _)| serde_json::from_str::<Envelope>(s).is_ok_and(|s| s == *envelope))
+        .map(|(_, at)| ids::from_text(&at))
+        .transpose()?;
+    Ok(at)
 }
 
-async fn answer(conn: &mut sqlx::AnyConnection, plan_id: &str) -> ApiResult<DecisionResponse> {
+/// The answer to a decision sent again: the plan as it stands, and the receipt of the decision
+/// as it was accepted (`envelope`, at its time).
+async fn answer(
+    conn: &mut sqlx::AnyConnection,
+    engine: &Engine,
+    plan_id: &str,
+    (envelope, at): (&Envelope, chrono::DateTime<chrono::Utc>),
+) -> ApiResult<DecisionResponse> {
     let plan = plans::load(conn, plan_id)
         .await?
         .ok_or_else(|| ApiError::not_found("plan"))?;
+    let receipt =
+        Signer::from(engine).decision(envelope, (plan_id, &plan.preview.plan_digest), at)?;
     Ok(DecisionResponse {
         plan_id: plan_id.to_owned(),
         status: plan.status,
         approvals: approvals::of(conn, &plan).await?,
+        receipt: Some(receipt),
     })
 }

@@ -23,7 +23,12 @@ pub async fn of(
     let Caller::Approver(approver) = caller else {
         return Ok(None);
     };
-    let reason = refusal(conn, approver, plan, Decision::Approve).await?;
+    // Their standing approval counting for the plan already answers too: a second seat by hand
+    // would be one person's second approval (`decisions::decide` refuses it).
+    let reason = match checks(conn, approver, plan, true).await? {
+        Some(why) => Some(why),
+        None => refusal_beyond_person(conn, approver, plan, Decision::Approve).await?,
+    };
     Ok(Some(Eligibility {
         eligible: reason.is_none(),
         reason,
@@ -40,7 +45,54 @@ pub async fn refusal(
     if let Some(why) = personal(conn, approver, plan).await? {
         return Ok(Some(why));
     }
+    refusal_beyond_person(conn, approver, plan, decision).await
+}
+
+/// [`refusal`] once the person may decide the plan: whether they wrote its request, and
+/// whether a rule asks for them.
+async fn refusal_beyond_person(
+    conn: &mut AnyConnection,
+    approver: &Approver,
+    plan: &StoredPlan,
+    decision: Decision,
+) -> ApiResult<Option<String>> {
+    if decision == Decision::Approve {
+        if let Some(why) = wrote_request(conn, approver, plan).await? {
+            return Ok(Some(why));
+        }
+    }
     asked(conn, approver, plan, decision).await
+}
+
+/// Why `approver` may not approve `plan` because they wrote its request: they amended the plan
+/// it supersedes into it (`docs/amend.md`), under this account or another of their person. The
+/// amender is the plan's requester: their approval would be a request approved by its writer.
+pub(crate) async fn wrote_request(
+    conn: &mut AnyConnection,
+    approver: &Approver,
+    plan: &StoredPlan,
+) -> Result<Option<String>, sqlx::Error> {
+    let Some(amendment) = &plan.amendment else {
+        return Ok(None);
+    };
+    let same_person = match (&approver.user_id, amendment.approver_id == approver.id) {
+        (_, true) => true,
+        (None, false) => false,
+        (Some(person), false) => {
+            let amender: Option<Option<String>> =
+                sqlx::query_scalar("SELECT user_id FROM approvers WHERE id = $1")
+                    .bind(&amendment.approver_id)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+            amender.flatten().as_deref() == Some(person.as_str())
+        }
+    };
+    Ok(same_person.then(|| {
+        format!(
+            "You wrote this request: {} amended plan {} into it, so someone else must approve it.",
+            amendment.display_name, amendment.amends
+        )
+    }))
 }
 
 /// Whether an open rule asks for `approver`'s person: to approve, their approval must count
@@ -97,9 +149,24 @@ pub(crate) async fn personal(
     approver: &Approver,
     plan: &StoredPlan,
 ) -> Result<Option<String>, sqlx::Error> {
+    checks(conn, approver, plan, false).await
+}
+
+/// [`personal`]'s checks; with `own_standing`, also whether the approver's own standing approval
+/// counts for the plan already (read in the same query as the person's other accounts).
+async fn checks(
+    conn: &mut AnyConnection,
+    approver: &Approver,
+    plan: &StoredPlan,
+    own_standing: bool,
+) -> Result<Option<String>, sqlx::Error> {
     let Some(person) = approver.user_id.as_deref() else {
-        // An approver invited without a person is a person of its own: nothing to compare.
-        return Ok(None);
+        // An approver invited without a person is a person of its own: nothing to compare
+        // but their own standing approval.
+        return match own_standing {
+            true => decided_already(conn, approver, plan, (None, true)).await,
+            false => Ok(None),
+        };
     };
     if plan.preview.caller.on_behalf_of.as_deref() == Some(person) {
         return Ok(Some(format!(
@@ -125,17 +192,38 @@ pub(crate) async fn personal(
             )));
         }
     }
-    let other: Option<String> = sqlx::query_scalar(
-        "SELECT d.approver_id FROM decisions d JOIN approvers a ON a.id = d.approver_id
-         WHERE d.plan_id = $1 AND d.withdrawn_at IS NULL AND a.user_id = $2 AND a.id <> $3
+    decided_already(conn, approver, plan, (Some(person), own_standing)).await
+}
+
+/// Whether `person` decided `plan` under another approver account, or (with `own_standing`) this
+/// approver's standing approval approves it already: one query for both.
+async fn decided_already(
+    conn: &mut AnyConnection,
+    approver: &Approver,
+    plan: &StoredPlan,
+    (person, own_standing): (Option<&str>, bool),
+) -> Result<Option<String>, sqlx::Error> {
+    let found: Option<(String, Option<String>)> = sqlx::query_as(
+        "SELECT d.approver_id, d.standing_id FROM decisions d
+         JOIN approvers a ON a.id = d.approver_id
+         WHERE d.plan_id = $1 AND d.withdrawn_at IS NULL
+           AND ((a.user_id = $2 AND a.id <> $3)
+                OR ($4 = 1 AND a.id = $3 AND d.standing_id IS NOT NULL))
          LIMIT 1",
     )
     .bind(&plan.preview.plan_id)
     .bind(person)
     .bind(&approver.id)
+    .bind(i64::from(own_standing))
     .fetch_optional(&mut *conn)
     .await?;
-    Ok(other.map(|other| {
-        format!("{person} already decided this plan as approver {other}: one person, one decision.")
+    Ok(found.map(|(other, standing)| match standing {
+        Some(id) if other == approver.id => format!(
+            "Your standing approval {id} approves this plan already: one person, one approval."
+        ),
+        _ => format!(
+            "{} already decided this plan as approver {other}: one person, one decision.",
+            person.unwrap_or(&approver.id)
+        ),
     }))
 }

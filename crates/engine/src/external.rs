@@ -31,7 +31,7 @@ use crate::events::EventKind;
 use crate::rederive::{rederive, stale};
 use crate::registry::{Capability, Registry};
 use crate::store::{Dialect, Store, WriteTx};
-use crate::{ids, plans, queue, wallet, ApiError, ApiResult, Engine};
+use crate::{ids, plans, queue, standing, wallet, ApiError, ApiResult, Engine};
 
 /// One invoke of an approved plan of an external capability.
 pub struct Call<'a> {
@@ -68,6 +68,10 @@ pub async fn run(mut w: WriteTx<'_>, call: Call<'_>) -> ApiResult<SuccessEnvelop
             ErrorCode::PlanStale => stale(w, registry, plan, e).await?,
             _ => e,
         });
+    }
+    if let Some(refused) = standing::take(&mut w.tx, registry, plan).await? {
+        w.commit().await?;
+        return Err(refused);
     }
     let budget = plan.estimated_cost.amount_max;
     wallet::ensure(&mut w.tx, &agent.id, budget).await?;

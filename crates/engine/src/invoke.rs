@@ -23,7 +23,8 @@ use crate::registry::{Capability, Registry};
 use crate::store::Tx;
 use crate::summaries::{self, SubjectSummaries};
 use crate::{
-    approvals, bounds, external, ids, plans, queue, scopes, wallet, ApiError, ApiResult, Engine,
+    approvals, bounds, external, ids, plans, queue, scopes, standing, wallet, ApiError, ApiResult,
+    Engine,
 };
 
 /// The invoke of capability `id` by `agent`, as the HTTP route and the MCP tools run it.
@@ -129,13 +130,20 @@ pub async fn run(
         agent_id: &agent.id,
         plan_id: stored.then_some(plan.plan_id.as_str()),
     };
-    let applied = match execute(&mut w.tx, capability, world, &plan, execution).await {
-        Ok(applied) => applied,
+    let now_planned = match rederive(&mut w.tx, capability, &plan).await {
+        Ok(planned) => planned,
         Err(e) if e.code == ErrorCode::PlanStale && stored => {
             return Err(stale(w, registry, &plan, e).await?);
         }
         Err(e) => return Err(e),
     };
+    if stored {
+        if let Some(refused) = standing::take(&mut w.tx, registry, &plan).await? {
+            w.commit().await?;
+            return Err(refused);
+        }
+    }
+    let applied = execute(&mut w.tx, world, &plan, now_planned, execution).await?;
     wallet::charge(&mut w.tx, &agent.id, charged).await?;
 
     let audit_id = ids::random_id("aud_", 8);
@@ -349,16 +357,15 @@ async fn inline_plan(
     Ok(plan)
 }
 
-/// Re-derives the plan inside the write transaction, refuses if it no longer matches, applies
-/// it, and makes stale every open plan that read what it moved.
+/// Applies the plan as it was derived again inside the write transaction (`now_planned`), and
+/// makes stale every open plan that read what it moved.
 async fn execute(
     tx: &mut Tx,
-    capability: Capability,
     world: &dyn WorldCapability,
     plan: &Preview,
+    now_planned: countersign_pack::Planned,
     execution: Execution<'_>,
 ) -> ApiResult<Applied> {
-    let now_planned = rederive(tx, capability, plan).await?;
     if let Some(plan_id) = execution.plan_id {
         // Marked before its own writes move what it read, so they make other readers stale, not it.
         plans::set_status(tx, plan_id, PlanStatus::Executed).await?;

@@ -17,7 +17,7 @@ use crate::staging::Staged;
 use crate::store::{Store, Tx};
 use crate::summaries::{self, SubjectSummaries};
 use crate::{ids, plans, queue, quotas, standing, wallet, ApiResult, Engine};
-use countersign_proto::approvals::PlanStatus;
+use countersign_proto::approvals::{Amendment, PlanStatus};
 
 pub struct PreviewAudit<'a> {
     pub audit_id: &'a str,
@@ -61,6 +61,8 @@ pub enum Origin<'a> {
     Refresh {
         supersedes: &'a str,
         freed: quotas::Freed,
+        /// An approver's amendment: who wrote the successor's request (`docs/amend.md`).
+        amendment: Option<&'a Amendment>,
     },
 }
 
@@ -138,9 +140,13 @@ pub async fn create(
     )?;
     let requirement = policy::requirement(&engine.policy, capability, &preview, asking)?;
     plans::seal(&mut preview, &requirement)?;
-    let (supersedes, freed) = match origin {
-        Origin::DryRun => (None, quotas::Freed::default()),
-        Origin::Refresh { supersedes, freed } => (Some(supersedes), freed),
+    let (supersedes, freed, amendment) = match origin {
+        Origin::DryRun => (None, quotas::Freed::default(), None),
+        Origin::Refresh {
+            supersedes,
+            freed,
+            amendment,
+        } => (Some(supersedes), freed, amendment),
     };
     quotas::check(tx, &preview, summaries.rows, &engine.limits, freed).await?;
     plans::insert(
@@ -158,6 +164,14 @@ pub async fn create(
     )
     .await?;
     write_audit(tx, audit, capability, &agent.id, Some(&preview.plan_id)).await?;
+    if let Some(amendment) = amendment {
+        // Stored before the standing approvals are looked at: the amender's does not count.
+        sqlx::query("UPDATE plans SET amendment = $1 WHERE id = $2")
+            .bind(serde_json::to_string(amendment)?)
+            .bind(&preview.plan_id)
+            .execute(&mut **tx)
+            .await?;
+    }
     // A plan its standing approvals approve runs without reaching anyone's queue.
     let status = match preview.would_require_approval {
         true => standing::apply(tx, engine, &preview).await?,

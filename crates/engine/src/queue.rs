@@ -9,7 +9,10 @@ use crate::events::{self, EventKind};
 use crate::plans::StoredPlan;
 use crate::registry::Registry;
 use crate::store::Dialect;
-use crate::{ids, plans, ApiError, ApiResult, Store};
+use crate::{cursors, ids, plans, ApiError, ApiResult, Store};
+
+/// The queue's page cursors (`cursors`).
+const QUEUE_CURSOR: &str = "q_";
 
 /// The plans in the queue: waiting for people, and not blocked (a blocked plan has no summary).
 /// The predicate of the `plans_queue` index, which SQLite uses only when a query states it.
@@ -132,7 +135,7 @@ pub struct Page {
 /// Read in one transaction: one snapshot, so the revision names exactly this state.
 pub async fn page(store: &Store, limit: u32, cursor: Option<&str>) -> ApiResult<Page> {
     let (after_expiry, after_id) = match cursor {
-        Some(cursor) => decode_cursor(cursor).ok_or_else(|| {
+        Some(cursor) => cursors::decode(QUEUE_CURSOR, cursor).ok_or_else(|| {
             ApiError::validation("/cursor", "The cursor is not one of the queue's.")
         })?,
         None => (String::new(), String::new()),
@@ -159,7 +162,7 @@ pub async fn page(store: &Store, limit: u32, cursor: Option<&str>) -> ApiResult<
             .bind(&id)
             .fetch_optional(&mut *conn)
             .await?;
-            more.map(|_| encode_cursor(&expires_at, &id))
+            more.map(|_| cursors::encode(QUEUE_CURSOR, &expires_at, &id))
         }
         _ => None,
     };
@@ -205,16 +208,6 @@ fn queue_index(dialect: Dialect) -> &'static str {
         Dialect::Sqlite => "INDEXED BY plans_queue",
         Dialect::Postgres => "",
     }
-}
-
-fn encode_cursor(expires_at: &str, id: &str) -> String {
-    format!("q_{}", hex::encode(format!("{expires_at}\n{id}")))
-}
-
-fn decode_cursor(cursor: &str) -> Option<(String, String)> {
-    let text = String::from_utf8(hex::decode(cursor.strip_prefix("q_")?).ok()?).ok()?;
-    let (expires_at, id) = text.split_once('\n')?;
-    Some((expires_at.to_owned(), id.to_owned()))
 }
 
 /// Moves plans whose time ran out to `expired`, so they leave the queue with an event and the
@@ -276,24 +269,4 @@ pub async fn backfill(store: &Store, registry: &'static Registry) -> ApiResult<(
     }
     w.commit().await?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_round_trip_and_refuse_strangers() {
-        let cursor = encode_cursor("2026-11-30T10:15:00Z", "plan_1");
-        assert_eq!(
-            decode_cursor(&cursor),
-            Some(("2026-11-30T10:15:00Z".to_owned(), "plan_1".to_owned()))
-        );
-        assert_eq!(decode_cursor("c_eff_1_00"), None);
-        assert_eq!(decode_cursor("q_zz"), None);
-        assert_eq!(
-            decode_cursor(&format!("q_{}", hex::encode("no newline"))),
-            None
-        );
-    }
 }

@@ -121,6 +121,7 @@ async fn replace(
     let origin = Origin::Refresh {
         supersedes: plan_id,
         freed,
+        amendment,
     };
     let (fresh, _) = previews::create(
         &mut w.tx,
@@ -140,18 +141,18 @@ async fn replace(
         .bind(plan_id)
         .execute(&mut *w.tx)
         .await?;
-    if let Some(amendment) = amendment {
-        sqlx::query("UPDATE plans SET amendment = $1 WHERE id = $2")
-            .bind(serde_json::to_string(amendment)?)
-            .bind(&fresh.plan_id)
-            .execute(&mut *w.tx)
-            .await?;
-    }
     quotas::free_subjects(&mut w.tx, plan_id).await?;
     queue::publish(&mut w.tx, registry, plan_id, EventKind::Updated).await?;
     let stored = plans::load(&mut w.tx, &fresh.plan_id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("the refreshed plan vanished"))?;
+    if let (Some(_), Caller::Approver(approver)) = (amendment, caller) {
+        // Whoever writes a request may not be its grantee or the person it acts for: checked
+        // on the request as amended, which nothing of is kept if it is refused.
+        if let Some(why) = eligibility::personal(&mut w.tx, approver, &stored).await? {
+            return Err(ApiError::new(ErrorCode::NotEligible, why));
+        }
+    }
     let eligibility = eligibility::of(&mut w.tx, caller, &stored).await?;
     let mut record = plans::record(&mut w.tx, registry, stored).await?;
     record.eligibility = eligibility;

@@ -1,6 +1,7 @@
 //! What a plan needs to be approved, as its policy set it when it was stored, and how the
 //! approvals received meet it: each rule by its own distinct people, a person counting for one
-//! rule only (one person, one approval), found as a maximum matching of people to rule seats.
+//! rule only (one person, one approval), found as a maximum matching of people to rule seats,
+//! with at most one seat of a plan filled by a standing approval.
 
 use chrono::{DateTime, Duration, Utc};
 use countersign_proto::rules::{Rule, RuleStatus};
@@ -77,7 +78,8 @@ pub struct Approving {
     pub approver_id: String,
     pub person: String,
     pub teams: Vec<String>,
-    /// Given by a standing approval, which fills only a seat of a rule that takes one.
+    /// Given by a standing approval, which fills only a seat of a rule that takes one, and at
+    /// most one seat of a plan.
     pub standing: bool,
 }
 
@@ -216,9 +218,17 @@ impl<'a> Tally<'a> {
             })
             .collect();
         let mut holder: Vec<Option<usize>> = vec![None; seats.len()];
-        for person in 0..approving.len() {
+        // One standing approval at most sits in a plan's seats, whatever its rules: every other
+        // seat is a person who decided this plan. Once seated, a person stays seated (an
+        // augmenting path only moves them), so the first standing approval seated is the one.
+        let mut standing_seated = false;
+        for (person, approval) in approving.iter().enumerate() {
+            if approval.standing && standing_seated {
+                continue;
+            }
             let mut visited = vec![false; seats.len()];
-            seat(person, &fits, &mut holder, &mut visited);
+            let seated = seat(person, &fits, &mut holder, &mut visited);
+            standing_seated |= seated && approval.standing;
         }
         holder
             .iter()

@@ -90,6 +90,7 @@ pub async fn profile(
         display_name: approver.display_name.clone(),
         person,
         teams,
+        standing_flags: None,
     })
 }
 

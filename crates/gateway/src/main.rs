@@ -9,8 +9,11 @@ use countersign_demo_world::sim::AgentSim;
 use countersign_embedded::seed_demo;
 use countersign_engine::external::recover_interrupted;
 use countersign_engine::limits::{self, RateSetting};
+use countersign_engine::receipts::Signer;
 use countersign_engine::scopes::Scope;
-use countersign_engine::{accounts, revocation, standing, teams, Limits, Registry, Store};
+use countersign_engine::{
+    accounts, identity, revocation, standing, teams, Limits, Registry, Store,
+};
 use countersign_gateway::{mcp, policy_report, smtp, standing_report, tls};
 use countersign_policy::Policy;
 use countersign_proto::Credits;
@@ -211,10 +214,16 @@ struct PolicyArg {
     /// without it, each capability's own rule (docs/policy.md).
     #[arg(long = "policy", env = "COUNTERSIGN_POLICY", value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// The heap, in MiB, past which a policy evaluation stops with `policy_error` instead of
+    /// taking the machine's memory (a ceiling for the whole process).
+    #[arg(long = "policy-heap-limit-mb", env = "COUNTERSIGN_POLICY_HEAP_LIMIT_MB",
+          default_value_t = countersign_policy::DEFAULT_HEAP_LIMIT >> 20)]
+    heap_limit_mb: u64,
 }
 
 impl PolicyArg {
     fn load(&self) -> anyhow::Result<Policy> {
+        countersign_policy::limit_memory(Some(self.heap_limit_mb.saturating_mul(1 << 20)));
         match &self.dir {
             Some(dir) => Policy::load(dir).map_err(|e| anyhow::anyhow!("the policy: {e}")),
             None => Ok(Policy::builtin()),
@@ -558,21 +567,45 @@ async fn main() -> anyhow::Result<()> {
             command: StandingCommand::List { database },
         } => {
             let store = Store::open(&database).await?;
-            let list = standing::list(&store)
-                .await
-                .map_err(|e| anyhow::anyhow!("{}", e.message))?;
-            print!("{}", standing_report::list(&list));
+            let (gateway_id, identity) = (
+                store.gateway_id().await?,
+                identity::load_or_create(&store).await?,
+            );
+            let signer = Signer {
+                gateway_id: &gateway_id,
+                identity: &identity,
+            };
+            let mut cursor = None;
+            loop {
+                let page = standing::list(&store, signer, cursor.as_deref(), standing::MAX_PAGE)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+                print!("{}", standing_report::list(&page, cursor.is_none()));
+                cursor = page.next_cursor;
+                if cursor.is_none() {
+                    break;
+                }
+            }
         }
         Command::Standing {
             command: StandingCommand::Revoke { database, id },
         } => {
             let store = Store::open(&database).await?;
             let registry = countersign_embedded::default_registry();
-            let revoked = standing::revoke(&store, registry, standing::Revoker::Admin, &id)
-                .await
-                .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+            let (gateway_id, identity) = (
+                store.gateway_id().await?,
+                identity::load_or_create(&store).await?,
+            );
+            let signer = Signer {
+                gateway_id: &gateway_id,
+                identity: &identity,
+            };
+            let revoked =
+                standing::revoke((&store, registry), signer, standing::Revoker::Admin, &id)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{}", e.message))?;
             println!(
-                "Revoked standing approval {id} of {}; it had covered {} plans.",
+                "Revoked standing approval {id} of {}; it had let {} plans run.",
                 revoked.display_name, revoked.plans_used
             );
         }

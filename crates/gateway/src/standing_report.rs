@@ -4,10 +4,14 @@ use std::fmt::Write as _;
 
 use countersign_proto::standing::{StandingList, StandingState};
 
-/// One line per standing approval: id, signer, state, use, expiry; then what it allows.
-pub fn list(list: &StandingList) -> String {
+/// One line per standing approval of a page: id, signer, state, use, expiry; then what it
+/// allows. The first page says when there are none.
+pub fn list(list: &StandingList, first: bool) -> String {
     if list.items.is_empty() {
-        return "No standing approvals.\n".to_owned();
+        return match first {
+            true => "No standing approvals.\n".to_owned(),
+            false => String::new(),
+        };
     }
     let mut out = String::new();
     for item in &list.items {
@@ -29,7 +33,7 @@ pub fn list(list: &StandingList) -> String {
         };
         let _ = writeln!(
             out,
-            "{}  {}  {state}  {}/{} plans  {}/{} credits  until {}",
+            "{}  {}  {state}  {}/{} plans run  {}/{} credits  until {}",
             item.standing_id,
             item.display_name,
             item.plans_used,

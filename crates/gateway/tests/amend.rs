@@ -1,6 +1,7 @@
 //! Amend and re-preview (docs/amend.md): an approver changes a plan's request; the gateway checks
-//! it against the schema and the agent's authorization and previews it as the successor, which
-//! names who changed what; the agent sees it over MCP.
+//! it against the schema, the bounds of a dry run and the agent's authorization and previews it
+//! as the successor, which names who changed what; the agent sees it over MCP. Whoever writes the
+//! request does not approve it: the amender's approval, by hand or standing, does not count.
 
 use crate::common::{approve_by, assert_error, Gateway, Reply};
 use axum::http::StatusCode;
@@ -21,7 +22,7 @@ async fn amend(gw: &Gateway, token: &str, plan: &Value, params: Value) -> Reply 
 }
 
 #[tokio::test]
-async fn an_amended_request_is_previewed_as_the_successor_and_signed_by_its_amender() {
+async fn an_amended_request_is_previewed_as_the_successor_and_approved_by_someone_else() {
     let gw = Gateway::new().await;
     let dana = gw.enroll("Dana").await;
     let plan = gw
@@ -56,18 +57,124 @@ async fn an_amended_request_is_previewed_as_the_successor_and_signed_by_its_amen
     assert_eq!(old.body["status"], "superseded");
     assert_eq!(old.body["superseded_by"], successor["plan"]["plan_id"]);
 
-    // The amender signs the successor as one approver among others.
+    // The amender wrote the successor's request: their approval does not count, and the
+    // record tells them why.
     let next = &successor["plan"];
-    let decided = approve_by(&gw, next, &[&dana]).await;
+    let next_id = next["plan_id"].as_str().unwrap();
+    assert_eq!(successor["eligibility"]["eligible"], false);
+    assert_eq!(successor["approvals"]["requested_by"], dana.id.as_str());
+    let why = successor["eligibility"]["reason"].as_str().unwrap();
+    assert!(why.contains("You wrote this request"), "{why}");
+    let statement = dana.statement(&gw, next);
+    dana.refused(&gw, next_id, &statement, "not_eligible", 403)
+        .await;
+    assert_error(&gw.execute(next).await, "approval_required", 409);
+    let lena = gw.enroll("Lena").await;
     assert_eq!(
-        decided.body["approvals"]["received"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
+        gw.record(&lena.token, next_id).await.body["eligibility"]["eligible"],
+        true
     );
+    let decided = approve_by(&gw, next, &[&lena]).await;
     assert_eq!(decided.body["status"], "approved");
     assert_eq!(gw.execute(next).await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn the_amenders_standing_approval_does_not_count_for_what_they_wrote() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let agent = crate::standing::agent_id(&gw).await;
+    // Dana's standing approval covers retention of at least 7 days on prj_184.
+    let covering = crate::standing::statement(&gw, &dana, &agent);
+    crate::standing::create(&gw, &dana, &covering).await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 3}))
+        .await;
+    assert!(plan.get("status").is_none(), "{plan}");
+    let reply = amend(
+        &gw,
+        &dana.token,
+        &plan,
+        json!({"project": "prj_184", "retention_days": 14}),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["status"], "pending_approval", "{}", reply.body);
+    assert_eq!(reply.body["approvals"]["received"], json!([]));
+    // Another approver's amendment into the same request is covered by Dana's.
+    let lena = gw.enroll("Lena").await;
+    let other = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 2}))
+        .await;
+    let by_lena = amend(
+        &gw,
+        &lena.token,
+        &other,
+        json!({"project": "prj_184", "retention_days": 14}),
+    )
+    .await;
+    assert_eq!(by_lena.body["status"], "approved", "{}", by_lena.body);
+}
+
+#[tokio::test]
+async fn nobody_amends_a_request_into_a_grant_to_themselves() {
+    let gw = Gateway::new().await;
+    let sam = gw.enroll_as("Sam", "usr_92").await;
+    let plan = gw
+        .preview(
+            "memberships.grant",
+            json!({"project": "prj_421", "subject": "usr_38", "role": "editor"}),
+        )
+        .await;
+    let reply = amend(
+        &gw,
+        &sam.token,
+        &plan,
+        json!({"project": "prj_421", "subject": "usr_92", "role": "editor"}),
+    )
+    .await;
+    assert_error(&reply, "not_eligible", 403);
+    let message = reply.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("grantee"), "{message}");
+    // Nothing of it was kept: the plan waits as it was.
+    let record = gw
+        .record(&sam.token, plan["plan_id"].as_str().unwrap())
+        .await;
+    assert_eq!(record.body["status"], "pending_approval");
+    assert_eq!(record.body["superseded_by"], Value::Null);
+}
+
+#[tokio::test]
+async fn an_amendment_is_held_to_the_bounds_of_a_dry_run() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 7}))
+        .await;
+    let mut deep = json!(1);
+    for _ in 0..12 {
+        deep = json!([deep]);
+    }
+    let nested = amend(
+        &gw,
+        &dana.token,
+        &plan,
+        json!({"project": "prj_184", "retention_days": 14, "note": deep}),
+    )
+    .await;
+    assert_error(&nested, "validation_error", 422);
+    let message = nested.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("nest at most"), "{message}");
+    let long = amend(
+        &gw,
+        &dana.token,
+        &plan,
+        json!({"project": "x".repeat(5000), "retention_days": 14}),
+    )
+    .await;
+    assert_error(&long, "validation_error", 422);
+    let pointer = &long.body["error"]["details"]["violations"][0]["schema_pointer"];
+    assert_eq!(pointer, "/params/project", "{}", long.body);
 }
 
 #[tokio::test]
@@ -88,7 +195,14 @@ async fn over_mcp_wait_answers_with_the_amended_plan_and_who_changed_what() {
         )
         .await
     });
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // The wait is open (its slot taken, its answer not given) before the amendment.
+    while gw.state.waits.open("agt_ops") == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        !waiting.is_finished(),
+        "the wait was open before the amendment"
+    );
     let reply = amend(
         &gw,
         &dana.token,
@@ -172,4 +286,53 @@ async fn an_amendment_the_agent_may_not_make_or_the_schema_refuses_is_refused() 
     )
     .await;
     assert_error(&by_agent, "forbidden", 403);
+}
+
+#[tokio::test]
+async fn over_mcp_the_amenders_own_approval_leaves_the_agent_waiting() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 7}))
+        .await;
+    let reply = amend(
+        &gw,
+        &dana.token,
+        &plan,
+        json!({"project": "prj_184", "retention_days": 14}),
+    )
+    .await;
+    let next = reply.body["plan"].clone();
+    let next_id = next["plan_id"].as_str().unwrap().to_owned();
+    let (state, token) = (gw.state.clone(), gw.agent.clone());
+    let waited_on = next_id.clone();
+    let waiting = tokio::spawn(async move {
+        let gw = Gateway::acting_as(state, token);
+        gw.tool(
+            &gw.agent,
+            "countersign_wait",
+            json!({"plan_id": waited_on, "timeout_seconds": 30}),
+        )
+        .await
+    });
+    let statement = dana.statement(&gw, &next);
+    dana.refused(&gw, &next_id, &statement, "not_eligible", 403)
+        .await;
+    let lena = gw.enroll("Lena").await;
+    approve_by(&gw, &next, &[&lena]).await;
+    // The wait ends on the approval that counts, which is Lena's alone.
+    let answer = waiting.await.unwrap();
+    let result = &answer["result"]["structuredContent"];
+    assert_eq!(result["status"], "approved", "{answer}");
+    let received = result["approvals"]["received"].as_array().unwrap();
+    assert_eq!(received.len(), 1, "{answer}");
+    assert_eq!(received[0]["approver_id"], lena.id.as_str());
+    let tool = gw
+        .tool(
+            &gw.agent,
+            "countersign_execute",
+            json!({"plan_id": next_id}),
+        )
+        .await;
+    assert_ne!(tool["result"]["isError"], true, "{tool}");
 }

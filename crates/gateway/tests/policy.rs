@@ -206,6 +206,7 @@ async fn an_unmet_rule_widens_to_its_escalation_after_its_time() {
     ))
     .await;
     let sam = gw.enroll_as("Sam", "usr_92").await; // leads, not oncall
+    let fay = gw.enroll_as("Fay", "usr_41").await; // finance: neither
     let plan = gw.preview("projects.settings.update", settings(60)).await;
     let plan_id = plan["plan_id"].as_str().unwrap();
     let early = sam
@@ -234,6 +235,11 @@ async fn an_unmet_rule_widens_to_its_escalation_after_its_time() {
         listed["items"][0]["approvals"]["rules"][0]["escalated_at"].is_string(),
         "{listed}"
     );
+    // Widened to leads, the rule still asks nobody outside both teams.
+    let outsider = fay
+        .send(&gw, plan_id, &fay.sign(&fay.statement(&gw, &plan)))
+        .await;
+    assert_error(&outsider, "not_eligible", 403);
     let late = approve_by(&gw, &plan, &[&sam]).await;
     assert_eq!(late.body["status"], "approved");
     assert!(late.body["approvals"]["rules"][0]["escalated_at"].is_string());
@@ -311,7 +317,7 @@ deny contains "No removals under this policy." if input.capability.id == "groups
 }
 
 #[tokio::test]
-async fn an_approver_learns_the_person_and_teams_the_policy_sees() {
+async fn an_approver_learns_the_person_teams_and_standing_flags_the_policy_sees() {
     let gw = Gateway::new().await;
     let sam = gw.enroll_as("Sam", "usr_92").await;
     let dana = gw.enroll("Dana").await;
@@ -321,7 +327,9 @@ async fn an_approver_learns_the_person_and_teams_the_policy_sees() {
     assert_eq!(me.status, 200, "{}", me.body);
     assert_eq!(
         me.body,
-        json!({"approver_id": sam.id, "display_name": "Sam", "person": "usr_92", "teams": ["leads"]})
+        json!({"approver_id": sam.id, "display_name": "Sam", "person": "usr_92", "teams": ["leads"],
+               "standing_flags": ["access_change", "money", "external", "uncertain", "high_cost",
+                                  "blocked"]})
     );
     let nobody = gw
         .call("GET", "/v1/approvers/me", Some(&dana.token), None)
@@ -356,6 +364,72 @@ async fn a_rule_that_excludes_the_requester_leaves_the_agents_team_out() {
     assert_error(&refused, "not_eligible", 403);
     let done = approve_by(&gw, &plan, &[&sam]).await;
     assert_eq!(done.body["status"], "approved");
+}
+
+#[tokio::test]
+async fn a_rule_from_data_json_that_excludes_the_requester_leaves_the_agents_team_out() {
+    // Nothing in the Rego names the agent: the rule object, exclude_requester and all, is data.
+    let sources = Sources {
+        modules: vec![(
+            "data_rules.rego".to_owned(),
+            "package countersign.approval\n\nimport rego.v1\n\nrules contains data.rule if true\n"
+                .to_owned(),
+        )],
+        data: Some(
+            r#"{"rule": {"id": "outside_finance", "count": 1, "teams": ["finance", "leads"],
+                         "exclude_requester": true}}"#
+                .to_owned(),
+        ),
+    };
+    let gw = Gateway::with_policy(Policy::from_sources(sources, "test").unwrap()).await;
+    countersign_engine::teams::set_agent(&gw.state.store, "agt_ops", Some("finance"))
+        .await
+        .unwrap();
+    let fay = gw.enroll_as("Fay", "usr_41").await; // finance
+    let sam = gw.enroll_as("Sam", "usr_92").await; // leads
+    let plan = gw.preview("projects.settings.update", settings(90)).await;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let record = gw.record(&fay.token, plan_id).await.body;
+    assert_eq!(record["approvals"]["rules"][0]["excludes_team"], "finance");
+    assert_eq!(record["eligibility"]["eligible"], false);
+    let refused = fay
+        .send(&gw, plan_id, &fay.sign(&fay.statement(&gw, &plan)))
+        .await;
+    assert_error(&refused, "not_eligible", 403);
+    let done = approve_by(&gw, &plan, &[&sam]).await;
+    assert_eq!(done.body["status"], "approved");
+}
+
+#[tokio::test]
+async fn a_policy_that_allocates_without_bound_is_a_policy_error_and_the_gateway_serves_on() {
+    // The ceiling is the process's (each test runs in a process of its own under nextest); the
+    // gateway sets it from --policy-heap-limit-mb.
+    countersign_policy::limit_memory(Some(512 << 20));
+    let gw = Gateway::with_policy(policy(
+        r#"rules contains {"id": "one", "count": 1} if {
+	input.plan.request.params.retention_days == 999
+	count(numbers.range(1, 100000000)) > 0
+}
+rules contains {"id": "one", "count": 1} if input.plan.request.params.retention_days != 999"#,
+    ))
+    .await;
+    let greedy = gw
+        .call(
+            "POST",
+            "/v1/capabilities/projects.settings.update/dry_run",
+            Some(&gw.agent),
+            Some(json!({"params": settings(999)})),
+        )
+        .await;
+    assert_error(&greedy, "policy_error", 500);
+    let message = greedy.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("memory"), "{message}");
+    // Nothing of it was kept, and the next plan is evaluated as ever.
+    let plans = "SELECT COUNT(*) FROM plans WHERE agent_id = $1";
+    assert_eq!(gw.count(plans, "agt_ops").await, 0);
+    let next = gw.preview("projects.settings.update", settings(60)).await;
+    assert_eq!(next["would_require_approval"], true, "{next}");
+    countersign_policy::limit_memory(None);
 }
 
 #[tokio::test]

@@ -156,7 +156,11 @@ async fn a_revoked_agents_wait_ends() {
         json!({"plan_id": plan["plan_id"], "timeout_seconds": 60}),
     );
     let revoke = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // The wait is open (its slot taken) before the agent is revoked: it is the revocation
+        // that ends it, not a refusal at its start.
+        while gw.state.waits.open("agt_ops") == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         revocation::revoke_agent(&gw.state.store, "agt_ops")
             .await
             .unwrap();

@@ -29,6 +29,10 @@ pub const PACKAGE: &str = "data.countersign.approval";
 /// How long one evaluation may run before it is an error.
 pub const TIME_LIMIT: Duration = Duration::from_millis(100);
 
+/// The heap a gateway process may hold while a policy evaluates, unless its operator says
+/// otherwise ([`limit_memory`]).
+pub const DEFAULT_HEAP_LIMIT: u64 = 2 << 30;
+
 /// The most people one rule may ask for.
 pub const MAX_COUNT: u32 = 20;
 
@@ -48,11 +52,12 @@ pub struct Policy {
     coverable: Vec<RiskFlag>,
 }
 
-/// What of the input a policy's text mentions: what the gateway need not read from its store
-/// for a policy that never looks at it.
+/// What of the input the gateway reads from its store for a policy: nothing for the built-in
+/// one, the agent for any other, the directory for one that names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reads {
-    /// `input.agent` (its team, its scopes) or a rule that excludes the requester's team.
+    /// `input.agent` (its team, its scopes), which a rule that excludes the requester's team
+    /// needs too.
     pub agent: bool,
     /// `input.directory`.
     pub directory: bool,
@@ -80,6 +85,14 @@ pub struct TestOutcome {
     pub passed: bool,
     /// Why it did not evaluate, when it did not.
     pub error: Option<String>,
+}
+
+/// Bounds what an evaluation may allocate: once the process's heap (everything Rust allocated
+/// and has not freed, counted by regorus's allocator) passes `bytes`, an evaluation stops with
+/// an error rather than taking the machine's memory. A ceiling for the whole process, not a
+/// budget per evaluation: regorus counts one heap. `None` lifts it.
+pub fn limit_memory(bytes: Option<u64>) {
+    regorus::set_global_memory_limit(bytes);
 }
 
 impl Policy {
@@ -145,10 +158,15 @@ impl Policy {
             true => standing_flags(&mut engine)?,
             false => DEFAULT_COVERABLE.to_vec(),
         };
+        // The built-in policy reads neither. Any other gets the agent, always: a rule that
+        // excludes the requester's team needs it whether it is written in Rego or comes from
+        // data.json, and it is one indexed read. The directory (every team's members) only
+        // goes to a policy that names it, or reads the input by a computed key.
+        let builtin = origin == BUILTIN_ORIGIN;
         let mentions = |word: &str| sources.modules.iter().any(|(_, text)| text.contains(word));
         let reads = Reads {
-            agent: mentions("agent") || mentions("exclude_requester"),
-            directory: mentions("directory"),
+            agent: !builtin,
+            directory: !builtin && (mentions("directory") || mentions("input[")),
         };
         let digest = sha256(
             &jcs(&serde_json::json!({
@@ -183,7 +201,7 @@ impl Policy {
         &self.origin
     }
 
-    /// What of the input the policy's text mentions.
+    /// What of the input the gateway reads for the policy.
     pub fn reads(&self) -> Reads {
         self.reads
     }

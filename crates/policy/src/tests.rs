@@ -215,6 +215,57 @@ rules contains {"id": "slow", "count": 1} if {
 }
 
 #[test]
+fn an_evaluation_that_allocates_without_bound_is_an_error_and_the_next_one_runs() {
+    // Each test runs in a process of its own (nextest): the ceiling is the process's.
+    limit_memory(Some(256 << 20));
+    let greedy = policy(
+        r#"package countersign.approval
+import rego.v1
+rules contains {"id": "greedy", "count": 1} if {
+	count(numbers.range(1, 50000000)) > 0
+}
+"#,
+    )
+    .unwrap();
+    let err = greedy
+        .evaluate(&input("always", None, &[], "0"))
+        .unwrap_err();
+    assert!(err.0.contains("memory"), "{err}");
+    let fine = Policy::builtin()
+        .evaluate(&input("always", None, &[], "0"))
+        .unwrap();
+    assert_eq!(fine.rules.len(), 1);
+    limit_memory(None);
+}
+
+#[test]
+fn what_the_gateway_reads_for_a_policy_does_not_depend_on_how_it_is_written() {
+    // A rule object from data.json that excludes the requester's team: nothing in the Rego
+    // names the agent, and its team is read all the same.
+    let from_data = Policy::from_sources(
+        Sources {
+            modules: vec![(
+                "p.rego".to_owned(),
+                "package countersign.approval\nimport rego.v1\nrules contains data.rule if true\n"
+                    .to_owned(),
+            )],
+            data: Some(
+                r#"{"rule": {"id": "others", "count": 1, "exclude_requester": true}}"#.to_owned(),
+            ),
+        },
+        "test",
+    )
+    .unwrap();
+    assert!(from_data.reads().agent);
+    let rules = from_data
+        .evaluate(&input("always", None, &[], "0"))
+        .unwrap()
+        .rules;
+    assert!(rules[0].exclude_requester);
+    assert!(!Policy::builtin().reads().agent);
+}
+
+#[test]
 fn the_digest_covers_every_module_and_the_data() {
     let base = policy(TEAMS).unwrap();
     assert_eq!(base.digest(), policy(TEAMS).unwrap().digest());

@@ -101,17 +101,23 @@ pub struct ApproverProfile {
     /// The user id, or the approver's id for an approver invited without one.
     pub person: String,
     pub teams: Vec<String>,
+    /// The risk flags the gateway's approval policy lets a standing approval cover
+    /// (`docs/standing.md`): a console disables "approve plans like this" for a plan carrying
+    /// another. Absent from a gateway that does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standing_flags: Option<Vec<RiskFlag>>,
 }
 
 impl ApproverProfile {
     /// Whether a plan summarized with `approvals` waits on this approver: nobody has decided it
-    /// for them, and a rule not yet met asks for their person (a plan from before rules asks
-    /// anyone).
+    /// for them, they did not write its request, and a rule not yet met asks for their person (a
+    /// plan from before rules asks anyone).
     pub fn is_asked(&self, approvals: &Approvals) -> bool {
         if approvals
             .received
             .iter()
             .any(|a| a.approver_id == self.approver_id)
+            || approvals.requested_by.as_ref() == Some(&self.approver_id)
         {
             return false;
         }
@@ -151,6 +157,10 @@ pub struct Approvals {
     /// `rejected` (an addition: `docs/policy.md`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub denied: Vec<String>,
+    /// The approver who wrote the plan's request (its amendment's author, `docs/amend.md`),
+    /// whose approval does not count for it: the plan does not wait on them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -265,6 +275,66 @@ pub struct ParamChange {
     pub after: Option<Value>,
 }
 
+impl ParamChange {
+    /// The params that differ between `before` and `after`, by JSON pointer: objects member by
+    /// member, anything else as a whole.
+    pub fn between(before: &Value, after: &Value) -> Vec<ParamChange> {
+        let mut changes = Vec::new();
+        diff("", Some(before), Some(after), &mut changes);
+        changes
+    }
+
+    /// "Lena changed retention_days from 7 to 14 and removed note."
+    pub fn summary(who: &str, changes: &[ParamChange]) -> String {
+        let joined = match changes
+            .iter()
+            .map(ParamChange::words)
+            .collect::<Vec<_>>()
+            .as_slice()
+        {
+            [] => "changed nothing".to_owned(),
+            [one] => one.clone(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        };
+        format!("{who} {joined}.")
+    }
+
+    /// "changed retention_days from 7 to 14", "set note to x", "removed note".
+    pub fn words(&self) -> String {
+        let text = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let name = self.param.trim_start_matches('/').replace('/', ".");
+        match (&self.before, &self.after) {
+            (Some(b), Some(a)) => format!("changed {name} from {} to {}", text(b), text(a)),
+            (None, Some(a)) => format!("set {name} to {}", text(a)),
+            (Some(_), None) => format!("removed {name}"),
+            (None, None) => format!("left {name}"),
+        }
+    }
+}
+
+fn diff(at: &str, before: Option<&Value>, after: Option<&Value>, out: &mut Vec<ParamChange>) {
+    match (before, after) {
+        (Some(Value::Object(b)), Some(Value::Object(a))) => {
+            let mut keys: Vec<&String> = b.keys().chain(a.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                let pointer = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+                diff(&pointer, b.get(key), a.get(key), out);
+            }
+        }
+        (b, a) if b != a => out.push(ParamChange {
+            param: at.to_owned(),
+            before: b.cloned(),
+            after: a.cloned(),
+        }),
+        _ => {}
+    }
+}
+
 /// `POST /v1/plans/{id}/amend`: the params the approver wants previewed instead.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -291,7 +361,21 @@ pub struct ApproverKey {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApproverKeys {
     pub gateway_id: String,
+    /// The gateway's identity key, which signs its receipts (`countersign.receipt/v1`): the key
+    /// the invite's fingerprint names. Absent from a keys file written before receipts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_key: Option<GatewayKey>,
     pub keys: Vec<ApproverKey>,
+}
+
+/// A gateway's identity key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct GatewayKey {
+    /// 128 bits of SHA-256 over the raw key, in hex: what an invite names.
+    pub fingerprint: String,
+    /// Base64url.
+    pub public_key: String,
 }
 
 /// Whether the approver who reads a plan may decide it: not a plan made on their own behalf, not a
@@ -332,4 +416,31 @@ pub struct DecisionResponse {
     pub plan_id: String,
     pub status: PlanStatus,
     pub approvals: Approvals,
+    /// The gateway's receipt for the decision this answers (`countersign.receipt/v1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::dsse::Envelope>,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_summary_names_each_changed_param() {
+        let changes = ParamChange::between(
+            &json!({"project": "prj_184", "retention_days": 7, "filter": {"team": "a"}, "note": "x"}),
+            &json!({"project": "prj_184", "retention_days": 14, "filter": {"team": "b"}}),
+        );
+        assert_eq!(
+            changes.iter().map(|c| c.param.as_str()).collect::<Vec<_>>(),
+            ["/filter/team", "/note", "/retention_days"]
+        );
+        assert_eq!(
+            ParamChange::summary("Lena", &changes),
+            "Lena changed filter.team from a to b, removed note and changed retention_days from 7 to 14."
+        );
+        assert!(ParamChange::between(&json!({"a": [1]}), &json!({"a": [1]})).is_empty());
+    }
 }

@@ -14,6 +14,7 @@ pub mod guard;
 pub mod keys;
 pub mod loopback;
 pub mod plan;
+pub mod receipt;
 pub mod risk;
 pub mod rules;
 pub mod standing;

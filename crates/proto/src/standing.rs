@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use ed25519_dalek::{SigningKey, VerifyingKey};
+use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -94,13 +95,31 @@ impl Constraint {
             return (!allowed.contains(value))
                 .then(|| format!("{name} is {value}, not {}", self.line_value()));
         }
-        let Some(number) = value.as_f64() else {
+        let Value::Number(number) = value else {
             return Some(format!("{name} is {value}, not a number"));
         };
+        // Compared as the decimals they are written as, never through f64: a bound near 1e18
+        // would otherwise let a value past it through by a rounding step.
+        let Some(number) = exact(&number.to_string()) else {
+            return Some(format!("{name} is {value}, too large to compare exactly"));
+        };
+        let bound = |b: f64| serde_json::Number::from_f64(b).and_then(|b| exact(&b.to_string()));
         match (self.at_least, self.at_most) {
-            (Some(min), _) if number < min => Some(format!("{name} is {value}, below {min}")),
-            (_, Some(max)) if number > max => Some(format!("{name} is {value}, above {max}")),
-            _ => None,
+            (Some(min), _) => match bound(min) {
+                Some(min) if number >= min => None,
+                Some(min) => Some(format!("{name} is {value}, below {}", min.normalize())),
+                None => Some(format!(
+                    "its bound on {name} is too large to compare exactly"
+                )),
+            },
+            (_, Some(max)) => match bound(max) {
+                Some(max) if number <= max => None,
+                Some(max) => Some(format!("{name} is {value}, above {}", max.normalize())),
+                None => Some(format!(
+                    "its bound on {name} is too large to compare exactly"
+                )),
+            },
+            (None, None) => None,
         }
     }
 
@@ -316,7 +335,17 @@ impl StandingStatement {
 
     /// What it allows, in words: the sentence a console confirms before signing it.
     pub fn allows(&self) -> String {
+        self.allows_leaving_open(&[])
+    }
+
+    /// [`Self::allows`], naming the params it leaves open (`/filter` as "any filter"): a console
+    /// knows them from the capability's schema, the statement alone does not.
+    pub fn allows_leaving_open(&self, open: &[String]) -> String {
         let mut when: Vec<String> = self.constraints.iter().map(Constraint::line).collect();
+        when.extend(
+            open.iter()
+                .map(|param| format!("any {}", param.trim_start_matches('/'))),
+        );
         if !self.resources.is_empty() {
             when.push(format!("acting only on {}", self.resources.join(", ")));
         }
@@ -343,6 +372,14 @@ impl StandingStatement {
             self.max_cost_total,
             self.expires_at.format("%Y-%m-%d %H:%MZ"),
         )
+    }
+}
+
+/// A JSON number's text as an exact decimal, if it fits one (28 significant digits).
+fn exact(text: &str) -> Option<Decimal> {
+    match text.contains(['e', 'E']) {
+        true => Decimal::from_scientific(text).ok(),
+        false => Decimal::from_str_exact(text).ok(),
     }
 }
 
@@ -377,13 +414,29 @@ pub enum StandingState {
     Suspended,
 }
 
-/// A plan a standing approval counted for.
+/// A plan a standing approval let run: one of its uses, taken as the plan ran.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StandingUse {
+    /// 1 for the first plan it let run.
+    pub number: u32,
     pub plan_id: String,
     pub plan_digest: String,
+    /// The plan's `amount_max`, taken from its credits.
     pub credits: Credits,
+    /// When the plan ran.
+    pub at: DateTime<Utc>,
+    /// The gateway's receipt for this use (`countersign.receipt/v1`, `standing_use`).
+    pub receipt: Envelope,
+}
+
+/// A plan a standing approval approved that has not run: it takes a use only when it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CoveredPlan {
+    pub plan_id: String,
+    pub plan_digest: String,
+    /// When the standing approval counted as an approval of it.
     pub at: DateTime<Utc>,
 }
 
@@ -396,20 +449,30 @@ pub struct StandingApproval {
     pub statement: StandingStatement,
     /// The envelope as it was received, verbatim.
     pub envelope: Envelope,
+    /// The gateway's receipt for it (`countersign.receipt/v1`, `standing`).
+    pub receipt: Envelope,
+    /// Plans it let run.
     pub plans_used: u32,
     pub credits_used: Credits,
     pub state: StandingState,
     /// Why it is not active, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_reason: Option<String>,
-    /// The plans it counted for, newest first (at most 100).
-    pub covered: Vec<StandingUse>,
+    /// The plans it let run, newest first (at most 100).
+    pub uses: Vec<StandingUse>,
+    /// The plans it approved that have not run ("covered, not yet run"), newest first (at most
+    /// 100): each takes a use only if it runs.
+    pub covered: Vec<CoveredPlan>,
 }
 
+/// A page of standing approvals, newest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StandingList {
     pub items: Vec<StandingApproval>,
+    /// Where the next page starts (`GET /v1/standing?cursor=…`); none after the last.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
 }
 
 #[cfg(test)]

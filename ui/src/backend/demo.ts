@@ -55,7 +55,7 @@ export function plan(o: Partial<PlanView> & Pick<PlanView, 'plan_id' | 'label'>)
     cost: { min: '0.00', max: '0.00', currency: 'credits', cost_class: 'free', preflight: 'estimate' },
     stale: [], approvable: true, not_approvable_reason: null, approvals: [],
     wallet: null, consequence: '', gist: '', queued: false, request: { params: [], leaves: false }, last_fetched: false, execution: null, supersedes: null,
-    superseded_by: null, rules: [], turn: 'me', ...o,
+    superseded_by: null, rules: [], turn: 'me', standing_refused: null, ...o,
   };
   if (p.groups.length === 0) p.groups = groups(p.effects);
   return p;
@@ -275,7 +275,7 @@ export function demoPlans(): PlanView[] {
     plan({
       plan_id: 'plan_0008', label: 'Remove members from a group', capability_id: 'groups.members.remove', agent_id: 'agt_offboard',
       expires_at: minutesFromNow(25), digest: DIGEST('aa10be55'), approvals_required: 2, gist: 'grp_archive −100,000',
-      risk: ['bulk', 'access_change', 'irreversible'],
+      risk: ['bulk', 'access_change', 'irreversible', 'high_cost'],
       consequence: 'removes 100,000 members from grp_archive; 1,031 lose on-call; irreversible',
       effects: [effect({ id: 'eff_1', effect_type: 'direct_membership_removed', kind: 'revoke', description: 'Remove 100,000 direct memberships.',
         resource: 'groups/grp_archive', badges: ['access_change'], subjects_total: 100_000, sample: ['usr_000000', 'usr_000001'] }),
@@ -368,7 +368,8 @@ const daysFromNow = (d: number) => minutesFromNow(d * 24 * 60);
 /** "2026-12-08 09:00Z", as the core writes an expiry in a sentence. */
 const stamp = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)}Z`;
 
-/** Standing approvals at the demo gateway: one of Dana's in use, one of Ada's, one Dana revoked. */
+/** Standing approvals at the demo gateway: one of Dana's in use (plan_0005 ran under it; the
+ *  stale plan_0007 it approved has not run), one of Ada's, one Dana revoked. */
 export function demoStanding(): StandingView[] {
   return [
     {
@@ -378,12 +379,15 @@ export function demoStanding(): StandingView[] {
         { param: '/retention_days', op: 'at_least', values: ['7'], line: 'retention_days ≥ 7' },
       ],
       resources: ['projects/prj_184', 'items/prj_184'], risk_flags: ['bulk'], max_plans: 10, plans_used: 1,
-      max_cost_per_plan: '0.10', max_cost_total: '1.00', credits_used: '0.00', issued_at: daysFromNow(-2),
+      max_cost_per_plan: '0.09', max_cost_total: '0.90', credits_used: '0.09', issued_at: daysFromNow(-2),
       expires_at: daysFromNow(5), reason: 'Retention clean-up on prj_184 this week.', state: 'active', state_reason: null,
       allows: 'Approves plans of agt_ops for projects.settings.update without asking, when project is prj_184; '
         + 'retention_days ≥ 7; acting only on projects/prj_184, items/prj_184; carrying at most these risks: bulk: '
-        + `up to 10 plans, 0.10 credits each and 1.00 credits in all, until ${stamp(daysFromNow(5))}.`,
-      covered: ['plan_0005'],
+        + `up to 10 plans, 0.09 credits each and 0.90 credits in all, until ${stamp(daysFromNow(5))}.`,
+      verified: true, verify_error: null,
+      // plan_0005 ran and was charged its execution's 0.09 credits.
+      uses: [{ number: 1, plan_id: 'plan_0005', credits: '0.09', at: minutesFromNow(-2) }],
+      covered: ['plan_0007'],
     },
     {
       id: 'sa_0002', approver: 'Ada', mine: false, agent_id: 'agt_docs', capability_id: 'documents.upload',
@@ -392,7 +396,7 @@ export function demoStanding(): StandingView[] {
       expires_at: daysFromNow(11), reason: 'Contract uploads for the November close.', state: 'active', state_reason: null,
       allows: 'Approves plans of agt_docs for documents.upload without asking, when acting only on documents/*; '
         + `carrying at most these risks: money: up to 20 plans, 0.25 credits each and 5.00 credits in all, until ${stamp(daysFromNow(11))}.`,
-      covered: [],
+      verified: true, verify_error: null, uses: [], covered: [],
     },
     {
       id: 'sa_0001', approver: 'Dana', mine: true, agent_id: 'agt_offboard', capability_id: 'groups.members.remove',
@@ -402,7 +406,7 @@ export function demoStanding(): StandingView[] {
       expires_at: daysFromNow(-2), reason: 'Offboarding week.', state: 'revoked', state_reason: 'revoked by Dana',
       allows: 'Approves plans of agt_offboard for groups.members.remove without asking, when group is grp_oncall; '
         + `acting only on groups/grp_oncall; carrying at most these risks: access_change: up to 5 plans, 0.06 credits each and 0.60 credits in all, until ${stamp(daysFromNow(-2))}.`,
-      covered: [],
+      verified: true, verify_error: null, uses: [], covered: [],
     },
   ];
 }

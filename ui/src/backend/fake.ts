@@ -4,7 +4,7 @@
 import { BackendError, type Backend } from './index';
 import { demoPlans, demoStanding, execution, SCHEMAS, staleRefresh, subjectRows } from './demo';
 import { differences, formOf, inferred, invalid, leaves, paramsOf, type Schema } from './schema';
-import { and, constraint, standingSentence, successor, unfit } from './fakeStanding';
+import { and, constraint, COVERABLE, leftOpen, standingRefused, standingSentence, successor, unfit, unverified } from './fakeStanding';
 import type {
   AmendDraft,
   BatchColumn,
@@ -38,6 +38,9 @@ export type FakeOptions = {
   confirm?: Confirm;
   /** Settings fields an environment variable overrides. */
   overridden?: string[];
+  /** The risk flags the gateway's approval policy lets a standing approval cover (all but
+   *  high_cost unless said): a plan with another is refused "approve plans like this". */
+  standingFlags?: string[];
 };
 
 const PENDING = ['pending_approval', 'stale'];
@@ -120,11 +123,15 @@ export class FakeBackend implements Backend {
   private standings: StandingView[] = demoStanding();
   /** Plan id → until when it is snoozed. */
   private snoozed = new Map<string, string>();
+  /** Standing approval id → why its envelope does not verify under its signer's key. */
+  private tampered = new Map<string, string>();
+  private standingFlags: string[];
 
   constructor(options: FakeOptions = {}) {
     this.plans = options.plans ?? demoPlans();
     this.confirm = options.confirm ?? (() => true);
     this.overridden = options.overridden ?? [];
+    this.standingFlags = options.standingFlags ?? COVERABLE;
     this.entries.push(this.entry('plan_0010', 'reject', 'Wrong project.', 'refused', 30));
     this.entries.push(this.entry('plan_0005', 'approve', null, 'answered', 7));
   }
@@ -146,6 +153,12 @@ export class FakeBackend implements Backend {
       out.entry.answered_at = new Date().toISOString();
     }
     this.changed();
+  }
+
+  /** The gateway serves standing approval `id` with terms its envelope does not sign (or an
+   *  envelope its signer's key does not verify): the console shows it unverified, saying `why`. */
+  tamperStanding(id: string, why = 'the terms the gateway shows are not the ones signed') {
+    this.tampered.set(id, why);
   }
 
   /** A deep link or a notification click. */
@@ -193,7 +206,13 @@ export class FakeBackend implements Backend {
   async plan(planId: string): Promise<PlanView> {
     if (this.failPlanLoads) throw new BackendError(this.failPlanLoads.code, this.failPlanLoads.message);
     // As the console does: offline, the plan as last fetched, marked so.
-    return { ...structuredClone(this.find(planId)), last_fetched: this.offline };
+    return { ...this.withPolicy(this.find(planId)), last_fetched: this.offline };
+  }
+
+  /** A copy of `p` saying whether the gateway's policy would refuse a standing approval for plans
+   *  like it: a plan that says its own keeps it. */
+  private withPolicy(p: PlanView): PlanView {
+    return { ...structuredClone(p), standing_refused: p.standing_refused ?? standingRefused(p.risk, this.standingFlags) };
   }
 
   async approve(planId: string, digest: string, reason: string | null): Promise<DecisionView> {
@@ -230,7 +249,7 @@ export class FakeBackend implements Backend {
     old.not_approvable_reason = `Superseded by ${plan.plan_id}.`;
     this.plans.push(plan);
     this.changed();
-    return structuredClone({ plan, changed, amended: null });
+    return structuredClone({ plan: this.withPolicy(plan), changed, amended: null });
   }
 
   async subjects(planId: string, effectId: string, query: string, offset: number, limit: number): Promise<SubjectsPage> {
@@ -310,16 +329,26 @@ export class FakeBackend implements Backend {
   }
 
   async standing(): Promise<StandingView[]> {
-    return structuredClone([...this.standings].sort((a, b) => b.issued_at.localeCompare(a.issued_at)));
+    return [...this.standings].sort((a, b) => b.issued_at.localeCompare(a.issued_at)).map((s) => this.checked(s));
+  }
+
+  /** A standing approval as the console shows it: its terms only where its envelope verifies. */
+  private checked(s: StandingView): StandingView {
+    const why = this.tampered.get(s.id);
+    return structuredClone(why ? unverified(s, why) : s);
   }
 
   async standingDraft(planId: string): Promise<StandingDraft> {
     const p = this.find(planId);
-    const params = paramsOf(p.request, this.schemaOf(p));
+    const schema = this.schemaOf(p);
+    const params = paramsOf(p.request, schema);
+    // As the console does: each param the schema names or the request holds, sorted.
+    const names = [...new Set([...Object.keys(schema.properties ?? {}), ...Object.keys(params)])]
+      .map((k) => `/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`).sort();
     return {
       plan_id: p.plan_id, agent_id: p.agent_id, capability_id: p.capability_id,
       constraints: leaves(params).map(([param, value]) => constraint(param, 'one_of', [JSON.stringify(value)])),
-      resources: [...new Set(p.effects.map((e) => e.resource))], risk_flags: [...p.risk],
+      resources: [...new Set(p.effects.map((e) => e.resource))], risk_flags: [...p.risk], params: names,
       max_cost_per_plan: p.cost.max, max_cost_total: credits(cents(p.cost.max) * 10), max_plans: 10, days: 7, reason: '',
     };
   }
@@ -327,6 +356,10 @@ export class FakeBackend implements Backend {
   async createStanding(draft: StandingDraft): Promise<StandingView> {
     const refusal = unfit(draft);
     if (refusal) throw new BackendError('invalid_input', refusal);
+    const uncoverable = draft.risk_flags.find((f) => !this.standingFlags.includes(f));
+    if (uncoverable) {
+      throw new BackendError('policy_denied', `The approval policy lets no standing approval cover ${uncoverable} plans; leave that flag out.`);
+    }
     if (this.offline) throw new BackendError('unreachable', 'The gateway does not answer.');
     // As the core does: the words come from the fields, never from the lines the window sent.
     const constraints = draft.constraints.map((c) => constraint(c.param, c.op, c.values));
@@ -334,7 +367,11 @@ export class FakeBackend implements Backend {
     const now = Date.now();
     const expires = new Date(now + draft.days * 86_400_000);
     const allows = standingSentence(draft, lines, expires);
-    if (!(await this.confirm(`Sign a standing approval for ${draft.agent_id}?`, allows, lines))) {
+    // The confirmation names the params it leaves open; the statement alone does not know them.
+    const open = leftOpen(draft.params, constraints);
+    const said = open.length === 0 ? lines
+      : [...lines, `Left open: any value of ${open.map((p) => p.replace(/^\//, '')).join(', ')} (no constraint on them).`];
+    if (!(await this.confirm(`Sign a standing approval for ${draft.agent_id}?`, standingSentence(draft, lines, expires, open), said))) {
       throw new BackendError('cancelled', 'The standing approval was not confirmed; nothing was signed.');
     }
     const view: StandingView = {
@@ -343,10 +380,11 @@ export class FakeBackend implements Backend {
       risk_flags: [...draft.risk_flags], max_plans: draft.max_plans, plans_used: 0,
       max_cost_per_plan: draft.max_cost_per_plan, max_cost_total: draft.max_cost_total, credits_used: '0.00',
       issued_at: new Date(now).toISOString(), expires_at: expires.toISOString(),
-      reason: draft.reason.trim(), state: 'active', state_reason: null, allows, covered: [],
+      reason: draft.reason.trim(), state: 'active', state_reason: null, allows,
+      verified: true, verify_error: null, uses: [], covered: [],
     };
     this.standings.push(view);
-    return structuredClone(view);
+    return this.checked(view);
   }
 
   async revokeStanding(id: string): Promise<StandingView> {
@@ -357,7 +395,7 @@ export class FakeBackend implements Backend {
     if (this.offline) throw new BackendError('unreachable', 'The gateway does not answer.');
     found.state = 'revoked';
     found.state_reason = 'revoked by Dana';
-    return structuredClone(found);
+    return this.checked(found);
   }
 
   async amendDraft(planId: string): Promise<AmendDraft> {
@@ -369,19 +407,25 @@ export class FakeBackend implements Backend {
   async amend(planId: string, params: unknown): Promise<RefreshView> {
     const old = this.amendable(planId);
     const schema = this.schemaOf(old);
-    const why = invalid(schema, params);
-    if (why) throw new BackendError('validation_error', why);
     const moved = differences(paramsOf(old.request, schema), params);
     if (moved.length === 0) throw new BackendError('validation_error', 'Nothing changed: these are the plan’s own params.');
-    this.amendments.push({ planId, params: structuredClone(params) });
     const { plan, changed, said } = successor(old, moved, params, this.plans.length + 10);
+    // As the console does: the approver confirms each param changed before the gateway sees it.
+    const consequence = `You write a new request for ${old.agent_id} and the gateway previews it as plan ${planId}'s successor. `
+      + 'You cannot approve what you wrote: someone else must.';
+    if (!(await this.confirm('Change this request?', consequence, said))) {
+      throw new BackendError('cancelled', 'The change was not confirmed; nothing was sent.');
+    }
+    const why = invalid(schema, params);
+    if (why) throw new BackendError('validation_error', why);
+    this.amendments.push({ planId, params: structuredClone(params) });
     old.status = 'superseded';
     old.superseded_by = plan.plan_id;
     old.approvable = false;
     old.not_approvable_reason = `Superseded by ${plan.plan_id}.`;
     this.plans.push(plan);
     this.changed();
-    return structuredClone({ plan, changed, amended: `Dana ${and(said)}.` });
+    return structuredClone({ plan: this.withPolicy(plan), changed, amended: `Dana ${and(said)}.` });
   }
 
   async snooze(planId: string, minutes: number): Promise<QueueView> {

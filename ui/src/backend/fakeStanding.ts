@@ -1,7 +1,7 @@
 // The fake backend's standing approvals and amendments, worded as the core words them.
 import { request } from './demo';
 import { leaves, shown, type differences } from './schema';
-import type { ConstraintOp, ConstraintView, EffectChange, PlanView, StandingDraft, WhatChanged } from './types';
+import type { ConstraintOp, ConstraintView, EffectChange, PlanView, StandingDraft, StandingView, WhatChanged } from './types';
 
 type Moved = ReturnType<typeof differences>[number];
 
@@ -21,9 +21,32 @@ export function constraint(param: string, op: ConstraintOp, values: string[]): C
   return { param, op, values, line };
 }
 
-/** What a standing approval allows, in the core's words (crates/proto/src/standing.rs). */
-export function standingSentence(draft: StandingDraft, lines: string[], expires: Date): string {
-  const when = [...lines];
+/** The risk flags the demo gateway's approval policy lets a standing approval cover: all but
+ *  high_cost (a real gateway's default leaves out irreversible and bulk too). */
+export const COVERABLE = ['irreversible', 'access_change', 'money', 'external', 'bulk', 'uncertain', 'blocked'];
+
+/** Why the approval policy would refuse a standing approval for a plan of `risk`, as the console
+ *  words it (crates/console/src/rules.rs); null when it would not. */
+export function standingRefused(risk: string[], coverable: string[]): string | null {
+  const refused = risk.filter((f) => !coverable.includes(f));
+  return refused.length === 0 ? null : `The approval policy lets no standing approval cover ${refused.join(' or ')} plans.`;
+}
+
+/** The params of `params` no constraint reaches (one on `/filter/team` reaches `/filter`), as
+ *  the console finds them (crates/console/src/standing.rs). */
+export function leftOpen(params: string[], constraints: { param: string }[]): string[] {
+  return params.filter((p) => !constraints.some((c) => c.param === p || c.param.startsWith(`${p}/`)));
+}
+
+/** A standing approval whose envelope does not verify, as the console shows it: no terms. */
+export function unverified(view: StandingView, why: string): StandingView {
+  return { ...view, constraints: [], resources: [], risk_flags: [], reason: '', allows: '', verified: false, verify_error: why };
+}
+
+/** What a standing approval allows, in the core's words (crates/proto/src/standing.rs), naming
+ *  the params it leaves `open` as the confirmation does ("any filter"). */
+export function standingSentence(draft: StandingDraft, lines: string[], expires: Date, open: string[] = []): string {
+  const when = [...lines, ...open.map((p) => `any ${p.replace(/^\//, '')}`)];
   if (draft.resources.length > 0) when.push(`acting only on ${draft.resources.join(', ')}`);
   when.push(draft.risk_flags.length === 0 ? 'carrying no risk flag' : `carrying at most these risks: ${draft.risk_flags.join(', ')}`);
   const until = `${expires.toISOString().slice(0, 10)} ${expires.toISOString().slice(11, 16)}Z`;

@@ -25,7 +25,7 @@ describe('the Tauri backend', () => {
     const draft = {
       plan_id: 'p1', agent_id: 'agt_ops', capability_id: 'projects.settings.update',
       constraints: [{ param: '/project', op: 'one_of' as const, values: ['"prj_184"'], line: 'project is prj_184' }],
-      resources: ['projects/prj_184'], risk_flags: [], max_cost_per_plan: '0.10', max_cost_total: '1.00', max_plans: 10, days: 7, reason: 'cleanup',
+      resources: ['projects/prj_184'], risk_flags: [], params: ['/project'], max_cost_per_plan: '0.10', max_cost_total: '1.00', max_plans: 10, days: 7, reason: 'cleanup',
     };
     await b.status();
     await b.queue();

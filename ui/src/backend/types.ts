@@ -188,7 +188,12 @@ rules: Array<RuleView>,
 /**
  * Whether the plan waits on this approver.
  */
-turn: Turn, };
+turn: Turn, 
+/**
+ * Why the gateway's approval policy would refuse a standing approval for plans like this
+ * one ("approve plans like this" is disabled with it), or null.
+ */
+standing_refused: string | null, };
 
 export type StatusView = { gateway_name: string, gateway_url: string, demo: boolean, 
 /**
@@ -434,13 +439,24 @@ resources: Array<string>,
 /**
  * The risk flags it may cover: the plan's own.
  */
-risk_flags: Array<string>, max_cost_per_plan: string, max_cost_total: string, max_plans: number, 
+risk_flags: Array<string>, 
+/**
+ * Every param the capability takes (JSON pointers, "/filter"): those without a constraint
+ * are left open ("any filter"), and the confirmation says so.
+ */
+params: Array<string>, max_cost_per_plan: string, max_cost_total: string, max_plans: number, 
 /**
  * 1 to 30.
  */
 days: number, reason: string, };
 
 export type StandingState = "active" | "expired" | "used_up" | "revoked" | "suspended";
+
+export type StandingUseView = { 
+/**
+ * 1 for the first plan it let run.
+ */
+number: number, plan_id: string, credits: string, at: string, };
 
 export type StandingView = { id: string, 
 /**
@@ -456,7 +472,16 @@ state_reason: string | null,
  */
 allows: string, 
 /**
- * The plans it counted for, newest first.
+ * Its envelope verifies under its signer's key and says exactly the terms shown; when not,
+ * the terms are left empty and `verify_error` says why.
+ */
+verified: boolean, verify_error: string | null, 
+/**
+ * The plans it let run, newest first: its uses.
+ */
+uses: Array<StandingUseView>, 
+/**
+ * The plans it approved that have not run ("covered, not yet run"), newest first.
  */
 covered: Array<string>, };
 

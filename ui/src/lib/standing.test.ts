@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { demoStanding } from '../backend/demo';
-import { allStrings, constraintLine, isCredits, parseValues, useText, valuesText } from './standing';
+import { allStrings, constraintLine, isCredits, openParams, parseValues, useText, valuesText } from './standing';
 
 describe('a standing approval\'s constraints as typed', () => {
   it('shows strings bare and anything else as JSON', () => {
@@ -32,11 +32,20 @@ describe('a standing approval\'s constraints as typed', () => {
 
   it('says how much of it is used, and which caps are credits', () => {
     const s = { ...demoStanding()[0], plans_used: 3, credits_used: '6.00', max_cost_total: '20.00' };
-    expect(useText(s)).toBe('3 of 10 plans · 6.00 of 20.00 credits');
-    expect(useText({ ...s, max_plans: 1, plans_used: 0 })).toBe('0 of 1 plan · 6.00 of 20.00 credits');
+    expect(useText(s)).toBe('3 of 10 plans run · 6.00 of 20.00 credits');
+    expect(useText({ ...s, max_plans: 1, plans_used: 0 })).toBe('0 of 1 plan run · 6.00 of 20.00 credits');
+    expect(useText(demoStanding()[0])).toBe('1 of 10 plans run · 0.09 of 0.90 credits');
     expect(isCredits('0.37')).toBe(true);
     expect(isCredits(' 12 ')).toBe(true);
     expect(isCredits('0.375')).toBe(false);
     expect(isCredits('-1')).toBe(false);
+  });
+
+  it('names the params no constraint reaches: one on /filter/team reaches /filter', () => {
+    expect(openParams(['/filter', '/group', '/note'], ['/group', '/filter/team'])).toEqual(['note']);
+    expect(openParams(['/filter', '/group', '/note'], ['/group'])).toEqual(['filter', 'note']);
+    expect(openParams(['/filter'], ['/filterx'])).toEqual(['filter']);
+    expect(openParams(['/group'], ['/group'])).toEqual([]);
+    expect(openParams([], [])).toEqual([]);
   });
 });

@@ -68,9 +68,17 @@ export function constraintLine(param: string, op: ConstraintOp, values: string[]
   return `${name} is ${words.join(' or ')}`;
 }
 
-/** "3 of 10 plans · 6.00 of 20.00 credits". */
+/** "3 of 10 plans run · 6.00 of 20.00 credits": only plans that ran count, not those it
+ *  approved that have not run yet. */
 export function useText(s: StandingView): string {
-  return `${s.plans_used} of ${counted(s.max_plans, 'plan')} · ${s.credits_used} of ${s.max_cost_total} credits`;
+  return `${s.plans_used} of ${counted(s.max_plans, 'plan')} run · ${s.credits_used} of ${s.max_cost_total} credits`;
+}
+
+/** The params in `params` no constraint reaches (one on "/filter/team" reaches "/filter"), by
+ *  name: what a standing approval leaves open to any value. */
+export function openParams(params: string[], constrained: string[]): string[] {
+  return params.filter((p) => !constrained.some((c) => c === p || c.startsWith(`${p}/`)))
+    .map((p) => p.replace(/^\//, ''));
 }
 
 /** Credits as the caps take them: digits, and at most two after the point. */

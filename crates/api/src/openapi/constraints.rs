@@ -36,8 +36,8 @@ pub fn apply(api: &mut Value, registry: &'static Registry) {
     );
     let subjects = "/v1/plans/{id}/effects/{effect}/subjects";
     param(api, subjects, "get", "limit", page(reads::MAX_PAGE));
-    // Cursors are hex of the text they stand after (`summaries::cursor_after`,
-    // `queue::encode_cursor`); ids and times are ASCII.
+    // Cursors are hex of the text they stand after (`summaries::cursor_after`, `cursors`); ids
+    // and times are ASCII.
     let cursor = |pattern: &str| json!({"type": "string", "pattern": pattern});
     param(
         api,
@@ -48,6 +48,14 @@ pub fn apply(api: &mut Value, registry: &'static Registry) {
     );
     let queue_cursor = "^q_(?:[2-7][0-9a-f])*0a(?:[2-7][0-9a-f])*$";
     param(api, "/v1/approvals", "get", "cursor", cursor(queue_cursor));
+    let standing_cursor = "^s_(?:[2-7][0-9a-f])*0a(?:[2-7][0-9a-f])*$";
+    param(
+        api,
+        "/v1/standing",
+        "get",
+        "cursor",
+        cursor(standing_cursor),
+    );
 
     let schemas = &mut api["components"]["schemas"];
     schemas["ParamsValue"] = params_value(0);

@@ -70,7 +70,8 @@ pub async fn wallet(
     Ok(Json(reads::wallet(&state, &agent_id).await?))
 }
 
-/// The calling approver as the approval policy sees them: their person and teams.
+/// The calling approver as the approval policy sees them: their person and teams, and the risk
+/// flags the policy lets a standing approval cover.
 #[utoipa::path(get, path = "/v1/approvers/me",
     responses((status = 200, body = ApproverProfile), Refused))]
 pub async fn me(
@@ -78,9 +79,10 @@ pub async fn me(
     Auth(approver): Auth<Approver>,
 ) -> HttpResult<Json<ApproverProfile>> {
     let mut conn = state.store.pool().acquire().await.map_err(ApiError::from)?;
-    let profile = teams::profile(&mut conn, &approver)
+    let mut profile = teams::profile(&mut conn, &approver)
         .await
         .map_err(ApiError::from)?;
+    profile.standing_flags = Some(state.policy.coverable().to_vec());
     Ok(Json(profile))
 }
 

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use countersign_engine::accounts::{self, Approver};
@@ -13,6 +14,9 @@ use countersign_proto::approvals::ApproverKeys;
 use countersign_proto::dsse::Envelope;
 use countersign_proto::standing::{StandingApproval, StandingList};
 
+use serde::Deserialize;
+
+use crate::error::query;
 use crate::schemas::{Refused, WriteRefused};
 use crate::{AppState, Auth, HttpResult};
 
@@ -28,14 +32,36 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(created)))
 }
 
-/// Every standing approval of the gateway, newest first, with its use.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    cursor: Option<String>,
+    limit: Option<u32>,
+}
+
+/// A page of the gateway's standing approvals, newest first, each with the plans it let run and
+/// those it approved that have not run.
 #[utoipa::path(get, path = "/v1/standing",
+    params(("cursor" = Option<String>, Query, description = "A previous page's next_cursor"),
+           ("limit" = Option<u32>, Query, minimum = 1, maximum = 100,
+            description = "At most this many (default 100)")),
     responses((status = 200, body = StandingList), Refused))]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     _approver: Auth<Approver>,
+    page: Result<Query<PageQuery>, QueryRejection>,
 ) -> HttpResult<Json<StandingList>> {
-    Ok(Json(standing::list(&state.store).await?))
+    let page = query(page)?;
+    let limit = page.limit.unwrap_or(standing::MAX_PAGE);
+    Ok(Json(
+        standing::list(
+            &state.store,
+            (&**state).into(),
+            page.cursor.as_deref(),
+            limit,
+        )
+        .await?,
+    ))
 }
 
 /// Revokes a standing approval of the caller's at once: its approvals of plans not yet run stop
@@ -49,8 +75,8 @@ pub async fn revoke(
 ) -> HttpResult<Json<StandingApproval>> {
     Ok(Json(
         standing::revoke(
-            &state.store,
-            state.registry,
+            (&state.store, state.registry),
+            (&**state).into(),
             Revoker::Signer(&approver),
             &id,
         )

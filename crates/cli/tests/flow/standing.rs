@@ -1,6 +1,7 @@
 //! `standing create|list|revoke`, `history --format in-toto`, `keys` and `verify` against a real
-//! gateway: a standing approval made from a plan approves the next plan like it, the export of
-//! what this approver signed verifies offline, and a single flipped byte does not.
+//! gateway: a standing approval made from a plan approves the next plan like it, which takes a use
+//! only when it runs; the export of what this approver signed, each line with the gateway's
+//! receipt, verifies offline, and a single flipped byte does not.
 
 use serde_json::json;
 
@@ -52,11 +53,17 @@ fn a_standing_approval_from_a_plan_covers_the_next_and_the_audit_export_verifies
         json!({"project": "prj_184", "retention_days": 3}),
     );
     assert_eq!(world.status(&outside), "pending_approval");
+    // Approved, not yet run: covered, and nothing used.
+    let listed = world.json(&["standing", "list"]);
+    assert_eq!(listed[0]["plans_used"], 0);
+    assert_eq!(listed[0]["covered"], json!([next]));
+    world.invoke("projects.settings.update", &next);
     let listed = world.json(&["standing", "list"]);
     assert_eq!(listed[0]["plans_used"], 1);
-    assert_eq!(listed[0]["covered"], json!([next]));
+    assert_eq!(listed[0]["covered"], json!([]));
+    assert_eq!(listed[0]["uses"][0]["plan_id"], next.as_str());
 
-    // The export: the approval of the first plan, the standing approval, the plan it covered.
+    // The export: the approval of the first plan, the standing approval, the plan that ran.
     let export = world.data.path().join("audit.intoto.jsonl");
     let keys = world.data.path().join("keys.json");
     let path = export.to_str().unwrap();
@@ -82,7 +89,7 @@ fn a_standing_approval_from_a_plan_covers_the_next_and_the_audit_export_verifies
         "{what:?}"
     );
     assert!(
-        what[2].starts_with(&format!("plan {next} covered by standing approval {id}")),
+        what[2].starts_with(&format!("plan {next} ran under standing approval {id}")),
         "{what:?}"
     );
 

@@ -81,6 +81,7 @@ fn a_plan_that_waits_on_others_or_left_the_queue_is_not_brought_back() {
         display_name: "Dana".into(),
         person: "usr_dana".into(),
         teams: vec!["leads".into()],
+        standing_flags: None,
     };
     assert!(snoozes.due(&[theirs], Some(&me), at(11, 0)).is_empty());
     snoozes.snooze("plan_2", at(15, 0), 5, at(1, 0)).unwrap();

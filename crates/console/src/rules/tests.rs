@@ -35,6 +35,7 @@ fn person(approver: &str, teams: &[&str]) -> ApproverProfile {
         display_name: approver.into(),
         person: format!("usr_{approver}"),
         teams: teams.iter().map(|t| t.to_string()).collect(),
+        standing_flags: None,
     }
 }
 
@@ -81,4 +82,32 @@ fn each_rule_reads_as_a_line_with_who_met_it_and_where_it_is_written() {
         views[1].excludes.as_deref(),
         Some("not agt_ops's team (finance)")
     );
+}
+
+#[test]
+fn approving_plans_like_this_is_refused_where_the_policy_would_refuse_it() {
+    let mut me = person("dana", &[]);
+    let risk = [RiskFlag::Irreversible, RiskFlag::AccessChange];
+    // A gateway that does not say leaves it to the gateway's answer.
+    assert_eq!(standing_refused(&risk, Some(&me)), None);
+    me.standing_flags = Some(vec![RiskFlag::AccessChange, RiskFlag::Money]);
+    assert_eq!(
+        standing_refused(&risk, Some(&me)).as_deref(),
+        Some("The approval policy lets no standing approval cover irreversible plans.")
+    );
+    assert_eq!(standing_refused(&[RiskFlag::AccessChange], Some(&me)), None);
+    assert_eq!(standing_refused(&risk, None), None);
+}
+
+#[test]
+fn a_plan_whose_request_i_wrote_does_not_wait_on_me() {
+    let mut amended = summary(leads_and_finance(), json!([]));
+    let sam = person("sam", &["leads"]);
+    assert_eq!(turn(&amended, Some(&sam)), Turn::Me);
+    amended.approvals.requested_by = Some("sam".into());
+    assert_eq!(turn(&amended, Some(&sam)), Turn::Others);
+    let rules = views(&amended.approvals, "agt_ops", Some(&sam));
+    assert!(rules.iter().all(|r| !r.asks_me));
+    // Anyone else it asks still sees it wait on them.
+    assert_eq!(turn(&amended, Some(&person("tom", &["leads"]))), Turn::Me);
 }

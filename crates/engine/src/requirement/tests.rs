@@ -147,3 +147,52 @@ fn a_plan_from_before_policies_needs_its_count_from_anyone() {
     );
     assert!(Requirement::legacy(0).rules.is_empty());
 }
+
+fn standing(id: &str) -> Approving {
+    Approving {
+        standing: true,
+        ..person(id, &[])
+    }
+}
+
+fn takes_standing(mut rule: Rule) -> Rule {
+    rule.standing = true;
+    rule
+}
+
+#[test]
+fn one_standing_approval_at_most_sits_in_a_plan_whatever_its_rules() {
+    // A rule of two that takes standing approvals: two or three of them fill one seat.
+    let two = Requirement {
+        rules: vec![takes_standing(rule("two", 2, &[]))],
+        ..Requirement::default()
+    };
+    let three_standing = [standing("dana"), standing("lena"), standing("mo")];
+    assert_eq!(met(&two, &three_standing[..2]), (vec![1], false));
+    assert_eq!(met(&two, &three_standing), (vec![1], false));
+    let tally = Tally::new(&two, at(0), at(1));
+    assert!(!tally.would_count(&three_standing[..1], standing("lena")));
+    // A person who decides fills the other seat.
+    let with_person = [standing("dana"), standing("lena"), person("tom", &[])];
+    let (statuses, done) = tally.count(&with_person);
+    assert!(done);
+    assert_eq!(statuses[0].met_by, ["apr_dana", "apr_tom"]);
+
+    // Two rules of one person each, both taking standing approvals: one of them is a person's.
+    let split = Requirement {
+        rules: vec![
+            takes_standing(rule("a", 1, &[])),
+            takes_standing(rule("b", 1, &[])),
+        ],
+        ..Requirement::default()
+    };
+    assert_eq!(met(&split, &three_standing[..2]), (vec![0, 1], false));
+    assert!(met(&split, &[standing("dana"), person("tom", &[])]).1);
+
+    // A rule of one person alone may be met by one standing approval: its signer decided ahead.
+    let one = Requirement {
+        rules: vec![takes_standing(rule("one", 1, &[]))],
+        ..Requirement::default()
+    };
+    assert!(met(&one, &three_standing[..1]).1);
+}

@@ -241,6 +241,22 @@ impl Gateway {
     /// The demo gateway under the approval policy `policy`.
     pub async fn with_policy(policy: countersign_policy::Policy) -> Gateway {
         let (store, database) = own_store(true).await;
+        Gateway::store_with_policy(store, database, policy).await
+    }
+
+    /// [`Gateway::with_policy`] with reads on connections apart from the writer's, as in a
+    /// deployed gateway: for races, which an in-memory store's one connection serializes.
+    pub async fn with_policy_apart(policy: countersign_policy::Policy) -> Gateway {
+        let database = on_disk(true).await;
+        let store = Store::open(&database).await.unwrap();
+        Gateway::store_with_policy(store, database, policy).await
+    }
+
+    async fn store_with_policy(
+        store: Store,
+        database: TestDatabase,
+        policy: countersign_policy::Policy,
+    ) -> Gateway {
         seed_demo(&store).await.unwrap();
         let state = countersign_embedded::state_with_policy(
             store,

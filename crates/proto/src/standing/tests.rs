@@ -223,3 +223,36 @@ fn allows_says_what_runs_without_asking() {
     let text = statement().allows();
     assert!(text.starts_with("Approves plans of agt_ops for projects.settings.update without asking, when project is prj_184; retention_days ≥ 7; acting only on projects/prj_184*; carrying no risk flag: up to 10 plans, 1.00 credits each and 10.00 credits in all, until 2026-12-08 09:00Z."), "{text}");
 }
+
+#[test]
+fn bounds_compare_exactly_never_through_f64() {
+    let mut plan = fixture("plan-small.json");
+    let mut s = statement();
+    s.constraints[1] = Constraint {
+        param: "/retention_days".into(),
+        one_of: None,
+        at_least: None,
+        at_most: Some(1e18),
+    };
+    // 10^18 + 1 rounds to 10^18 as an f64, and would pass a bound of 10^18 there.
+    plan.request.params["retention_days"] = json!(1_000_000_000_000_000_001_u64);
+    let refusal = s
+        .refuses(&plan, &DEFAULT_COVERABLE)
+        .expect("above its bound");
+    assert!(refusal.contains("above 1000000000000000000"), "{refusal}");
+    plan.request.params["retention_days"] = json!(1_000_000_000_000_000_000_u64);
+    assert_eq!(s.refuses(&plan, &DEFAULT_COVERABLE), None);
+    // A fraction just past a fractional bound.
+    s.constraints[1].at_most = Some(0.3);
+    plan.request.params["retention_days"] = json!(0.30000000000000004);
+    assert!(s.refuses(&plan, &DEFAULT_COVERABLE).is_some());
+    plan.request.params["retention_days"] = json!(0.3);
+    assert_eq!(s.refuses(&plan, &DEFAULT_COVERABLE), None);
+    // Too large for an exact decimal: not covered, rather than guessed.
+    plan.request.params["retention_days"] = json!(1e300);
+    let refusal = s.refuses(&plan, &DEFAULT_COVERABLE).unwrap();
+    assert!(
+        refusal.contains("too large to compare exactly"),
+        "{refusal}"
+    );
+}

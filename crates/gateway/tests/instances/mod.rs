@@ -20,7 +20,7 @@ const REMOVE: &str = "groups.members.remove";
 
 /// A new database on the test server. These tests run in `make test`'s PostgreSQL pass only
 /// (the SQLite pass leaves this binary out); without a server they fail, and say why.
-async fn shared_database() -> crate::common::TestDatabase {
+pub(crate) async fn shared_database() -> crate::common::TestDatabase {
     assert!(
         std::env::var("COUNTERSIGN_TEST_POSTGRES").is_ok(),
         "two gateway instances need a PostgreSQL server: run `make postgres-test` \
@@ -39,7 +39,7 @@ async fn second(url: &str, first: &Gateway) -> Gateway {
     )
 }
 
-fn unlimited() -> Limits {
+pub(crate) fn unlimited() -> Limits {
     Limits {
         rate: None,
         ..Limits::default()
@@ -538,3 +538,5 @@ async fn two_instances_evaluate_the_same_policy_digest() {
         .body;
     assert_eq!(record["approvals"]["required"], 2);
 }
+
+mod standing;

@@ -1,10 +1,14 @@
 //! Standing approvals (docs/standing.md): a matching plan is approved as it is stored and runs;
 //! each constraint, cap, expiry, revocation and the policy bound what they cover; forged and
-//! replayed statements are refused.
+//! replayed statements are refused. Their uses, taken as plans run, are in `uses`; the seats
+//! they may fill, and whose approval they may not be, in `seats`.
+
+mod seats;
+mod uses;
 
 use std::time::Duration;
 
-use crate::common::{assert_error, at_once, on_disk, Approver, Gateway, Reply};
+use crate::common::{assert_error, on_disk, Approver, Gateway, Reply};
 use axum::http::StatusCode;
 use countersign_embedded::{seed_demo, state_with_policy};
 use countersign_engine::revocation;
@@ -13,23 +17,25 @@ use countersign_engine::Store;
 use countersign_policy::{Policy, Sources};
 use countersign_proto::approvals::RiskFlag;
 use countersign_proto::decision::new_nonce;
-use countersign_proto::dsse::Envelope;
+use countersign_proto::dsse::{decode_public_key, Envelope};
+use countersign_proto::receipt::{envelope_digest, Accepted, Receipt};
 use countersign_proto::standing::{
     new_standing_id, Constraint, StandingStatement, STANDING_STATEMENT_TYPE,
 };
 use countersign_proto::Credits;
+use ed25519_dalek::VerifyingKey;
 use serde_json::{json, Value};
 
-const SETTINGS: &str = "projects.settings.update";
-const UPLOAD: &str = "documents.document.upload";
+pub(crate) const SETTINGS: &str = "projects.settings.update";
+pub(crate) const UPLOAD: &str = "documents.document.upload";
 
 /// Every plan waits for one approver, whom a standing approval may be.
-const EVERY_PLAN: &str = r#"package countersign.approval
+pub(crate) const EVERY_PLAN: &str = r#"package countersign.approval
 import rego.v1
 rules contains {"id": "one", "count": 1, "standing": true} if count(input.plan.effects) > 0
 "#;
 
-fn policy(text: &str) -> Policy {
+pub(crate) fn policy(text: &str) -> Policy {
     let sources = Sources {
         modules: vec![("p.rego".to_owned(), text.to_owned())],
         data: None,
@@ -38,7 +44,7 @@ fn policy(text: &str) -> Policy {
 }
 
 /// The test agent's id, as its plans name it.
-async fn agent_id(gw: &Gateway) -> String {
+pub(crate) async fn agent_id(gw: &Gateway) -> String {
     let plan = gw
         .dry_run(json!({"project": "prj_184", "retention_days": 9}))
         .await;
@@ -47,7 +53,7 @@ async fn agent_id(gw: &Gateway) -> String {
 
 /// A standing approval by `approver` of the test agent's retention changes on prj_184 of at least
 /// 7 days, 10 plans, 1 credit each, 10 in all, for a week.
-fn statement(gw: &Gateway, approver: &Approver, agent: &str) -> StandingStatement {
+pub(crate) fn statement(gw: &Gateway, approver: &Approver, agent: &str) -> StandingStatement {
     let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
     StandingStatement {
         kind: STANDING_STATEMENT_TYPE.to_owned(),
@@ -83,7 +89,7 @@ fn statement(gw: &Gateway, approver: &Approver, agent: &str) -> StandingStatemen
     }
 }
 
-async fn send(gw: &Gateway, approver: &Approver, envelope: &Envelope) -> Reply {
+pub(crate) async fn send(gw: &Gateway, approver: &Approver, envelope: &Envelope) -> Reply {
     gw.call(
         "POST",
         "/v1/standing",
@@ -93,13 +99,17 @@ async fn send(gw: &Gateway, approver: &Approver, envelope: &Envelope) -> Reply {
     .await
 }
 
-async fn create(gw: &Gateway, approver: &Approver, statement: &StandingStatement) -> Value {
+pub(crate) async fn create(
+    gw: &Gateway,
+    approver: &Approver,
+    statement: &StandingStatement,
+) -> Value {
     let reply = send(gw, approver, &statement.sign(&approver.key).unwrap()).await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
     reply.body
 }
 
-async fn listed(gw: &Gateway, approver: &Approver, id: &str) -> Value {
+pub(crate) async fn listed(gw: &Gateway, approver: &Approver, id: &str) -> Value {
     let reply = gw
         .call("GET", "/v1/standing", Some(&approver.token), None)
         .await;
@@ -113,7 +123,7 @@ async fn listed(gw: &Gateway, approver: &Approver, id: &str) -> Value {
         .unwrap()
 }
 
-async fn queued(gw: &Gateway, approver: &Approver) -> Vec<String> {
+pub(crate) async fn queued(gw: &Gateway, approver: &Approver) -> Vec<String> {
     let reply = gw
         .call("GET", "/v1/approvals", Some(&approver.token), None)
         .await;
@@ -125,7 +135,7 @@ async fn queued(gw: &Gateway, approver: &Approver) -> Vec<String> {
         .collect()
 }
 
-async fn status(gw: &Gateway, approver: &Approver, plan: &Value) -> String {
+pub(crate) async fn status(gw: &Gateway, approver: &Approver, plan: &Value) -> String {
     let plan_id = plan["plan_id"].as_str().unwrap();
     let reply = gw.record(&approver.token, plan_id).await;
     reply.body["status"].as_str().unwrap().to_owned()
@@ -159,13 +169,20 @@ async fn a_matching_plan_is_approved_as_it_is_stored_and_runs() {
         record.body["approvals"]["received"][0]["standing_id"],
         s.standing_id.as_str()
     );
+    // Approved, not yet run: covered, and nothing of it used.
+    let covering = listed(&gw, &dana, &s.standing_id).await;
+    assert_eq!(covering["plans_used"], 0);
+    assert_eq!(covering["covered"][0]["plan_id"], plan["plan_id"]);
+    assert_eq!(covering["uses"], json!([]));
     let ran = gw.execute(&plan).await;
     assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
 
     let used = listed(&gw, &dana, &s.standing_id).await;
     assert_eq!(used["plans_used"], 1);
-    assert_eq!(used["covered"][0]["plan_id"], plan["plan_id"]);
-    assert_eq!(used["covered"][0]["plan_digest"], plan["plan_digest"]);
+    assert_eq!(used["covered"], json!([]));
+    assert_eq!(used["uses"][0]["number"], 1);
+    assert_eq!(used["uses"][0]["plan_id"], plan["plan_id"]);
+    assert_eq!(used["uses"][0]["plan_digest"], plan["plan_digest"]);
     // The audit names it, with the standing approval's envelope as the approval's.
     let plan_id = plan["plan_id"].as_str().unwrap();
     let uri = format!("/v1/audit?plan_id={plan_id}");
@@ -199,95 +216,7 @@ async fn a_plan_outside_its_constraints_waits_for_people() {
     assert_eq!(listed(&gw, &dana, &s.standing_id).await["plans_used"], 0);
 }
 
-#[tokio::test]
-async fn its_count_holds_when_two_plans_race() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let agent = agent_id(&gw).await;
-    let mut s = statement(&gw, &dana, &agent);
-    s.max_plans = 1;
-    create(&gw, &dana, &s).await;
-    let (state, token) = (gw.state.clone(), gw.agent.clone());
-    let replies = at_once(2, |i| {
-        let gw = Gateway::acting_as(state.clone(), token.clone());
-        async move {
-            let days = 10 + i as i64;
-            gw.call(
-                "POST",
-                "/v1/capabilities/projects.settings.update/dry_run",
-                Some(&gw.agent),
-                Some(json!({"params": {"project": "prj_184", "retention_days": days}})),
-            )
-            .await
-        }
-    })
-    .await;
-    let approved = replies
-        .iter()
-        .filter(|r| r.body["status"] == "approved")
-        .count();
-    assert_eq!(
-        approved,
-        1,
-        "{:?}",
-        replies
-            .iter()
-            .map(|r| &r.body["status"])
-            .collect::<Vec<_>>()
-    );
-    let used = listed(&gw, &dana, &s.standing_id).await;
-    assert_eq!(
-        (used["plans_used"].as_u64(), used["state"].as_str()),
-        (Some(1), Some("used_up"))
-    );
-}
-
-#[tokio::test]
-async fn its_credits_cap_holds_when_plans_race() {
-    let gw = Gateway::with_policy(policy(EVERY_PLAN)).await;
-    let dana = gw.enroll("Dana").await;
-    let first = gw.preview(UPLOAD, upload(0)).await;
-    let agent = first["caller"]["agent_id"].as_str().unwrap().to_owned();
-    let price = first["estimated_cost"]["amount_max"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(price, "0.09");
-    let mut s = statement(&gw, &dana, &agent);
-    s.capability_id = UPLOAD.into();
-    s.constraints.clear();
-    s.resources.clear();
-    s.max_cost_per_plan = Credits::cents(9);
-    s.max_cost_total = Credits::cents(20);
-    create(&gw, &dana, &s).await;
-    let (state, token) = (gw.state.clone(), gw.agent.clone());
-    let replies = at_once(3, |i| {
-        let gw = Gateway::acting_as(state.clone(), token.clone());
-        async move {
-            gw.call(
-                "POST",
-                "/v1/capabilities/documents.document.upload/dry_run",
-                Some(&gw.agent),
-                Some(json!({ "params": upload(i + 1) })),
-            )
-            .await
-        }
-    })
-    .await;
-    let approved = replies
-        .iter()
-        .filter(|r| r.body["status"] == "approved")
-        .count();
-    assert_eq!(
-        approved, 2,
-        "two uploads of 0.09 fit in 0.20, a third does not"
-    );
-    let used = listed(&gw, &dana, &s.standing_id).await;
-    assert_eq!(used["credits_used"], "0.18");
-    assert_eq!(used["plans_used"], 2);
-}
-
-fn upload(n: usize) -> Value {
+pub(crate) fn upload(n: usize) -> Value {
     json!({"project": "prj_184", "filename": format!("notes-{n}.txt"), "mime_type": "text/plain",
            "size_bytes": 1000})
 }
@@ -345,8 +274,8 @@ async fn an_admin_revokes_it_and_a_revoked_key_or_approver_ends_it() {
     let by_admin = statement(&gw, &dana, &agent);
     create(&gw, &dana, &by_admin).await;
     let revoked = standing::revoke(
-        &gw.state.store,
-        gw.state.registry,
+        (&gw.state.store, gw.state.registry),
+        (&**gw.state).into(),
         Revoker::Admin,
         &by_admin.standing_id,
     )
@@ -451,56 +380,6 @@ async fn the_policy_bounds_what_it_may_cover_and_a_change_suspends_it() {
 }
 
 #[tokio::test]
-async fn it_never_fills_a_rule_of_more_than_two_people() {
-    let three = r#"package countersign.approval
-import rego.v1
-rules contains {"id": "three", "count": 3, "standing": true} if count(input.plan.effects) > 0
-"#;
-    let gw = Gateway::with_policy(policy(three)).await;
-    let dana = gw.enroll("Dana").await;
-    let agent = agent_id(&gw).await;
-    let s = statement(&gw, &dana, &agent);
-    create(&gw, &dana, &s).await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
-    let record = gw
-        .record(&dana.token, plan["plan_id"].as_str().unwrap())
-        .await;
-    assert!(
-        record.body["approvals"]["received"]
-            .as_array()
-            .unwrap()
-            .is_empty(),
-        "{}",
-        record.body
-    );
-    assert_eq!(listed(&gw, &dana, &s.standing_id).await["plans_used"], 0);
-
-    // A rule of two takes it for one seat: one person still looks at the plan.
-    let two = three.replace("\"three\", \"count\": 3", "\"two\", \"count\": 2");
-    let gw = Gateway::with_policy(policy(&two)).await;
-    let dana = gw.enroll("Dana").await;
-    let agent = agent_id(&gw).await;
-    create(&gw, &dana, &statement(&gw, &dana, &agent)).await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
-    assert!(plan.get("status").is_none(), "{plan}");
-    let record = gw
-        .record(&dana.token, plan["plan_id"].as_str().unwrap())
-        .await;
-    assert_eq!(
-        record.body["approvals"]["received"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
-    assert_eq!(record.body["status"], "pending_approval");
-}
-
-#[tokio::test]
 async fn forged_replayed_and_misaddressed_statements_are_refused() {
     let gw = Gateway::new().await;
     let dana = gw.enroll("Dana").await;
@@ -576,4 +455,137 @@ async fn over_mcp_a_covered_plan_is_approved_and_wait_returns_at_once() {
         "{waited}"
     );
     assert_eq!(waited["result"]["structuredContent"]["timed_out"], false);
+}
+
+/// The gateway's identity key, as `GET /v1/approvers/keys` names it.
+pub(crate) async fn gateway_key(gw: &Gateway, approver: &Approver) -> VerifyingKey {
+    let keys = gw
+        .call("GET", "/v1/approvers/keys", Some(&approver.token), None)
+        .await;
+    let key = &keys.body["gateway_key"];
+    assert_eq!(
+        key["fingerprint"],
+        countersign_proto::enrollment::fingerprint(&gw.state.identity.verifying_key())
+    );
+    decode_public_key(key["public_key"].as_str().unwrap()).unwrap()
+}
+
+/// The receipt in `value`, opened under `key`.
+pub(crate) fn receipt(value: &Value, key: &VerifyingKey) -> Receipt {
+    let envelope: Envelope = serde_json::from_value(value.clone()).unwrap();
+    Receipt::open(&envelope, key).unwrap()
+}
+
+#[tokio::test]
+async fn the_gateway_countersigns_a_standing_approval_and_each_use() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let agent = agent_id(&gw).await;
+    let s = statement(&gw, &dana, &agent);
+    let created = create(&gw, &dana, &s).await;
+    let key = gateway_key(&gw, &dana).await;
+    let accepted = receipt(&created["receipt"], &key);
+    let envelope = s.sign(&dana.key).unwrap();
+    assert_eq!(accepted.accepted, Accepted::Standing);
+    assert_eq!(accepted.gateway_id, gw.state.gateway_id);
+    assert_eq!(
+        accepted.standing_id.as_deref(),
+        Some(s.standing_id.as_str())
+    );
+    assert_eq!(
+        accepted.envelope_digest,
+        envelope_digest(&envelope).unwrap()
+    );
+    let age = chrono::Utc::now() - accepted.accepted_at;
+    assert!(age >= chrono::Duration::zero() && age < chrono::Duration::minutes(1));
+    for days in [14, 15] {
+        let plan = gw
+            .dry_run(json!({"project": "prj_184", "retention_days": days}))
+            .await;
+        assert_eq!(gw.execute(&plan).await.status, StatusCode::OK);
+    }
+    let used = listed(&gw, &dana, &s.standing_id).await;
+    // Newest first: the second plan that ran is use 2.
+    for (i, number) in [(0, 2), (1, 1)] {
+        let entry = &used["uses"][i];
+        let taken = receipt(&entry["receipt"], &key);
+        assert_eq!(taken.accepted, Accepted::StandingUse);
+        assert_eq!(taken.use_number, Some(number));
+        assert_eq!(taken.plan_id.as_deref(), entry["plan_id"].as_str());
+        assert_eq!(taken.plan_digest.as_deref(), entry["plan_digest"].as_str());
+        assert_eq!(taken.envelope_digest, accepted.envelope_digest);
+    }
+}
+
+#[tokio::test]
+async fn an_approver_holds_at_most_a_hundred_active_standing_approvals() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let agent = agent_id(&gw).await;
+    for _ in 0..standing::MAX_ACTIVE {
+        create(&gw, &dana, &statement(&gw, &dana, &agent)).await;
+    }
+    let over = statement(&gw, &dana, &agent);
+    let reply = send(&gw, &dana, &over.sign(&dana.key).unwrap()).await;
+    assert_error(&reply, "validation_error", 422);
+    let message = reply.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("at most 100 active"), "{message}");
+    // Another approver is not held to Dana's, and a revoked one makes room.
+    let lena = gw.enroll("Lena").await;
+    create(&gw, &lena, &statement(&gw, &lena, &agent)).await;
+    let mine = "SELECT id FROM standing_approvals WHERE approver_id = $1 LIMIT 1";
+    let id: String = sqlx::query_scalar(mine)
+        .bind(&dana.id)
+        .fetch_one(gw.state.store.pool())
+        .await
+        .unwrap();
+    let uri = format!("/v1/standing/{id}/revoke");
+    let revoked = gw.call("POST", &uri, Some(&dana.token), None).await;
+    assert_eq!(revoked.status, StatusCode::OK, "{}", revoked.body);
+    create(&gw, &dana, &over).await;
+}
+
+#[tokio::test]
+async fn the_list_comes_in_pages_newest_first() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    let agent = agent_id(&gw).await;
+    let mut made = Vec::new();
+    for _ in 0..5 {
+        let s = statement(&gw, &dana, &agent);
+        create(&gw, &dana, &s).await;
+        made.push(s.standing_id);
+    }
+    let mut seen = Vec::new();
+    let mut uri = "/v1/standing?limit=2".to_owned();
+    let mut pages = 0;
+    loop {
+        let page = gw.call("GET", &uri, Some(&dana.token), None).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        let items = page.body["items"].as_array().unwrap();
+        assert!(items.len() <= 2);
+        seen.extend(
+            items
+                .iter()
+                .map(|i| i["standing_id"].as_str().unwrap().to_owned()),
+        );
+        pages += 1;
+        match page.body["next_cursor"].as_str() {
+            Some(cursor) => uri = format!("/v1/standing?limit=2&cursor={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    made.sort();
+    let mut sorted = seen.clone();
+    sorted.sort();
+    assert_eq!(sorted, made, "each once: {seen:?}");
+    for bad in [
+        "/v1/standing?limit=0",
+        "/v1/standing?limit=101",
+        "/v1/standing?cursor=x",
+    ] {
+        let reply = gw.call("GET", bad, Some(&dana.token), None).await;
+        assert_error(&reply, "validation_error", 422);
+    }
 }
