@@ -2,9 +2,9 @@
 //! middle where it matters. The keys go to the Secret Service: run under `tests/with-keyring.sh`.
 
 use countersign_api::app;
-use countersign_console::journal::Journal;
 use countersign_console::session::{Session, SessionConfig};
-use countersign_console::signer::Signer;
+use countersign_console::signing::journal::Journal;
+use countersign_console::signing::signer::Signer;
 use countersign_console::{transport, Console, GatewayClient};
 use countersign_e2e::proxy::FaultProxy;
 use countersign_e2e::relay::{Relay, Tamper};

@@ -7,7 +7,7 @@
 use std::sync::Mutex;
 
 use countersign_console::session::{self, Session, SessionConfig};
-use countersign_console::signer::Signer;
+use countersign_console::signing::signer::Signer;
 use countersign_console::{Confirm, Console, ConsoleError};
 use countersign_e2e::relay::{Relay, Tamper};
 use countersign_e2e::TestGateway;

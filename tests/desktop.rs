@@ -315,6 +315,6 @@ async fn a_page_script_cannot_send_the_credential_elsewhere() -> anyhow::Result<
     }
     client.close().await?;
     let gateway_id = gateway.state.gateway_id.clone();
-    countersign_console::signer::Signer::forget(&gateway_id)?;
+    countersign_console::signing::signer::Signer::forget(&gateway_id)?;
     Ok(())
 }

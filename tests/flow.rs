@@ -1,7 +1,7 @@
 //! One plan from agent to signed approval to execution, through a real Secret Service keyring.
 //! Run under `tests/with-keyring.sh` (as `make test` does): it starts D-Bus and gnome-keyring.
 
-use countersign_console::signer::{Signer, KEYRING_SERVICE};
+use countersign_console::signing::signer::{Signer, KEYRING_SERVICE};
 use countersign_console::{Console, ConsoleError};
 use countersign_e2e::TestGateway;
 use serde_json::json;
@@ -139,7 +139,8 @@ async fn a_rotated_key_signs_from_then_on_and_history_still_verifies() -> anyhow
     let agent = gateway.agent("ops").await?;
     let code = gateway.invite("Eli").await?;
     let dir = tempfile::tempdir()?;
-    let journal = countersign_console::journal::Journal::open(&dir.path().join("j.db")).await?;
+    let journal =
+        countersign_console::signing::journal::Journal::open(&dir.path().join("j.db")).await?;
     let enrolled = Console::enroll(&gateway.url, &code, "Eli").await?;
     let gateway_id = enrolled.signer().gateway_id().to_owned();
     let old_key = enrolled.signer().key_id().to_owned();

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use countersign_console::client::GatewayClient;
-use countersign_console::journal::Journal;
+use countersign_console::signing::journal::Journal;
 use countersign_e2e::{enroll, gateway_binary, get, post, Approver};
 use countersign_engine::{accounts, Store};
 use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use countersign_console::signer::Signer;
+use countersign_console::signing::signer::Signer;
 use countersign_console::Console;
 use countersign_e2e::TestGateway;
 use countersign_embedded::default_registry;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use countersign_console::live::Snapshot;
 use countersign_console::session::{Session, SessionConfig};
-use countersign_console::signer::Signer;
+use countersign_console::signing::signer::Signer;
 use countersign_e2e::relay::{Relay, Tamper};
 use countersign_e2e::TestGateway;
 use serde_json::json;

@@ -161,7 +161,7 @@ impl TestGateway {
     pub async fn fund(&self, agent_id: &str, credits: i64) -> anyhow::Result<()> {
         let mut w = self.state.store.write().await?;
         let limit = countersign_proto::Credits::cents(credits * 100);
-        countersign_engine::wallet::set_limit(&mut w.tx, agent_id, limit).await?;
+        countersign_engine::execution::wallet::set_limit(&mut w.tx, agent_id, limit).await?;
         w.commit().await?;
         Ok(())
     }

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use countersign_console::client::Poll;
-use countersign_console::journal::Journal;
+use countersign_console::live::sync::Backoff;
 use countersign_console::live::{Link, Live, Snapshot, Timing};
-use countersign_console::signer::Signer;
-use countersign_console::sync::Backoff;
+use countersign_console::signing::journal::Journal;
+use countersign_console::signing::signer::Signer;
 use countersign_console::{Console, ConsoleError};
 use countersign_e2e::proxy::FaultProxy;
 use countersign_e2e::TestGateway;

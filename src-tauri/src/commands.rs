@@ -3,14 +3,14 @@
 //! snapshot, the rest work on a clone of the current session.
 
 use countersign_console::amend::AmendDraft;
-use countersign_console::batch::{BatchItem, BatchOutcome, BatchView};
+use countersign_console::audit::history::HistoryEntry;
 use countersign_console::error::{ConsoleError, ErrorView};
-use countersign_console::history::HistoryEntry;
+use countersign_console::review::batch::{BatchItem, BatchOutcome, BatchView};
+use countersign_console::review::subjects::SubjectsPage;
 use countersign_console::review::{DecisionView, PlanView, QueueView, RefreshView, RowGist};
 use countersign_console::session::StatusView;
 use countersign_console::settings::{Settings, SettingsView};
 use countersign_console::standing::{StandingDraft, StandingView};
-use countersign_console::subjects::SubjectsPage;
 use countersign_desktop::memory::Release;
 use countersign_proto::decision::Decision;
 use tauri::{AppHandle, State};

@@ -1,7 +1,7 @@
 //! The core's confirmation before a risky signature, as a native dialog: outside the webview, so
 //! a script in the page cannot answer it.
 
-use countersign_console::confirm::Confirm;
+use countersign_console::signing::confirm::Confirm;
 use countersign_console::text::visible;
 use tauri::{AppHandle, Manager};
 use tauri_plugin_dialog::{DialogExt, MessageDialogButtons, MessageDialogKind};

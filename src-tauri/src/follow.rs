@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use countersign_console::console::Console;
+use countersign_console::live::notify::NotifyRules;
+use countersign_console::live::reminders::{to_announce, Due};
 use countersign_console::live::Snapshot;
-use countersign_console::notify::NotifyRules;
-use countersign_console::reminders::{to_announce, Due};
+use countersign_console::review::rules::{turn, Turn};
 use countersign_console::review::SentQueue;
-use countersign_console::rules::{turn, Turn};
 use countersign_desktop::memory::Release;
 use countersign_desktop::seen::Seen;
 use tauri::{AppHandle, Emitter, Manager};

@@ -104,7 +104,7 @@ fn main() {
             _ => {}
         })
         .setup(move |app| {
-            countersign_console::os_keyring::check()?;
+            countersign_console::signing::os_keyring::check()?;
             let (release, releasing) = Release::new(memory::trim_heap);
             tauri::async_runtime::spawn(releasing);
             app.manage(release);

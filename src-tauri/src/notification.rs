@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use countersign_console::console::Console;
-use countersign_console::notify::NotifyRules;
+use countersign_console::live::notify::NotifyRules;
+use countersign_console::review::rules::Turn;
 use countersign_console::review::PlanView;
-use countersign_console::rules::Turn;
 use countersign_console::text::{notification_body, visible};
 use notify_rust::Notification;
 use tauri::AppHandle;

@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use countersign_console::error::{ConsoleError, ErrorView};
-use countersign_console::notify::NotifyRules;
+use countersign_console::live::notify::NotifyRules;
+use countersign_console::live::sync::Backoff;
 use countersign_console::session::{self, Session, SessionConfig};
 use countersign_console::settings::{self, Settings, SettingsView};
-use countersign_console::sync::Backoff;
 use countersign_embedded::{CoApprover, Embedded};
 use tauri::async_runtime::JoinHandle;
 use tauri::{AppHandle, Emitter, Manager};

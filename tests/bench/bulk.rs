@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use countersign_console::signer::Signer;
+use countersign_console::signing::signer::Signer;
 use countersign_console::Console;
 use serde_json::Value;
 

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
-use countersign_console::diff::{INLINE_BUDGET, LINE_DEADLINE};
+use countersign_console::review::diff::{INLINE_BUDGET, LINE_DEADLINE};
 use serde::Deserialize;
 
 use crate::settings::Settings;

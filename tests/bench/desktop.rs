@@ -250,7 +250,7 @@ async fn measure(settings: &Settings, binary: &std::path::Path) -> anyhow::Resul
         idle = idle_reading.or(idle);
     }
     let idle = idle.context("the last launch was not left idle")?;
-    countersign_console::signer::Signer::forget(&gateway.gateway_id)?;
+    countersign_console::signing::signer::Signer::forget(&gateway.gateway_id)?;
 
     let column = |f: fn(&Launch) -> f64| -> anyhow::Result<Summary> {
         let values: Vec<f64> = launches.iter().map(f).collect();

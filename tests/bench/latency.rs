@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use countersign_console::journal::Journal;
 use countersign_console::live::{Link, Live, Timing};
-use countersign_console::signer::Signer;
+use countersign_console::signing::journal::Journal;
+use countersign_console::signing::signer::Signer;
 use countersign_console::Console;
-use countersign_engine::limits::DEFAULT_MAX_PREVIEWS_IN_FLIGHT;
+use countersign_engine::accounts::limits::DEFAULT_MAX_PREVIEWS_IN_FLIGHT;
 
 use crate::gateway::{bulk_plan, pending_plan, Gateway};
 use crate::settings::{keyring_missing, Settings};

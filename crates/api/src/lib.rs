@@ -19,7 +19,7 @@ use std::time::Duration;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
-use countersign_engine::inflight::InFlight;
+use countersign_engine::execution::inflight::InFlight;
 use countersign_engine::Engine;
 
 pub use auth::{bearer, resolved, Auth};

@@ -19,8 +19,8 @@ use axum::http::header::RETRY_AFTER;
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
+use countersign_engine::accounts::limits::{Limits, Rate};
 use countersign_engine::accounts::{self, Caller};
-use countersign_engine::limits::{Limits, Rate};
 use countersign_engine::ApiError;
 use countersign_proto::ErrorCode;
 use governor::clock::{Clock, DefaultClock};
@@ -189,7 +189,7 @@ fn rate_limited(wait: Duration) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use countersign_engine::limits::DEFAULT_APPROVER_RATE;
+    use countersign_engine::accounts::limits::DEFAULT_APPROVER_RATE;
 
     #[test]
     fn ipv6_peers_share_their_64_and_v4_mapped_ones_their_v4() {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use countersign_console::intoto;
+use countersign_console::audit::intoto;
 use countersign_console::{Console, ConsoleError};
 use countersign_proto::approvals::ApproverKeys;
 use serde::Serialize;

@@ -15,9 +15,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use countersign_console::live::{Live, Timing};
 use countersign_console::review;
-use countersign_console::rules::Turn;
+use countersign_console::review::rules::Turn;
 use countersign_console::session::{self, JOURNAL};
-use countersign_console::signer::Signer;
+use countersign_console::signing::signer::Signer;
 use countersign_console::{Confirm, Console, ConsoleError};
 use serde::Serialize;
 
@@ -417,7 +417,8 @@ async fn run(cli: Cli) -> Outcome {
         }
         Command::History { export, .. } => {
             let dir = data_dir(&cli)?;
-            let journal = countersign_console::journal::Journal::open(&dir.join(JOURNAL)).await?;
+            let journal =
+                countersign_console::signing::journal::Journal::open(&dir.join(JOURNAL)).await?;
             if let Some(path) = export {
                 let count = if path.as_os_str() == "-" {
                     journal.export(&mut std::io::stdout().lock()).await?

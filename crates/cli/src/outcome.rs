@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use countersign_console::execution::ExecutionView;
+use countersign_console::review::execution::ExecutionView;
 
 use crate::style::{clean, Style};
 
@@ -90,7 +90,7 @@ pub fn execution(style: &Style, view: &ExecutionView) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use countersign_console::execution::execution_view;
+    use countersign_console::review::execution::execution_view;
     use serde_json::json;
 
     #[test]

@@ -3,15 +3,15 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use countersign_console::changed::WhatChanged;
 use countersign_console::console::SubjectCheck;
-use countersign_console::diff::ValueDiff;
-use countersign_console::journal::JournalEntry;
 use countersign_console::live::Link;
-use countersign_console::request::RequestView;
+use countersign_console::review::changed::WhatChanged;
+use countersign_console::review::diff::ValueDiff;
+use countersign_console::review::request::RequestView;
+use countersign_console::review::rules::Turn;
+use countersign_console::review::sample::SampleCheck;
 use countersign_console::review::{DecisionView, EffectView, PlanView, QueueView};
-use countersign_console::rules::Turn;
-use countersign_console::sample::SampleCheck;
+use countersign_console::signing::journal::JournalEntry;
 
 use crate::style::{clean, Style};
 

@@ -294,7 +294,7 @@ fn enroll_review_and_approve_from_the_terminal() {
     let mut world = world;
     drop(world.gateway.take());
     world.cli().arg("pending").assert().code(3);
-    countersign_console::signer::Signer::forget(&world.state.gateway_id).unwrap();
+    countersign_console::signing::signer::Signer::forget(&world.state.gateway_id).unwrap();
 }
 
 /// An agent's file name full of terminal tricks reaches the approver's screen and `--json` inert;
@@ -365,7 +365,7 @@ fn enroll_reads_the_code_from_standard_input() {
     );
     let enrolled: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(enrolled["gateway_id"], world.state.gateway_id.as_str());
-    countersign_console::signer::Signer::forget(&world.state.gateway_id).unwrap();
+    countersign_console::signing::signer::Signer::forget(&world.state.gateway_id).unwrap();
 }
 
 #[test]
@@ -411,7 +411,7 @@ fn enroll_reads_the_code_from_the_environment() {
         enrolled["approver_id"].as_str().map(|a| &a[..4]),
         Some("apr_")
     );
-    countersign_console::signer::Signer::forget(&world.state.gateway_id).unwrap();
+    countersign_console::signing::signer::Signer::forget(&world.state.gateway_id).unwrap();
 }
 
 #[test]

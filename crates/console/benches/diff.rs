@@ -7,7 +7,7 @@ use std::hint::black_box;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use countersign_console::diff::{json_diff, text_diff};
+use countersign_console::review::diff::{json_diff, text_diff};
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -8,10 +8,10 @@ use ts_rs::TS;
 
 use countersign_proto::approvals::ParamChange;
 
-use crate::confirm::{self, Confirm};
 use crate::console::Console;
 use crate::error::ConsoleError;
 use crate::review::RefreshView;
+use crate::signing::confirm::{self, Confirm};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
 #[serde(rename_all = "snake_case")]

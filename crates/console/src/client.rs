@@ -396,7 +396,7 @@ impl GatewayClient {
     pub async fn events(
         &self,
         last_event_id: Option<&str>,
-    ) -> Result<crate::events::EventStream, ConsoleError> {
+    ) -> Result<crate::live::events::EventStream, ConsoleError> {
         let mut builder = self
             .stream_http
             .get(format!("{}/v1/events", self.base))
@@ -423,7 +423,10 @@ impl GatewayClient {
                 "/v1/events did not answer with an event stream".to_owned(),
             ));
         }
-        Ok(crate::events::EventStream::new(response, self.base.clone()))
+        Ok(crate::live::events::EventStream::new(
+            response,
+            self.base.clone(),
+        ))
     }
 
     /// A page of the gateway's standing approvals, newest first, from `cursor`.
@@ -609,7 +612,7 @@ fn known_shape(code: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
-impl crate::overlap::Pages for GatewayClient {
+impl crate::review::Pages for GatewayClient {
     async fn page(
         &self,
         plan_id: &str,

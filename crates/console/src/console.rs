@@ -12,19 +12,19 @@ use countersign_proto::approvals::ApproverProfile;
 use countersign_proto::plan::Preview;
 use tokio::sync::watch;
 
-use crate::changed::{subject_sets_to_fetch, what_changed};
 use crate::client::{FetchedPlan, GatewayClient};
 use crate::error::ConsoleError;
-use crate::journal::{Flushed, Journal};
-use crate::reminders::Snoozes;
+use crate::live::reminders::Snoozes;
+use crate::live::sync::{Poller, DEFAULT_POLL_INTERVAL};
+use crate::live::Snapshot;
+use crate::review::changed::{subject_sets_to_fetch, what_changed};
+use crate::review::sample::{self, SampleCheck};
+use crate::review::words;
+use crate::review::SubjectCache;
+pub use crate::review::SubjectCheck;
 use crate::review::{self, PlanView, QueueView, RefreshView, RowContext, RowGist};
-use crate::sample::{self, SampleCheck};
-use crate::signer::Signer;
-use crate::snapshot::Snapshot;
-use crate::subject_sets::SubjectCache;
-pub use crate::subject_sets::SubjectCheck;
-use crate::sync::{Poller, DEFAULT_POLL_INTERVAL};
-use crate::words;
+use crate::signing::journal::{Flushed, Journal};
+use crate::signing::signer::Signer;
 
 /// Gists remembered at most; past it, those of plans no longer listed are forgotten.
 const MAX_GISTS: usize = 50_000;
@@ -438,7 +438,7 @@ impl Console {
                         .and_then(|runs| runs.last())
                         .and_then(|run| run["journal"].as_array());
                     if let Some(entries) = last {
-                        execution.journal = crate::execution::journal(entries);
+                        execution.journal = crate::review::execution::journal(entries);
                     }
                 }
                 Err(e) => tracing::debug!(error = %e, "no execution journal from the audit"),

@@ -11,14 +11,14 @@ use tokio::task::JoinHandle;
 use ts_rs::TS;
 
 use crate::client::GatewayClient;
-use crate::confirm::Confirm;
 use crate::console::Console;
 use crate::error::{ConsoleError, ErrorView};
-use crate::journal::Journal;
 use crate::live::{Link, Live, Snapshot, Timing};
 use crate::private_files;
 use crate::review::QueueView;
-use crate::signer::Signer;
+use crate::signing::confirm::Confirm;
+use crate::signing::journal::Journal;
+use crate::signing::signer::Signer;
 
 pub struct SessionConfig {
     /// The gateway to follow; for the demo, the one the shell started in-process.
@@ -137,7 +137,7 @@ async fn enroll(url: &str, code: &str, display_name: Option<&str>) -> Result<Sig
     match Signer::enroll(&client, code, display_name).await {
         Err(ConsoleError::AlreadyEnrolled { gateway_id }) => {
             let held = Signer::load(&gateway_id)?.ok_or(ConsoleError::NotEnrolled)?;
-            let asked = crate::signer::origin_of(url)?;
+            let asked = crate::signing::signer::origin_of(url)?;
             if held.origin() == Some(asked.as_str()) {
                 // Its own origin, no longer remembered: the code stays unspent.
                 return Ok(held);
@@ -217,7 +217,7 @@ pub async fn move_credential(
     let mut signer = Signer::load(gateway_id)?.ok_or(ConsoleError::NotEnrolled)?;
     let from = signer.origin().unwrap_or("an unknown URL").to_owned();
     // The origin, as it will be kept: what the token will be sent to, whatever the URL's path.
-    let target = crate::signer::origin_of(to)?;
+    let target = crate::signing::signer::origin_of(to)?;
     let question = format!(
         "Your approver credential for gateway {gateway_id} is sent only to\n  {from}\n\nThe \
          server at\n  {target}\nanswers for that gateway's identity key, as the gateway would \
@@ -226,7 +226,7 @@ pub async fn move_credential(
          {from}?"
     );
     let asked = || {
-        crate::confirm::ask(
+        crate::signing::confirm::ask(
             confirm,
             "Move your credential to another URL?",
             &question,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::error::ConsoleError;
-use crate::notify::NotifyRules;
+use crate::live::notify::NotifyRules;
 use crate::private_files;
 use crate::transport;
 

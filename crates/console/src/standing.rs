@@ -17,9 +17,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ts_rs::TS;
 
-use crate::confirm::{self, Confirm};
 use crate::console::Console;
 use crate::error::ConsoleError;
+use crate::signing::confirm::{self, Confirm};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use crate::common::{Recorder, REMOVE, SETTINGS};
-use countersign_console::batch::BatchItem;
-use countersign_console::confirm::short_digest;
+use countersign_console::live::sync::Backoff;
 use countersign_console::live::{Live, Timing};
-use countersign_console::sync::Backoff;
+use countersign_console::review::batch::BatchItem;
+use countersign_console::signing::confirm::short_digest;
 use countersign_console::Decision;
 use countersign_proto::decision::Statement;
 use countersign_proto::dsse::Envelope;

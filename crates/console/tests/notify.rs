@@ -1,7 +1,7 @@
 //! The notification policy: which plans, once each, never the ones already seen.
 
-use countersign_console::journal::Journal;
-use countersign_console::notify::{to_notify, NotifyRules};
+use countersign_console::live::notify::{to_notify, NotifyRules};
+use countersign_console::signing::journal::Journal;
 use countersign_proto::approvals::{PlanStatus, PlanSummary, RiskFlag};
 use serde_json::json;
 

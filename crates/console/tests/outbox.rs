@@ -11,7 +11,7 @@ use axum::routing::post;
 use axum::Router;
 use countersign_console::client::GatewayClient;
 use countersign_console::error::ConsoleError;
-use countersign_console::journal::{Delivery, Journal};
+use countersign_console::signing::journal::{Delivery, Journal};
 use countersign_proto::decision::Decision;
 use countersign_proto::dsse;
 use ed25519_dalek::SigningKey;

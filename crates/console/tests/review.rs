@@ -283,7 +283,7 @@ fn the_small_fixture_diffs_its_retention_note_by_word() {
 mod what_changed {
     use std::collections::BTreeMap;
 
-    use countersign_console::changed::{subject_sets_to_fetch, what_changed};
+    use countersign_console::review::changed::{subject_sets_to_fetch, what_changed};
     use countersign_proto::plan::Preview;
     use serde_json::json;
 

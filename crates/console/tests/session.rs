@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use crate::common::{require_secret_service, Recorder, REMOVE, SETTINGS};
+use countersign_console::live::notify::NotifyRules;
 use countersign_console::live::{Link, Snapshot};
-use countersign_console::notify::NotifyRules;
 use countersign_console::session::{Session, SessionConfig};
-use countersign_console::signer::Signer;
+use countersign_console::signing::signer::Signer;
 use countersign_embedded::Embedded;
 use serde_json::json;
 use tokio::sync::watch;

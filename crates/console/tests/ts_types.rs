@@ -4,33 +4,35 @@
 use std::path::PathBuf;
 
 use countersign_console::amend::{AmendDraft, FormField, FormFieldKind};
-use countersign_console::batch::{
+use countersign_console::audit::history::HistoryEntry;
+use countersign_console::console::SubjectCheck;
+use countersign_console::error::ErrorView;
+use countersign_console::live::notify::NotifyRules;
+use countersign_console::live::Link;
+use countersign_console::review::batch::{
     BatchColumn, BatchItem, BatchOutcome, BatchResult, BatchView, Overlap,
 };
-use countersign_console::changed::{EffectChange, EffectRef, RevisionMove, WhatChanged};
-use countersign_console::console::SubjectCheck;
-use countersign_console::diff::{DiffLine, JsonChange, Segment, ValueChange, ValueDiff};
-use countersign_console::error::ErrorView;
-use countersign_console::execution::{DeliveriesView, DeliveryIssue, ExecutionView, FailureView};
-use countersign_console::history::HistoryEntry;
-use countersign_console::journal::JournalEntry;
-use countersign_console::live::Link;
-use countersign_console::media::{MediaKind, MediaView};
-use countersign_console::notify::NotifyRules;
-use countersign_console::request::{ParamView, RequestView};
+use countersign_console::review::changed::{EffectChange, EffectRef, RevisionMove, WhatChanged};
+use countersign_console::review::diff::{DiffLine, JsonChange, Segment, ValueChange, ValueDiff};
+use countersign_console::review::execution::{
+    DeliveriesView, DeliveryIssue, ExecutionView, FailureView,
+};
+use countersign_console::review::media::{MediaKind, MediaView};
+use countersign_console::review::request::{ParamView, RequestView};
+use countersign_console::review::rules::{RuleView, Turn};
+use countersign_console::review::sample::SampleCheck;
+use countersign_console::review::subjects::{SubjectRow, SubjectsPage};
 use countersign_console::review::{
     ApprovalView, AssumptionView, ChangeView, CostView, DecisionView, EffectGroup, EffectView,
     MovedView, NamedItem, PlacedRow, PlanView, QueueChange, QueueItem, QueueView, RefreshView,
     RowGist, ValidationView, WalletView,
 };
-use countersign_console::rules::{RuleView, Turn};
-use countersign_console::sample::SampleCheck;
 use countersign_console::session::StatusView;
 use countersign_console::settings::{Settings, SettingsView, Theme};
+use countersign_console::signing::journal::JournalEntry;
 use countersign_console::standing::{
     ConstraintOp, ConstraintView, StandingDraft, StandingStateView, StandingUseView, StandingView,
 };
-use countersign_console::subjects::{SubjectRow, SubjectsPage};
 use ts_rs::TS;
 
 fn declarations() -> String {

@@ -3,8 +3,8 @@
 
 use countersign_demo_world::sim;
 use countersign_engine::accounts::{self, Caller};
-use countersign_engine::dry_run::{self, DryRunAnswer};
-use countersign_engine::{plans, Limits, Store};
+use countersign_engine::plan::dry_run::{self, DryRunAnswer};
+use countersign_engine::{plan::plans, Limits, Store};
 use countersign_policy::Policy;
 use countersign_proto::plan::DryRunRequest;
 use countersign_proto::rules::Rule;

@@ -10,53 +10,20 @@
 //! transport, delivery and capabilities are composed around it.
 
 pub mod accounts;
-pub mod amend;
-pub mod approvals;
-pub mod bounds;
-pub mod callers;
-pub mod cursors;
-pub mod decisions;
-pub mod dry_run;
-pub mod eligibility;
-pub mod escalation;
-pub mod events;
-pub mod external;
-mod guard;
-pub mod identity;
-pub mod inflight;
-pub mod invoke;
-pub mod limits;
+pub mod approval;
+pub mod execution;
 pub mod mail;
-mod names;
-pub mod plans;
-pub mod policy;
-pub mod policy_change;
-pub mod previews;
+pub mod plan;
 pub mod queue;
-pub mod quotas;
-pub mod reads;
-pub mod receipts;
-pub mod rederive;
-pub mod refresh;
 pub mod registry;
-pub mod requirement;
-pub mod revocation;
-pub mod scopes;
 pub mod secrets;
-pub mod staging;
-pub mod standing;
 pub mod store;
-pub mod stored_plan;
-pub mod summaries;
-mod sweeper;
-pub mod teams;
-pub mod wallet;
 
 use std::sync::Arc;
 
+pub use accounts::limits::Limits;
 pub use countersign_pack::{ids, ApiError, ApiResult};
-pub use guard::pack as builtin_pack;
-pub use limits::Limits;
+pub use execution::builtin_pack;
 pub use registry::{Capability, Registry};
 pub use store::Store;
 
@@ -71,7 +38,7 @@ pub struct Engine {
     pub limits: Limits,
     pub registry: &'static Registry,
     /// Previews being evaluated, per agent.
-    pub previews: Arc<inflight::InFlight>,
+    pub previews: Arc<execution::inflight::InFlight>,
     /// Who must approve what (`docs/policy.md`).
     pub policy: Arc<countersign_policy::Policy>,
 }
@@ -99,7 +66,7 @@ impl Engine {
         policy: countersign_policy::Policy,
     ) -> anyhow::Result<Arc<Engine>> {
         let gateway_id = store.gateway_id().await?;
-        let identity = identity::load_or_create(&store).await?;
+        let identity = accounts::identity::load_or_create(&store).await?;
         queue::backfill(&store, registry)
             .await
             .map_err(|e| anyhow::anyhow!("the queue could not be rebuilt: {}", e.message))?;
@@ -108,15 +75,17 @@ impl Engine {
             gateway_id,
             identity,
             name: name.to_owned(),
-            previews: inflight::InFlight::new("previews", limits.max_previews_in_flight),
+            previews: execution::inflight::InFlight::new("previews", limits.max_previews_in_flight),
             limits,
             registry,
             policy: Arc::new(policy),
         });
-        policy_change::activate(&engine).await.map_err(|e| {
-            anyhow::anyhow!("the open plans could not be evaluated again: {}", e.message)
-        })?;
-        sweeper::spawn(&engine);
+        approval::policy_change::activate(&engine)
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!("the open plans could not be evaluated again: {}", e.message)
+            })?;
+        queue::spawn_sweeper(&engine);
         Ok(engine)
     }
 

@@ -7,12 +7,13 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use countersign_demo_world::sim::AgentSim;
 use countersign_embedded::seed_demo;
-use countersign_engine::external::recover_interrupted;
-use countersign_engine::limits::{self, RateSetting};
-use countersign_engine::receipts::Signer;
-use countersign_engine::scopes::Scope;
+use countersign_engine::accounts::limits::{self, RateSetting};
+use countersign_engine::accounts::scopes::Scope;
+use countersign_engine::approval::receipts::Signer;
+use countersign_engine::execution::external::recover_interrupted;
 use countersign_engine::{
-    accounts, identity, revocation, standing, teams, Limits, Registry, Store,
+    accounts, accounts::identity, approval::revocation, approval::standing, approval::teams,
+    Limits, Registry, Store,
 };
 use countersign_gateway::{mcp, policy_report, smtp, standing_report, tls};
 use countersign_policy::Policy;
@@ -636,7 +637,7 @@ async fn main() -> anyhow::Result<()> {
                 accounts::add_scoped_agent(&store, &name, on_behalf_of.as_deref(), &scopes).await?;
             if let Some(budget) = budget {
                 let mut w = store.write().await?;
-                countersign_engine::wallet::set_limit(&mut w.tx, &id, budget).await?;
+                countersign_engine::execution::wallet::set_limit(&mut w.tx, &id, budget).await?;
                 w.commit().await?;
             }
             if let Some(team) = &team {

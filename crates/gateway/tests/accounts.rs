@@ -4,7 +4,7 @@
 use crate::common::{approve_by, assert_error, Gateway};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use countersign_engine::{accounts, revocation};
+use countersign_engine::{accounts, approval::revocation};
 use countersign_proto::decision::Statement;
 use countersign_proto::dsse::{encode_public_key, Envelope};
 use countersign_proto::enrollment::{self, IdentityProof, Invite, Receipt};

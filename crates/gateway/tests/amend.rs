@@ -7,7 +7,7 @@ use crate::common::{approve_by, assert_error, Gateway, Reply};
 use axum::http::StatusCode;
 use countersign_embedded::default_registry;
 use countersign_engine::accounts;
-use countersign_engine::scopes::Scope;
+use countersign_engine::accounts::scopes::Scope;
 use serde_json::{json, Value};
 
 async fn amend(gw: &Gateway, token: &str, plan: &Value, params: Value) -> Reply {

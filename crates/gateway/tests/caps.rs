@@ -8,7 +8,7 @@ use crate::common::{approve_by, assert_error, Gateway};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode};
-use countersign_engine::{quotas, Limits};
+use countersign_engine::{execution::quotas, Limits};
 use serde_json::{json, Value};
 
 const RETENTION: &str = "projects.settings.update";
@@ -192,13 +192,13 @@ async fn the_sweep_deletes_rows_staged_for_a_plan_never_stored_and_no_others() {
     }
     w.commit().await.unwrap();
 
-    countersign_engine::staging::sweep(&gw.state.store)
+    countersign_engine::plan::staging::sweep(&gw.state.store)
         .await
         .unwrap();
     assert_eq!(count(&gw, &rows("plan_abandoned")).await, 0);
     let left = "SELECT COUNT(*) FROM subject_staging";
     assert_eq!(count(&gw, left).await, 1);
-    countersign_engine::staging::sweep(&gw.state.store)
+    countersign_engine::plan::staging::sweep(&gw.state.store)
         .await
         .unwrap();
     assert_eq!(count(&gw, left).await, 0);

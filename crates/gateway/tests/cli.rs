@@ -402,7 +402,7 @@ fn agents_add_records_scopes_and_warns_when_there_are_none() {
     let scopes: Vec<String> = runtime.block_on(async {
         let store = countersign_engine::Store::open(&database).await.unwrap();
         let mut conn = store.pool().acquire().await.unwrap();
-        countersign_engine::scopes::of(
+        countersign_engine::accounts::scopes::of(
             &mut conn,
             countersign_embedded::default_registry(),
             "agt_narrow",

@@ -4,7 +4,7 @@
 //! behalf; the plan record says why an approver may not approve.
 
 use crate::common::{approve_by, assert_error, Gateway};
-use countersign_engine::{accounts, approvals, plans, revocation};
+use countersign_engine::{accounts, approval::approvals, approval::revocation, plan::plans};
 use countersign_proto::approvals::PlanStatus;
 use serde_json::json;
 

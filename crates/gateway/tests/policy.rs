@@ -349,7 +349,7 @@ async fn a_rule_that_excludes_the_requester_leaves_the_agents_team_out() {
     "exclude_requester": true} if true"#,
     ))
     .await;
-    countersign_engine::teams::set_agent(&gw.state.store, "agt_ops", Some("finance"))
+    countersign_engine::approval::teams::set_agent(&gw.state.store, "agt_ops", Some("finance"))
         .await
         .unwrap();
     let fay = gw.enroll_as("Fay", "usr_41").await; // finance
@@ -382,7 +382,7 @@ async fn a_rule_from_data_json_that_excludes_the_requester_leaves_the_agents_tea
         ),
     };
     let gw = Gateway::with_policy(Policy::from_sources(sources, "test").unwrap()).await;
-    countersign_engine::teams::set_agent(&gw.state.store, "agt_ops", Some("finance"))
+    countersign_engine::approval::teams::set_agent(&gw.state.store, "agt_ops", Some("finance"))
         .await
         .unwrap();
     let fay = gw.enroll_as("Fay", "usr_41").await; // finance

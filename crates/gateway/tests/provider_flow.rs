@@ -4,9 +4,9 @@
 use crate::common::{assert_error, Gateway};
 use base64::Engine;
 use countersign_embedded::default_registry;
-use countersign_engine::external::recover_interrupted;
+use countersign_engine::execution::external::recover_interrupted;
+use countersign_engine::execution::wallet;
 use countersign_engine::store::Dialect;
-use countersign_engine::wallet;
 use countersign_proto::Credits;
 use countersign_providers::local::LocalProviders;
 use rust_decimal::Decimal;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::common::sse::Events;
 use crate::common::{approve_by, assert_error, Gateway};
-use countersign_engine::{revocation, Store};
+use countersign_engine::{approval::revocation, Store};
 use serde_json::{json, Value};
 
 const RETENTION: &str = "projects.settings.update";

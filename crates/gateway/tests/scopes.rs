@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use countersign_embedded::default_registry;
 use countersign_engine::accounts;
-use countersign_engine::scopes::Scope;
+use countersign_engine::accounts::scopes::Scope;
 use serde_json::{json, Value};
 
 const SETTINGS: &str = "projects.settings.update";

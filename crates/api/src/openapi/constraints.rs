@@ -3,10 +3,10 @@
 //! each capability's own params on its dry run, and which capabilities take params at invoke
 //! (each on a path of its own) rather than only a plan.
 
-use countersign_engine::bounds::{
+use countersign_engine::plan::bounds::{
     MAX_DEPTH, MAX_EXPECTED, MAX_ITEMS, MAX_KEY, MAX_RESOURCE, MAX_STRING, MAX_TOKEN,
 };
-use countersign_engine::{queue, reads, Capability, Registry};
+use countersign_engine::{plan::reads, queue, Capability, Registry};
 use countersign_proto::describe::DryRunMode;
 use countersign_proto::dsse::DECISION_PAYLOAD_TYPE;
 use countersign_proto::keys::KEY_PAYLOAD_TYPE;

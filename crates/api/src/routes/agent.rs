@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use countersign_engine::accounts::{Agent, Caller};
-use countersign_engine::dry_run;
+use countersign_engine::plan::dry_run;
 use countersign_proto::describe::{CapabilityList, Describe, GatewayInfo};
 use countersign_proto::plan::DryRunRequest;
 use countersign_proto::INTERFACE_VERSION;

@@ -9,7 +9,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use countersign_engine::accounts::{self, Approver};
-use countersign_engine::{events, identity, queue, reads, teams, ApiError};
+use countersign_engine::{
+    accounts::identity, approval::teams, plan::reads, queue, queue::events, ApiError,
+};
 use countersign_proto::approvals::{ApprovalList, ApproverProfile, EnrollRequest, EnrollResponse};
 use countersign_proto::digest::sha256;
 use countersign_proto::dsse::Envelope;

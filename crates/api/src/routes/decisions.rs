@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::Json;
 use countersign_engine::accounts::Approver;
-use countersign_engine::decisions;
+use countersign_engine::approval::decisions;
 use countersign_proto::approvals::DecisionResponse;
 use countersign_proto::dsse::Envelope;
 

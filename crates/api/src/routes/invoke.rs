@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::{Extension, Json};
 use countersign_engine::accounts::Agent;
-use countersign_engine::invoke;
+use countersign_engine::execution::invoke;
 use countersign_proto::envelope::SuccessEnvelope;
 use countersign_proto::plan::InvokeRequest;
 

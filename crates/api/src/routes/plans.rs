@@ -7,7 +7,7 @@ use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use countersign_engine::accounts::{Approver, Caller};
-use countersign_engine::{reads, refresh as fresh};
+use countersign_engine::{plan::reads, plan::refresh as fresh};
 use countersign_proto::approvals::{AmendRequest, PlanRecord};
 use countersign_proto::guard::SubjectPage;
 use serde::Deserialize;

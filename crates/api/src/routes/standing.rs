@@ -9,7 +9,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use countersign_engine::accounts::{self, Approver};
-use countersign_engine::standing::{self, Revoker};
+use countersign_engine::approval::standing::{self, Revoker};
 use countersign_proto::approvals::ApproverKeys;
 use countersign_proto::dsse::Envelope;
 use countersign_proto::standing::{StandingApproval, StandingList};

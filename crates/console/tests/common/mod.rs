@@ -5,8 +5,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use countersign_api::AppState;
-use countersign_console::journal::Journal;
-use countersign_console::signer::Signer;
+use countersign_console::signing::journal::Journal;
+use countersign_console::signing::signer::Signer;
 use countersign_console::{Confirm, Console};
 use countersign_embedded::Embedded;
 use countersign_engine::accounts;

@@ -17,8 +17,11 @@ use serde_json::{json, Value};
 
 use countersign_api::AppState;
 use countersign_engine::accounts::{self, Agent, Caller};
-use countersign_engine::dry_run::{self, DryRunAnswer};
-use countersign_engine::{ids, invoke, plans, reads, rederive, ApiError, ApiResult, Capability};
+use countersign_engine::plan::dry_run::{self, DryRunAnswer};
+use countersign_engine::{
+    execution::invoke, ids, plan::plans, plan::reads, plan::rederive, ApiError, ApiResult,
+    Capability,
+};
 
 use super::tools::{self, ArgsSchema, DEFAULT_WAIT_SECONDS, EXECUTE, WAIT};
 

@@ -1,0 +1,12 @@
+//! Live sync: the gateway's event stream first, conditional polling when the stream is down, and
+//! an explicit link state (online, degraded, offline) with the last successful sync.
+
+pub mod events;
+mod link;
+pub mod notify;
+pub mod reminders;
+pub(crate) mod snapshot;
+pub mod snooze;
+pub mod sync;
+
+pub use link::*;

@@ -1,0 +1,41 @@
+//! Snoozing from the console: the queue's rows carry until when, and the desktop asks what is due
+//! (`reminders`).
+
+use chrono::Utc;
+
+use crate::console::Console;
+use crate::error::ConsoleError;
+use crate::live::reminders::Due;
+use crate::review::QueueView;
+
+impl Console {
+    /// Hides `plan_id` from the queue's default view for `minutes`.
+    pub fn snooze(&self, plan_id: &str, minutes: u32) -> Result<QueueView, ConsoleError> {
+        let expires_at = {
+            let snapshot = self.publisher().borrow();
+            snapshot
+                .items
+                .iter()
+                .find(|p| p.plan_id == plan_id)
+                .map(|p| p.expires_at)
+                .ok_or_else(|| {
+                    ConsoleError::Invalid(format!("Plan {plan_id} is not in the queue."))
+                })?
+        };
+        self.snoozes()
+            .snooze(plan_id, expires_at, minutes, Utc::now())?;
+        Ok(self.queue())
+    }
+
+    pub fn unsnooze(&self, plan_id: &str) -> QueueView {
+        self.snoozes().unsnooze(plan_id);
+        self.queue()
+    }
+
+    /// The plans to bring to the approver again now.
+    pub fn due(&self) -> Vec<(String, Due)> {
+        let snapshot = self.publisher().borrow();
+        self.snoozes()
+            .due(&snapshot.items, snapshot.me.as_ref(), Utc::now())
+    }
+}

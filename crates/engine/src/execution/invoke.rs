@@ -1,0 +1,381 @@
+//! Execution: only an approved plan that is still current, and exactly what it planned.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use countersign_pack::{Applied, Execution, Handle, Kind, WorldCapability};
+use countersign_proto::approvals::PlanStatus;
+use countersign_proto::describe::DryRunMode;
+use countersign_proto::envelope::{SuccessEnvelope, Usage};
+use countersign_proto::plan::{InvokeRequest, Preview};
+use countersign_proto::ErrorCode;
+use serde_json::{json, Map, Value};
+
+use countersign_policy::Policy;
+
+use crate::accounts::Agent;
+use crate::approval::policy::{self, Asking};
+use crate::plan::dry_run::invalid_preview;
+use crate::plan::reads::no_such_plan;
+use crate::plan::rederive::{blocked, rederive, stale};
+use crate::plan::summaries::{self, SubjectSummaries};
+use crate::queue::events::EventKind;
+use crate::registry::{Capability, Registry};
+use crate::store::Tx;
+use crate::{
+    accounts::scopes, approval::approvals, approval::standing, execution::external,
+    execution::wallet, ids, plan::bounds, plan::plans, queue, ApiError, ApiResult, Engine,
+};
+
+/// The invoke of capability `id` by `agent`, as the HTTP route and the MCP tools run it.
+pub async fn run(
+    engine: &Arc<Engine>,
+    id: &str,
+    trace_id: &str,
+    agent: &Agent,
+    request: InvokeRequest,
+) -> ApiResult<SuccessEnvelope> {
+    let started = Instant::now();
+    let capability = engine.capability(id)?;
+    let registry = engine.registry;
+    if let Some(params) = &request.params {
+        let mut conn = engine.store.pool().acquire().await?;
+        scopes::authorize(&mut conn, registry, agent, capability, params).await?;
+    }
+    bounds::invoke(&request)?;
+    let identity = match (&request.plan_id, &request.params) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::validation(
+                "/params",
+                "Invoke by plan_id carries no second copy of the params.",
+            ))
+        }
+        (None, None) => {
+            return Err(ApiError::validation(
+                "/plan_id",
+                "Invoke needs a plan_id (or params where the capability allows it).",
+            ))
+        }
+        (Some(plan_id), None) => format!("plan:{plan_id}"),
+        (None, Some(params)) => {
+            if capability.describe().dry_run == DryRunMode::Required {
+                return Err(ApiError::new(
+                    ErrorCode::DryRunRequired,
+                    format!("{id} executes only an approved plan: dry_run first."),
+                ));
+            }
+            countersign_proto::digest::request_digest(id, params).map_err(anyhow::Error::from)?
+        }
+    };
+
+    let mut w = engine.store.write().await?;
+    if let Some(key) = &request.idempotency_key {
+        let stored: Option<(String, String)> = sqlx::query_as(
+            "SELECT request_digest, response FROM invocations WHERE agent_id = $1 AND idempotency_key = $2",
+        )
+        .bind(&agent.id)
+        .bind(key)
+        .fetch_optional(&mut *w.tx)
+        .await?;
+        if let Some((digest, response)) = stored {
+            if digest != identity {
+                return Err(ApiError::new(
+                    ErrorCode::IdempotencyConflict,
+                    "This idempotency key was used for another request.",
+                ));
+            }
+            if response.is_empty() {
+                return Err(ApiError::new(
+                    ErrorCode::PlanAlreadyExecuted,
+                    "The call made with this idempotency key is still in flight; send it again \
+                     for its answer.",
+                ));
+            }
+            return Ok(serde_json::from_str(&response)?);
+        }
+    }
+
+    let (plan, stored) = match &request.plan_id {
+        Some(plan_id) => (
+            approved_plan(&mut w.tx, registry, capability, agent, plan_id).await?,
+            true,
+        ),
+        None => (
+            inline_plan(&mut w.tx, &engine.policy, capability, agent, &request).await?,
+            false,
+        ),
+    };
+    if !plan.executable {
+        return Err(blocked(&plan));
+    }
+    let world = match capability.kind() {
+        Kind::World(world) => world.as_ref(),
+        Kind::External(external) => {
+            let call = external::Call {
+                engine,
+                capability,
+                external: external.as_ref(),
+                plan: &plan,
+                agent,
+                request: &request,
+                trace_id,
+                started,
+            };
+            return external::run(w, call).await;
+        }
+    };
+    let charged = plan.estimated_cost.amount_max;
+    wallet::ensure(&mut w.tx, &agent.id, charged).await?;
+    let execution = Execution {
+        agent_id: &agent.id,
+        plan_id: stored.then_some(plan.plan_id.as_str()),
+    };
+    let now_planned = match rederive(&mut w.tx, capability, &plan).await {
+        Ok(planned) => planned,
+        Err(e) if e.code == ErrorCode::PlanStale && stored => {
+            return Err(stale(w, registry, &plan, e).await?);
+        }
+        Err(e) => return Err(e),
+    };
+    if stored {
+        if let Some(refused) = standing::take(&mut w.tx, registry, &plan).await? {
+            w.commit().await?;
+            return Err(refused);
+        }
+    }
+    let applied = execute(&mut w.tx, world, &plan, now_planned, execution).await?;
+    wallet::charge(&mut w.tx, &agent.id, charged).await?;
+
+    let audit_id = ids::random_id("aud_", 8);
+    let effects_applied: Vec<&str> = applied
+        .journal
+        .iter()
+        .map(|e| e.effect_id.as_str())
+        .collect();
+    let mut units = applied.units.clone();
+    let subjects: usize = applied.journal.iter().map(|e| e.subjects.len()).sum();
+    if subjects > 0 {
+        units.insert("subjects".to_owned(), subjects as u64);
+    }
+    let usage = Usage {
+        credits: charged,
+        units,
+        ..Usage::default()
+    };
+    let charged = json!({"amount": charged, "currency": plan.estimated_cost.currency});
+    let mut metadata = Map::new();
+    metadata.insert("trace_id".into(), json!(trace_id));
+    metadata.insert(
+        "latency_ms".into(),
+        json!(started.elapsed().as_millis() as u64),
+    );
+    if stored {
+        metadata.insert("plan_id".into(), json!(plan.plan_id));
+    }
+    metadata.insert("audit_id".into(), json!(audit_id));
+    metadata.insert("charged".into(), charged.clone());
+    metadata.insert("effects_applied".into(), json!(effects_applied));
+    metadata.extend(applied.metadata.clone());
+    let mut response = SuccessEnvelope::new(applied.content.clone(), metadata);
+    response.usage = usage;
+    response.files = applied.files.clone();
+
+    let now = ids::to_text(ids::now());
+    if stored {
+        // The envelope the agent received, so that approvers see the same result; the journal
+        // stays in the execution audit, where a 100,000-subject removal's belongs.
+        let execution = json!({"executed_at": now, "audit_id": audit_id,
+                               "effects_applied": effects_applied, "charged": charged,
+                               "result": response});
+        sqlx::query("UPDATE plans SET status = 'executed', execution = $1 WHERE id = $2")
+            .bind(execution.to_string())
+            .bind(&plan.plan_id)
+            .execute(&mut *w.tx)
+            .await?;
+        queue::publish(&mut w.tx, registry, &plan.plan_id, EventKind::Updated).await?;
+    }
+    sqlx::query(
+        "INSERT INTO execution_audit (id, plan_id, capability_id, agent_id, journal, at)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(&audit_id)
+    .bind(stored.then_some(&plan.plan_id))
+    .bind(capability.id())
+    .bind(&agent.id)
+    .bind(serde_json::to_string(&applied.journal)?)
+    .bind(&now)
+    .execute(&mut *w.tx)
+    .await?;
+    if let Some(key) = &request.idempotency_key {
+        sqlx::query(
+            "INSERT INTO invocations (agent_id, idempotency_key, request_digest, response)
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(&agent.id)
+        .bind(key)
+        .bind(&identity)
+        .bind(serde_json::to_string(&response)?)
+        .execute(&mut *w.tx)
+        .await?;
+    }
+    w.commit().await?;
+    Ok(response)
+}
+
+/// The checks of PROTOCOL section 2, in order: caller, expiry, approval, read revisions.
+async fn approved_plan(
+    tx: &mut Tx,
+    registry: &'static Registry,
+    capability: Capability,
+    agent: &Agent,
+    plan_id: &str,
+) -> ApiResult<Preview> {
+    let plan = plans::load(tx, plan_id).await?.ok_or_else(no_such_plan)?;
+    if plan.agent_id != agent.id {
+        // Another agent's plan answers as a missing one.
+        return Err(no_such_plan());
+    }
+    if plan.preview.capability_id != capability.id() {
+        return Err(ApiError::validation(
+            "/plan_id",
+            format!("Plan {plan_id} is for {}.", plan.preview.capability_id),
+        ));
+    }
+    scopes::authorize(
+        tx,
+        registry,
+        agent,
+        capability,
+        &plan.preview.request.params,
+    )
+    .await?;
+    match plan.status {
+        PlanStatus::Executed => {
+            return Err(ApiError::new(
+                ErrorCode::PlanAlreadyExecuted,
+                format!("Plan {plan_id} was already executed."),
+            ))
+        }
+        PlanStatus::Rejected | PlanStatus::Superseded | PlanStatus::Failed => {
+            return Err(ApiError::new(
+                ErrorCode::PlanNotPending,
+                format!("Plan {plan_id} is {}.", plans::status_text(plan.status)),
+            ))
+        }
+        _ => {}
+    }
+    if ids::now() > plan.preview.expires_at {
+        return Err(ApiError::new(
+            ErrorCode::PlanExpired,
+            format!(
+                "Plan {plan_id} expired at {}.",
+                ids::to_text(plan.preview.expires_at)
+            ),
+        ));
+    }
+    let moved = plans::moved(tx, registry, &plan.preview.read_revisions).await?;
+    if plan.status != PlanStatus::Approved && plan.status != PlanStatus::Stale {
+        let approvals = approvals::of(tx, &plan).await?;
+        return Err(ApiError::new(
+            ErrorCode::ApprovalRequired,
+            format!(
+                "Plan {plan_id} has {} of {} approvals.",
+                approvals.received.len(),
+                plan.required_approvals
+            ),
+        ));
+    }
+    // Checked again here, whatever the status says: an approval withdrawn (its key or approver
+    // revoked) stops counting at once.
+    if plan.status == PlanStatus::Approved
+        && approvals::standing(tx, &plan).await? != PlanStatus::Approved
+    {
+        return Err(ApiError::new(
+            ErrorCode::ApprovalRequired,
+            format!("Plan {plan_id} no longer has the approvals it needs."),
+        ));
+    }
+    if let Some(first) = moved.first() {
+        return Err(ApiError::new(
+            ErrorCode::PlanStale,
+            format!(
+                "Plan {plan_id} read {} at revision {}; it is now {}.",
+                first.resource, first.planned, first.current
+            ),
+        )
+        .with_details(json!({ "moved": moved })));
+    }
+    if plan.status == PlanStatus::Stale {
+        return Err(ApiError::new(
+            ErrorCode::ApprovalRequired,
+            format!("Plan {plan_id} was refused as stale and holds no approval."),
+        ));
+    }
+    Ok(plan.preview)
+}
+
+/// A capability invoked with params and no plan: evaluated now, and run only if it needs nobody.
+async fn inline_plan(
+    tx: &mut Tx,
+    policy: &Policy,
+    capability: Capability,
+    agent: &Agent,
+    request: &InvokeRequest,
+) -> ApiResult<Preview> {
+    let params = request.params.clone().unwrap_or(Value::Null);
+    let audit_id = ids::random_id("aud_", 8);
+    let violations = capability.violations(&params);
+    if !violations.is_empty() {
+        let invalid = invalid_preview(capability, &audit_id, violations);
+        let message = invalid.violations[0].message.clone();
+        return Err(ApiError::new(ErrorCode::ValidationError, message)
+            .with_details(json!({ "violations": invalid.violations })));
+    }
+    let planned = capability.plan(tx, &params).await?;
+    let summaries = SubjectSummaries::of(&summaries::sets_of(&planned));
+    let mut plan = plans::build_preview(
+        capability,
+        agent,
+        &params,
+        None,
+        planned,
+        plans::PreviewIds {
+            plan_id: plans::new_id(),
+            audit_id: &audit_id,
+        },
+        &summaries,
+    )?;
+    let asking = Asking::load(tx, agent, policy.reads()).await?;
+    let requirement = policy::requirement(policy, capability, &plan, &asking)?;
+    plans::seal(&mut plan, &requirement)?;
+    if plan.would_require_approval {
+        return Err(ApiError::new(
+            ErrorCode::ApprovalRequired,
+            "This request needs approval: dry_run it and have the plan approved.",
+        ));
+    }
+    Ok(plan)
+}
+
+/// Applies the plan as it was derived again inside the write transaction (`now_planned`), and
+/// makes stale every open plan that read what it moved.
+async fn execute(
+    tx: &mut Tx,
+    world: &dyn WorldCapability,
+    plan: &Preview,
+    now_planned: countersign_pack::Planned,
+    execution: Execution<'_>,
+) -> ApiResult<Applied> {
+    if let Some(plan_id) = execution.plan_id {
+        // Marked before its own writes move what it read, so they make other readers stale, not it.
+        plans::set_status(tx, plan_id, PlanStatus::Executed).await?;
+    }
+    let mut handle = Handle::new(tx);
+    let applied = world
+        .apply(&mut handle, &plan.request.params, &now_planned, execution)
+        .await?;
+    for resource in handle.take_moved() {
+        queue::mark_stale_readers(tx, &resource).await?;
+    }
+    Ok(applied)
+}

@@ -1,0 +1,27 @@
+//! A plan as the store holds it: its preview and what the gateway keeps beside it.
+
+use countersign_proto::approvals::{Amendment, PlanStatus, ValidationSubjects};
+use countersign_proto::plan::Preview;
+use serde_json::Value;
+
+use crate::approval::requirement::Requirement;
+
+/// A plan as stored, with what the gateway needs beside the preview.
+#[derive(Debug, Clone)]
+pub struct StoredPlan {
+    pub preview: Preview,
+    pub agent_id: String,
+    pub status: PlanStatus,
+    pub required_approvals: u32,
+    /// What its policy required when it was stored.
+    pub requirement: Requirement,
+    pub execution: Option<Value>,
+    pub supersedes: Option<String>,
+    pub superseded_by: Option<String>,
+    /// The distinct subjects of all its effects, counted when it was stored (absent for a plan
+    /// whose subject rows were swept before the count was kept).
+    pub subjects_distinct: Option<u64>,
+    pub validation_subjects: Vec<ValidationSubjects>,
+    /// Who changed the request of the plan it supersedes, and how.
+    pub amendment: Option<Amendment>,
+}

@@ -1,0 +1,273 @@
+//! The approval queue kept ready to serve. Every change a console should see goes through
+//! [`publish`] (or [`mark_stale_readers`]), which rewrites the plan's stored summary and logs an
+//! event; a listing then reads stored summaries, and a conditional poll needs only the revision.
+
+use countersign_proto::approvals::{PlanStatus, PlanSummary};
+use sqlx::AnyConnection;
+
+use super::events::EventKind;
+use super::{cursors, events};
+use crate::plan::plans::StoredPlan;
+use crate::registry::Registry;
+use crate::store::Dialect;
+use crate::{ids, plan::plans, ApiError, ApiResult, Store};
+
+/// The queue's page cursors (`cursors`).
+const QUEUE_CURSOR: &str = "q_";
+
+/// The plans in the queue: waiting for people, and not blocked (a blocked plan has no summary).
+/// The predicate of the `plans_queue` index, which SQLite uses only when a query states it.
+const QUEUED: &str = "status IN ('pending_approval', 'stale') AND summary IS NOT NULL";
+
+/// Plans in one answer of `GET /v1/approvals` when the caller sets no `limit`, and the most it may
+/// ask for.
+pub const MAX_PAGE: u32 = 10_000;
+
+/// Rewrites what approvers see of `plan_id` as of now, and logs the change for the event streams.
+/// A blocked plan (`executable: false`) can never be approved, so it reaches no person: it gets
+/// no summary, so no place in the listing, and no event, so no notification (PROTOCOL section 2).
+/// Its agent reads it and refreshes it; a console opens it by id.
+pub async fn publish(
+    conn: &mut AnyConnection,
+    registry: &'static Registry,
+    plan_id: &str,
+    kind: EventKind,
+) -> ApiResult<()> {
+    let plan = changed(conn, plan_id).await?;
+    publish_plan(conn, registry, plan, plans::Known::default(), kind).await
+}
+
+/// A plan this transaction is changing, which must exist.
+async fn changed(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<StoredPlan> {
+    Ok(plans::load(conn, plan_id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("plan {plan_id} vanished while it changed"))?)
+}
+
+/// As [`publish`], for a plan the caller holds as it now stands in this transaction, with what it
+/// has just read of it (a decision publishes what it already read). The plan's status is stored
+/// with its summary, in one write.
+pub async fn publish_plan(
+    conn: &mut AnyConnection,
+    registry: &'static Registry,
+    plan: StoredPlan,
+    known: plans::Known,
+    kind: EventKind,
+) -> ApiResult<()> {
+    let plan_id = plan.preview.plan_id.clone();
+    let status = plan.status;
+    if !plan.preview.executable {
+        plans::set_status(conn, &plan_id, status).await?;
+        return Ok(());
+    }
+    store_summary(conn, registry, plan, known).await?;
+    if plans::is_closed(status) {
+        forget_reads(conn, &plan_id).await?;
+    }
+    events::record(conn, &plan_id, kind).await?;
+    Ok(())
+}
+
+/// A finished plan can no longer go stale: its reads leave the index writes consult, which so
+/// stays as large as the live queue, not as the gateway's history.
+async fn forget_reads(conn: &mut AnyConnection, plan_id: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM plan_reads WHERE plan_id = $1")
+        .bind(plan_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Stores the status of `plan` (not blocked) and the summary approvers list it by.
+async fn store_summary(
+    conn: &mut AnyConnection,
+    registry: &'static Registry,
+    plan: StoredPlan,
+    known: plans::Known,
+) -> ApiResult<()> {
+    let status = plans::status_text(plan.status);
+    let subjects_total = plans::subjects_total(&plan);
+    let record = plans::record_with(conn, registry, plan, known).await?;
+    let summary = plans::summary(registry, &record, subjects_total);
+    sqlx::query("UPDATE plans SET summary = $1, status = $2 WHERE id = $3")
+        .bind(serde_json::to_string(&summary)?)
+        .bind(status)
+        .bind(&record.plan.plan_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// A write moved `resource`: every pending or approved plan that read it is stale now. Only the
+/// status in their summaries changes, so it is set in place rather than re-derived plan by plan.
+pub async fn mark_stale_readers(conn: &mut AnyConnection, resource: &str) -> ApiResult<()> {
+    let readers: Vec<(String, String)> = sqlx::query_as(
+        "SELECT id, summary FROM plans
+         WHERE summary IS NOT NULL AND status IN ('pending_approval', 'approved')
+           AND id IN (SELECT plan_id FROM plan_reads WHERE resource = $1)
+         ORDER BY id",
+    )
+    .bind(resource)
+    .fetch_all(&mut *conn)
+    .await?;
+    for (plan_id, summary) in readers {
+        let mut summary: PlanSummary = serde_json::from_str(&summary)?;
+        if summary.status == PlanStatus::Stale {
+            continue;
+        }
+        summary.status = PlanStatus::Stale;
+        sqlx::query("UPDATE plans SET summary = $1 WHERE id = $2")
+            .bind(serde_json::to_string(&summary)?)
+            .bind(&plan_id)
+            .execute(&mut *conn)
+            .await?;
+        events::record(conn, &plan_id, EventKind::Updated).await?;
+    }
+    Ok(())
+}
+
+/// One answer of the listing, serialised from the stored summaries without parsing them.
+pub struct Page {
+    pub revision: i64,
+    pub body: String,
+}
+
+/// Pending and stale plans, soonest expiry first, after `cursor`, at most `limit` of them.
+/// Read in one transaction: one snapshot, so the revision names exactly this state.
+pub async fn page(store: &Store, limit: u32, cursor: Option<&str>) -> ApiResult<Page> {
+    let (after_expiry, after_id) = match cursor {
+        Some(cursor) => cursors::decode(QUEUE_CURSOR, cursor).ok_or_else(|| {
+            ApiError::validation("/cursor", "The cursor is not one of the queue's.")
+        })?,
+        None => (String::new(), String::new()),
+    };
+    let mut conn = store.snapshot().await?;
+    let revision = events::revision(&mut conn).await?;
+    let sql = page_sql(store.dialect());
+    let (count, items, last_expiry, last_id): (i64, String, Option<String>, Option<String>) =
+        sqlx::query_as(&sql)
+            .bind(&after_expiry)
+            .bind(&after_id)
+            .bind(i64::from(limit))
+            .fetch_one(&mut *conn)
+            .await?;
+    let next_cursor = match (last_expiry, last_id) {
+        (Some(expires_at), Some(id)) if count >= i64::from(limit) => {
+            let more: Option<i64> = sqlx::query_scalar(&format!(
+                "SELECT 1 FROM plans {}
+                 WHERE {QUEUED} AND (expires_at, id) > ($1, $2)
+                 LIMIT 1",
+                queue_index(store.dialect())
+            ))
+            .bind(&expires_at)
+            .bind(&id)
+            .fetch_optional(&mut *conn)
+            .await?;
+            more.map(|_| cursors::encode(QUEUE_CURSOR, &expires_at, &id))
+        }
+        _ => None,
+    };
+    conn.commit().await?;
+    let mut body = String::with_capacity(items.len() + 128);
+    body.push_str("{\"items\":[");
+    body.push_str(&items);
+    body.push_str("],\"revision\":\"");
+    body.push_str(&revision.to_string());
+    body.push('"');
+    if let Some(cursor) = next_cursor {
+        body.push_str(",\"next_cursor\":\"");
+        body.push_str(&cursor);
+        body.push('"');
+    }
+    body.push('}');
+    Ok(Page { revision, body })
+}
+
+/// One page of summaries, joined into one value by the database.
+fn page_sql(dialect: Dialect) -> String {
+    let join = match dialect {
+        Dialect::Sqlite => "group_concat(summary, ',' ORDER BY expires_at, id)",
+        Dialect::Postgres => "string_agg(summary, ',' ORDER BY expires_at, id)",
+    };
+    format!(
+        "WITH page AS MATERIALIZED (
+             SELECT summary, expires_at, id FROM plans {}
+             WHERE {QUEUED} AND (expires_at, id) > ($1, $2)
+             ORDER BY expires_at, id LIMIT $3)
+         SELECT count(*), coalesce({join}, ''),
+                (SELECT expires_at FROM page ORDER BY expires_at DESC, id DESC LIMIT 1),
+                (SELECT id FROM page ORDER BY expires_at DESC, id DESC LIMIT 1)
+         FROM page",
+        queue_index(dialect)
+    )
+}
+
+/// The queue's own index, named to SQLite: without statistics it prefers `plans_by_status`, reads
+/// every plan row and sorts them. PostgreSQL keeps statistics and takes no hints.
+fn queue_index(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Sqlite => "INDEXED BY plans_queue",
+        Dialect::Postgres => "",
+    }
+}
+
+/// Moves plans whose time ran out to `expired`, so they leave the queue with an event and the
+/// queue revision (and so every ETag) changes with them, never with the clock alone.
+pub async fn sweep(store: &Store, registry: &'static Registry) -> ApiResult<usize> {
+    let now = ids::to_text(ids::now());
+    let due: Vec<String> = sqlx::query_scalar(
+        "SELECT id FROM plans WHERE status IN ('pending_approval', 'approved', 'stale')
+         AND expires_at < $1 ORDER BY expires_at, id",
+    )
+    .bind(&now)
+    .fetch_all(store.pool())
+    .await?;
+    if due.is_empty() {
+        return Ok(0);
+    }
+    let mut w = store.write().await?;
+    let mut expired = 0;
+    for plan_id in due {
+        let moved = sqlx::query(
+            "UPDATE plans SET status = 'expired'
+             WHERE id = $1 AND status IN ('pending_approval', 'approved', 'stale')",
+        )
+        .bind(&plan_id)
+        .execute(&mut *w.tx)
+        .await?
+        .rows_affected();
+        if moved == 0 {
+            continue;
+        }
+        expired += 1;
+        // One plan that cannot be read back (a damaged row) must not keep the others in the queue.
+        if let Err(e) = publish(&mut w.tx, registry, &plan_id, EventKind::Updated).await {
+            tracing::warn!(plan_id, error = ?e, "an expired plan's summary could not be rewritten");
+        }
+    }
+    w.commit().await?;
+    Ok(expired)
+}
+
+/// Summaries for plans stored before the queue kept them (an older database).
+pub async fn backfill(store: &Store, registry: &'static Registry) -> ApiResult<()> {
+    let missing: Vec<String> = sqlx::query_scalar(
+        "SELECT id FROM plans WHERE summary IS NULL
+         AND (status IN ('pending_approval', 'stale') OR id IN (SELECT plan_id FROM plan_events))",
+    )
+    .fetch_all(store.pool())
+    .await?;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut w = store.write().await?;
+    for plan_id in missing {
+        let plan = changed(&mut w.tx, &plan_id).await?;
+        // A blocked plan has no summary: it reaches no person.
+        if plan.preview.executable {
+            store_summary(&mut w.tx, registry, plan, plans::Known::default()).await?;
+        }
+    }
+    w.commit().await?;
+    Ok(())
+}
