@@ -409,6 +409,17 @@ pub async fn scratch_postgres(server: &str, template: Option<&str>) -> anyhow::R
     database_url(server, &name)
 }
 
+/// A store for a test of the engine's own: a new database on the PostgreSQL server
+/// `COUNTERSIGN_TEST_POSTGRES` names (as in `make test`'s second pass), or SQLite in memory.
+#[cfg(test)]
+pub(crate) async fn for_test() -> Store {
+    let url = match std::env::var("COUNTERSIGN_TEST_POSTGRES") {
+        Ok(server) => scratch_postgres(&server, None).await.unwrap(),
+        Err(_) => "sqlite::memory:".to_owned(),
+    };
+    Store::open(&url).await.unwrap()
+}
+
 /// `server` naming the database `name` instead.
 pub fn database_url(server: &str, name: &str) -> anyhow::Result<String> {
     let mut url = url::Url::parse(server)?;
