@@ -2,7 +2,7 @@
 //! target: what crashed once is a regression test from then on. A target with no inputs fails:
 //! it would pass having run nothing.
 
-use countersign_e2e::fuzz_targets::{self, RequestTarget};
+use countersign_e2e::fuzz_targets::{self, Depth, RequestTarget};
 
 fn inputs(target: &str) -> Vec<(std::path::PathBuf, Vec<u8>)> {
     let seeds = fuzz_targets::seeds(target);
@@ -10,24 +10,61 @@ fn inputs(target: &str) -> Vec<(std::path::PathBuf, Vec<u8>)> {
     seeds
 }
 
+/// Runs every input of `target` through `run`; how many got all the way through.
+fn replay(target: &str, run: impl Fn(&[u8]) -> Depth) -> usize {
+    let mut through = 0;
+    for (path, bytes) in inputs(target) {
+        println!("{}", path.display());
+        through += usize::from(run(&bytes) == Depth::Through);
+    }
+    through
+}
+
 #[test]
 fn plan_inputs_end_in_an_error_or_a_sound_view() {
-    for (path, bytes) in inputs("plan") {
-        println!("{}", path.display());
-        fuzz_targets::plan(&bytes);
-    }
+    assert!(
+        replay("plan", fuzz_targets::plan) > 0,
+        "no plan input is whole"
+    );
 }
 
 #[test]
 fn envelope_inputs_end_in_an_error_or_a_verified_statement() {
-    let mut opened = 0;
-    for (path, bytes) in inputs("envelope") {
-        println!("{}", path.display());
-        opened += usize::from(fuzz_targets::envelope(&bytes));
-    }
+    let opened = replay("envelope", fuzz_targets::envelope);
     assert!(
         opened > 0,
         "no envelope input opens: the seal is never checked"
+    );
+}
+
+#[test]
+fn standing_inputs_end_in_an_error_or_a_verified_statement() {
+    let opened = replay("standing", fuzz_targets::standing);
+    assert!(
+        opened > 0,
+        "no standing approval opens: the seal is never checked"
+    );
+}
+
+#[test]
+fn intoto_lines_end_in_an_error_or_a_verified_entry() {
+    let verified = replay("intoto", fuzz_targets::intoto);
+    assert_eq!(
+        verified, 3,
+        "a decision, a standing approval and a use verify"
+    );
+}
+
+#[test]
+fn amendments_and_mcp_calls_are_answered_in_the_contract() {
+    let target = RequestTarget::new();
+    assert!(
+        replay("amend", |bytes| target.amend(bytes)) > 0,
+        "no amendment previewed"
+    );
+    assert!(
+        replay("mcp", |bytes| target.mcp(bytes)) > 0,
+        "no MCP call made a plan"
     );
 }
 

@@ -168,6 +168,39 @@ async fn previews_hold_exactly_the_declared_effects() {
 }
 
 /// One `tools/call` of the test agent's: its result.
+#[tokio::test]
+async fn a_body_that_is_no_json_rpc_message_is_answered_in_json_rpc() {
+    let gw = Gateway::new().await;
+    for (body, code) in [
+        ("", -32700),
+        ("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\"", -32700),
+        ("[1, 2", -32700),
+        ("{}", -32600),
+        (
+            "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/call\", \"params\": 7}",
+            -32600,
+        ),
+    ] {
+        let request = Request::post("/mcp")
+            .header("host", "gateway.example")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", format!("Bearer {}", gw.agent))
+            .body(Body::from(body))
+            .unwrap();
+        let reply = gw.send(request).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{body}: {}",
+            reply.body
+        );
+        assert_eq!(reply.body["jsonrpc"], "2.0");
+        assert_eq!(reply.body["id"], Value::Null);
+        assert_eq!(reply.body["error"]["code"], code, "{body}: {}", reply.body);
+    }
+}
+
 async fn call_tool(gw: &Gateway, name: &str, arguments: Value) -> Value {
     gw.tool(&gw.agent, name, arguments).await["result"].clone()
 }

@@ -5,9 +5,11 @@
 use std::sync::Arc;
 
 use axum::extract::Request;
+use axum::http::{header, Method, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::Router;
+use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
@@ -45,7 +47,8 @@ pub fn routes(state: Arc<AppState>) -> Router<Arc<AppState>> {
 }
 
 /// The agent's token checked, and a body that names a key twice refused as the HTTP API refuses
-/// one: a JSON-RPC message with two meanings is never handed to the MCP layer.
+/// one: a JSON-RPC message with two meanings is never handed to the MCP layer. A body that is not
+/// a JSON-RPC message at all is answered as JSON-RPC says (rmcp would answer it in plain text).
 async fn authenticate(mut request: Request, next: Next) -> HttpResult<Response> {
     let agent = resolved(request.headers(), request.extensions())?.into_agent()?;
     request.extensions_mut().insert(agent);
@@ -58,7 +61,35 @@ async fn authenticate(mut request: Request, next: Next) -> HttpResult<Response> 
             ApiError::validation("", format!("The request body is ambiguous: {why}."))
         })?;
     }
+    if parts.method == Method::POST {
+        if let Some(refusal) = unreadable(&bytes) {
+            return Ok(refusal);
+        }
+    }
     Ok(next
         .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
         .await)
+}
+
+/// JSON-RPC's answer to a body that is not JSON (`-32700`, parse error) or not a message a client
+/// may send (`-32600`, invalid request): HTTP 400 with the JSON-RPC error, its id null since none
+/// can be read.
+fn unreadable(bytes: &[u8]) -> Option<Response> {
+    let (code, message) = match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Err(e) => (-32700, format!("Parse error: {e}")),
+        Ok(value) => match serde_json::from_value::<ClientJsonRpcMessage>(value) {
+            Err(e) => (-32600, format!("Invalid request: {e}")),
+            Ok(_) => return None,
+        },
+    };
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": null,
+                                  "error": {"code": code, "message": message}});
+    Some(
+        (
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response(),
+    )
 }
