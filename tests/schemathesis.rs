@@ -8,12 +8,18 @@
 //! HAR report, the requests answered 2xx per operation and fails when an operation that should be
 //! reached never was.
 //! A pending plan exists, so the queue, plan and wallet routes have something to answer about.
+//! What no generator can make (a signed decision, a signed standing approval, an amendment of a
+//! plan that exists) is seeded: real ones, made before the run, are the examples of those
+//! operations in the description the run reads, so that it reaches them too.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use countersign_e2e::{enroll, TestGateway};
+use countersign_proto::decision::new_nonce;
+use countersign_proto::standing::{new_standing_id, StandingStatement, STANDING_STATEMENT_TYPE};
+use countersign_proto::Credits;
 use serde_json::{json, Value};
 
 fn schemathesis() -> PathBuf {
@@ -36,7 +42,8 @@ fn schemathesis() -> PathBuf {
 /// the right shape meet the world: a direct invoke may name a project or quota that does not
 /// exist (seed 000's blocking validation, `validation_error` 422) or cost more than the wallet
 /// holds (`budget_exceeded`, 402); a plan id is one capability's, refused on another's path
-/// (422); a subject cursor is opaque, and one made up is refused (422).
+/// (422); a subject cursor is opaque, and one made up is refused (422); a signed decision or
+/// standing approval is refused when what it signs does not fit the request (401, 409, 422).
 ///
 /// Real plans are reached through the links the description states (from a dry run's, the
 /// queue's and a plan record's ids); the stateful phase follows those, not schemathesis's guesses
@@ -66,6 +73,13 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", 401, 403, 404, 409, 
 
 [[operations]]
 include-operation-id = "subjects"
+checks.positive_data_acceptance.expected-statuses = ["2xx", 401, 403, 404, 409, 422, 429]
+
+# What is signed is opaque to a schema (a payload in base64, a signature), and so is whether an
+# amendment changes its plan's request: a signed statement for another plan, under another key, or
+# an amendment to the same params is refused as a request of the right shape can be.
+[[operations]]
+include-operation-id-regex = "^(decide|amend|create)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", 401, 403, 404, 409, 422, 429]
 "#;
 /// Requests and 2xx answers per operation (`GET /v1/plans/{id}`), read from a HAR report.
@@ -139,12 +153,15 @@ fn run(
     let config_file = scratch.path().join("schemathesis.toml");
     std::fs::write(&config_file, config).unwrap();
     let har = scratch.path().join("run.har");
+    let schema = scratch.path().join("openapi.json");
+    std::fs::write(&schema, description.to_string()).unwrap();
     let output = Command::new(schemathesis())
         .current_dir(scratch.path())
         .arg("--config-file")
         .arg(&config_file)
         .arg("run")
-        .arg(format!("{url}/v1/openapi.json"))
+        .arg(&schema)
+        .args(["--url", url])
         .args(["--header", &format!("Authorization: Bearer {token}")])
         // An event stream answers for as long as it is read: a hang by design, tested elsewhere.
         .args(["--exclude-path", "/v1/events"])
@@ -196,10 +213,11 @@ async fn generated_requests_get_answers_that_match_the_description() -> anyhow::
     assert_eq!(removal["effects"][0]["id"], "eff_1", "{removal}");
     assert_eq!(removal["executable"], true, "{removal}");
     let approver = enroll(&gateway.url, &gateway.invite("Kim").await?).await;
-    let description: Value = reqwest::get(format!("{}/v1/openapi.json", gateway.url))
+    let served: Value = reqwest::get(format!("{}/v1/openapi.json", gateway.url))
         .await?
         .json()
         .await?;
+    let description = with_seeded_examples(served, &seeded(&gateway, &agent, &approver).await?);
     let url = gateway.url.clone();
     let agent_token = agent.token().to_owned();
     tokio::task::spawn_blocking(move || {
@@ -237,9 +255,117 @@ async fn generated_requests_get_answers_that_match_the_description() -> anyhow::
                 "GET /v1/plans/{id}",
                 "GET /v1/agents/{id}/wallet",
                 "GET /v1/audit",
+                "GET /v1/approvers/me",
+                "GET /v1/standing",
+                "POST /v1/standing",
+                "POST /v1/plans/{id}/amend",
+                "POST /v1/plans/{id}/refresh",
+                "POST /v1/plans/{id}/decisions",
             ],
         );
     })
     .await?;
     Ok(())
+}
+
+/// Requests no generator can make, made for real before the run.
+struct Seeded {
+    /// A pending plan, and params it does not hold: an amendment.
+    amend: (String, Value),
+    /// A plan, and the approval of it the gateway accepted: sent again, it is answered again.
+    decide: (String, Value),
+    /// A standing approval signed and not yet sent.
+    standing: Value,
+}
+
+async fn seeded(
+    gateway: &TestGateway,
+    agent: &countersign_e2e::Agent,
+    approver: &countersign_e2e::Approver,
+) -> anyhow::Result<Seeded> {
+    let amended = agent
+        .dry_run(
+            "projects.settings.update",
+            json!({"project": "prj_200", "retention_days": 45}),
+        )
+        .await?;
+    let decided = agent
+        .dry_run(
+            "projects.settings.update",
+            json!({"project": "prj_421", "retention_days": 60}),
+        )
+        .await?;
+    let gateway_id = countersign_e2e::get(&format!("{}/v1/gateway", gateway.url), &approver.token)
+        .await["gateway_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let approval = approver.approval(&gateway_id, &decided);
+    let uri = format!(
+        "{}/v1/plans/{}/decisions",
+        gateway.url,
+        decided["plan_id"].as_str().unwrap()
+    );
+    let (status, answer) =
+        countersign_e2e::post(&uri, &approver.token, serde_json::to_value(&approval)?).await?;
+    anyhow::ensure!(status == 200, "the seeded approval: {answer}");
+    let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
+    let standing = StandingStatement {
+        kind: STANDING_STATEMENT_TYPE.into(),
+        standing_id: new_standing_id(),
+        approver_id: approver.id.clone(),
+        key_id: approver.key_id.clone(),
+        audience: gateway_id,
+        agent_id: decided["caller"]["agent_id"].as_str().unwrap().into(),
+        capability_id: "projects.settings.update".into(),
+        constraints: vec![],
+        resources: vec!["projects/prj_311".into()],
+        risk_flags: vec![],
+        max_cost_per_plan: Credits::cents(10),
+        max_cost_total: Credits::cents(100),
+        max_plans: 2,
+        reason: "The schema run's seeded standing approval".into(),
+        nonce: new_nonce(),
+        issued_at: now,
+        expires_at: now + chrono::Duration::days(1),
+    };
+    Ok(Seeded {
+        amend: (
+            amended["plan_id"].as_str().unwrap().to_owned(),
+            json!({"params": {"project": "prj_200", "retention_days": 40}}),
+        ),
+        decide: (
+            decided["plan_id"].as_str().unwrap().to_owned(),
+            serde_json::to_value(approval)?,
+        ),
+        standing: serde_json::to_value(standing.sign(&approver.key)?)?,
+    })
+}
+
+/// The served description with the seeded requests as the examples of their operations.
+fn with_seeded_examples(mut description: Value, seeded: &Seeded) -> Value {
+    let mut example = |path: &str, id: Option<&str>, body: &Value| {
+        let operation = &mut description["paths"][path]["post"];
+        let parameters = operation
+            .get_mut("parameters")
+            .and_then(Value::as_array_mut);
+        if let (Some(id), Some(parameters)) = (id, parameters) {
+            for parameter in parameters.iter_mut().filter(|p| p["name"] == "id") {
+                parameter["example"] = json!(id);
+            }
+        }
+        operation["requestBody"]["content"]["application/json"]["example"] = body.clone();
+    };
+    example(
+        "/v1/plans/{id}/amend",
+        Some(&seeded.amend.0),
+        &seeded.amend.1,
+    );
+    example(
+        "/v1/plans/{id}/decisions",
+        Some(&seeded.decide.0),
+        &seeded.decide.1,
+    );
+    example("/v1/standing", None, &seeded.standing);
+    description
 }

@@ -284,6 +284,18 @@ impl Approver {
     /// answer's status and body.
     pub async fn approve(&self, url: &str, plan: &Value) -> (u16, Value) {
         let gateway = get(&format!("{url}/v1/gateway"), &self.token).await;
+        let envelope = self.approval(gateway["gateway_id"].as_str().unwrap(), plan);
+        let uri = format!(
+            "{url}/v1/plans/{}/decisions",
+            plan["plan_id"].as_str().unwrap()
+        );
+        post(&uri, &self.token, serde_json::to_value(envelope).unwrap())
+            .await
+            .unwrap()
+    }
+
+    /// This approver's signed approval of `plan`, addressed to gateway `gateway_id`.
+    pub fn approval(&self, gateway_id: &str, plan: &Value) -> Envelope {
         let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
         let statement = Statement {
             kind: STATEMENT_TYPE.to_owned(),
@@ -293,14 +305,12 @@ impl Approver {
             reason: None,
             approver_id: self.id.clone(),
             key_id: self.key_id.clone(),
-            audience: gateway["gateway_id"].as_str().unwrap().to_owned(),
+            audience: gateway_id.to_owned(),
             nonce: new_nonce(),
             issued_at: now,
             expires_at: now + chrono::Duration::minutes(5),
         };
-        let envelope = serde_json::to_value(statement.sign(&self.key).unwrap()).unwrap();
-        let uri = format!("{url}/v1/plans/{}/decisions", statement.plan_id);
-        post(&uri, &self.token, envelope).await.unwrap()
+        statement.sign(&self.key).unwrap()
     }
 }
 
