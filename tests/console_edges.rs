@@ -328,13 +328,23 @@ async fn a_new_risky_plan_sends_one_notify_call() -> anyhow::Result<()> {
         Ok(notify.naming(&risky) > 0)
     })
     .await?;
-    // A calm plan after it: once it is listed, the risky one has been through more passes.
+    // A calm plan after it, then a second risky one: once the second's call is in, the queue has
+    // been through every pass that could have announced the first again, or the calm one.
     let calm = retention(&agent, "prj_420", 45).await?;
     app.find(&queue_row(&calm)).await?;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let marker = preview(
+        &agent,
+        "memberships.grant",
+        json!({"project": "prj_421", "subject": "usr_41", "role": "editor"}),
+    )
+    .await?;
+    eventually("a Notify call for the second risky plan", || async {
+        Ok(notify.naming(&marker) > 0)
+    })
+    .await?;
     assert_eq!(notify.naming(&risky), 1, "once per plan");
     assert_eq!(notify.naming(&before), 0, "quiet on the first look");
     assert_eq!(notify.naming(&calm), 0, "a calm plan is no news");
-    assert_eq!(notify.total(), 1);
+    assert_eq!(notify.total(), 2);
     Ok(())
 }

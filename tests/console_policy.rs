@@ -154,12 +154,24 @@ if input.capability.id == "memberships.grant"
         Ok(notify.naming("Now waiting on you") > 0)
     })
     .await?;
+    // A second grant, whose rule widens four seconds later: once its reminder is in, the first
+    // has been through every pass that could have reminded of it again.
+    let marker = preview(
+        &agent,
+        "memberships.grant",
+        json!({"project": "prj_420", "subject": "usr_38", "role": "editor"}),
+    )
+    .await?;
+    eventually("the second grant to wait on Sam", || async {
+        Ok(notify.naming(&marker) > 0)
+    })
+    .await?;
     assert_eq!(
         notify.naming(&grant),
         1,
         "one reminder, no notice on arrival"
     );
-    assert_eq!(notify.total(), 1);
+    assert_eq!(notify.total(), 2);
     // Sam's queue opened on "Needs me": the grant is in it now.
     sam.find("[data-testid='facet-mine'][aria-pressed='true']")
         .await?;

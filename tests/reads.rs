@@ -80,9 +80,8 @@ async fn a_queue_lists_without_reading_its_plans_and_a_new_plan_is_read_once() -
         s.items.len() == PENDING
     })
     .await;
-    // Time for anything that would read the listed plans in the background (the gist filler
-    // this replaces read all of them, four at a time, right after the listing).
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Nothing read the listed plans (the gist filler this replaced read all of them, four at a
+    // time, right after the listing); the end of the test counts again, after everything later.
     assert_eq!(
         plan_reads(&relay, None),
         0,
@@ -135,6 +134,14 @@ async fn a_queue_lists_without_reading_its_plans_and_a_new_plan_is_read_once() -
     assert_eq!(
         plan_reads(&relay, Some(&new_id)),
         1,
+        "{:?}",
+        relay.requests()
+    );
+    // After the listing, the rows in view, a second look and a new plan's announcement: every
+    // read is one of those, and none in the background read another listed plan.
+    assert_eq!(
+        plan_reads(&relay, None),
+        IN_VIEW + 1,
         "{:?}",
         relay.requests()
     );

@@ -434,7 +434,11 @@ async fn an_agent_holds_a_bounded_number_of_mcp_waits() {
             gw.tool(&gw.agent, "countersign_wait", wait).await
         }));
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Both waits are held before the third is asked for, whatever the scheduler does.
+    let agent = plan["caller"]["agent_id"].as_str().unwrap();
+    while gw.state.waits.open(agent) < 2 {
+        tokio::task::yield_now().await;
+    }
     let third = gw.tool(&gw.agent, "countersign_wait", wait.clone()).await;
     assert_eq!(third["result"]["isError"], true, "{third}");
     assert_eq!(

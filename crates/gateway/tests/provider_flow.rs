@@ -394,7 +394,18 @@ async fn an_idempotency_key_is_held_while_the_call_is_in_flight() {
         let (gw, body) = (gw.clone(), body.clone());
         tokio::spawn(async move { gw.invoke_as(&gw.agent, "image.generate", body).await })
     };
-    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    // The first call holds its key (an empty response) before the second is sent.
+    loop {
+        let held: Option<String> =
+            sqlx::query_scalar("SELECT response FROM invocations WHERE idempotency_key = 'owl-1'")
+                .fetch_optional(gw.state.store.pool())
+                .await
+                .unwrap();
+        if held.as_deref() == Some("") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let meanwhile = gw
         .invoke_as(&gw.agent, "image.generate", body.clone())
         .await;

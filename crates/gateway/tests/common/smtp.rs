@@ -54,6 +54,22 @@ impl Sink {
         self.seen.messages.lock().unwrap().clone()
     }
 
+    /// The messages received, once there are at least `n` (within ten seconds): a wait that ends
+    /// on what it waits for, so that a later message is the marker that earlier ones are all in.
+    pub async fn received(&self, n: usize) -> Vec<Received> {
+        for _ in 0..1000 {
+            let messages = self.messages();
+            if messages.len() >= n {
+                return messages;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!(
+            "{} messages, not {n}, within ten seconds",
+            self.messages().len()
+        );
+    }
+
     /// Every address a message was accepted for, sorted.
     pub fn recipients(&self) -> Vec<String> {
         let mut all: Vec<String> = self.messages().into_iter().flat_map(|m| m.to).collect();
