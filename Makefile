@@ -121,7 +121,7 @@ desktop: ui
 
 # Every Rust suite but the desktop's, on SQLite; the two-instance tests need PostgreSQL and run
 # in its pass only.
-DESKTOP_SUITES := package(countersign-e2e) & test(/^(console|console_edges|console_policy|console_standing|desktop)::/)
+DESKTOP_SUITES := package(countersign-e2e) & test(/^(console|console_edges|console_policy|console_standing|desktop|notifications)::/)
 RUST_SUITES := not ($(DESKTOP_SUITES)) & not (package(countersign-gateway) & test(/^instances::/))
 
 rust-test: desktop

@@ -367,6 +367,7 @@ async fn the_desktop_demo_enrolls_through_the_bound_flow() -> anyhow::Result<()>
         display_name: "Dana".to_owned(),
         data_dir: dir.path().to_owned(),
         demo: Some(demo.gateway_id().to_owned()),
+        clock: Default::default(),
     })
     .await?;
     let status = session.status();

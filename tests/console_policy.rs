@@ -9,8 +9,8 @@ use countersign_policy::Sources;
 use serde_json::json;
 
 use crate::app::{eventually, serial, App, Launch};
-use crate::console_edges::{NotificationServer, NotifyCalls};
 use crate::demo_plans::{contractors_of_support, preview, retention, status};
+use crate::notifications::{NotificationServer, NotifyCalls};
 
 /// Finance signs retention changes, a lead signs grants, and a bulk removal needs two leads and
 /// someone of finance.

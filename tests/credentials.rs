@@ -61,6 +61,7 @@ async fn start(
         display_name: "Dana".to_owned(),
         data_dir: dir.to_owned(),
         demo: None,
+        clock: Default::default(),
     })
     .await
 }

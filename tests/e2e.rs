@@ -15,6 +15,7 @@ mod flow;
 mod fuzz_replay;
 mod kill;
 mod mcp;
+mod notifications;
 mod reads;
 mod schemathesis;
 mod sync;

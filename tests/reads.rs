@@ -72,6 +72,7 @@ async fn a_queue_lists_without_reading_its_plans_and_a_new_plan_is_read_once() -
         display_name: "Dana".to_owned(),
         data_dir: dir.path().to_owned(),
         demo: None,
+        clock: Default::default(),
     })
     .await?;
     let console = session.console().clone();

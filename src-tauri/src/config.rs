@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use countersign_console::live::clock::Clock;
 use countersign_console::session::default_data_dir;
 use countersign_console::settings;
 
@@ -18,6 +19,8 @@ pub struct Env {
     pub display_name: String,
     /// The demo agent's pace; `None` stops it.
     pub simulate_every: Option<Duration>,
+    /// What snoozes and reminders are judged by (`COUNTERSIGN_TEST_CLOCK`, for end-to-end tests).
+    pub clock: Clock,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -44,5 +47,13 @@ pub fn from_env() -> Result<Env, Box<dyn std::error::Error>> {
             .or_else(|| var("USER"))
             .unwrap_or_else(|| "Approver".to_owned()),
         simulate_every: (interval_ms > 0).then(|| Duration::from_millis(interval_ms)),
+        clock: match var("COUNTERSIGN_TEST_CLOCK") {
+            Some(setting) => {
+                let clock = Clock::parse(&setting)?;
+                tracing::warn!(setting, "snoozes and reminders run on a test clock");
+                clock
+            }
+            None => Clock::real(),
+        },
     })
 }

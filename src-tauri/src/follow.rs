@@ -100,31 +100,28 @@ pub async fn follow(
                 }
             });
         }
-        remind(&app, &console, &rules, &mut sent);
-        // A snooze that ends or a plan about to expire brings a plan back without the queue
-        // changing: looked for every few seconds until it does, and nothing else is redone.
+        remind(&app, &console, &rules);
+        // The clock alone brings a plan back (a snooze that ends, a plan about to expire):
+        // looked for every few seconds until the queue changes, and nothing else is redone.
         loop {
             tokio::select! {
                 changed = changes.changed() => match changed {
                     Ok(()) => break,
                     Err(_) => return,
                 },
-                () = tokio::time::sleep(REMINDERS_EVERY) => remind(&app, &console, &rules, &mut sent),
+                () = tokio::time::sleep(console.clock().every(REMINDERS_EVERY)) => remind(&app, &console, &rules),
             }
         }
     }
 }
 
-/// Brings back what is due: ended snoozes (the window's queue with them) and plans about to
-/// expire that wait on this approver, each with a notification.
-fn remind(app: &AppHandle, console: &Arc<Console>, rules: &Rules, sent: &mut SentQueue) {
+/// Brings back what is due, each with a notification: ended snoozes (their rows come back with
+/// the change of the queue that ending them made) and plans about to expire that wait on this
+/// approver.
+fn remind(app: &AppHandle, console: &Arc<Console>, rules: &Rules) {
     let due = console.due();
     if due.is_empty() {
         return;
-    }
-    if due.iter().any(|(_, why)| *why == Due::Unsnoozed) {
-        let _ = app.emit(QUEUE_CHANGED, sent.change_to(&console.queue()));
-        app.state::<Release>().after_work();
     }
     let (one_by_one, more) = to_announce(due);
     if let Some((count, first)) = more {

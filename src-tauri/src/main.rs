@@ -35,7 +35,9 @@ use tracing_subscriber::EnvFilter;
   COUNTERSIGN_DATA_DIR            where the journal, gateway list and window place are kept;
                                   one running app per data directory
   COUNTERSIGN_CONFIG_DIR          where settings.json is kept
-  COUNTERSIGN_SIM_INTERVAL_MS     the demo agent's pace (0 stops it)"
+  COUNTERSIGN_SIM_INTERVAL_MS     the demo agent's pace (0 stops it)
+  COUNTERSIGN_TEST_CLOCK          for tests: snoozes and reminders judged by a clock <seconds>
+                                  ahead and <rate> times as fast, as in 605,5"
 )]
 struct Args {
     /// `countersign://plan/<plan_id>` links to open; handed to the running app if there is one.

@@ -309,6 +309,7 @@ async fn open(
         display_name: env.display_name.clone(),
         data_dir: env.data_dir.clone(),
         demo: demo.as_ref().map(|d| d.gateway_id().to_owned()),
+        clock: env.clock,
     })
     .await
     .map_err(|e| e.view())?;

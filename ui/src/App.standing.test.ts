@@ -367,6 +367,17 @@ describe('snoozing', () => {
     expect(screen.getAllByTestId('queue-row').map((r) => r.dataset.planId)).toEqual(ORDER);
   });
 
+  it('keeps its note about a snooze only while the snooze lasts', async () => {
+    const backend = await renderApp();
+    await open('plan_0001');
+    await fireEvent.click(screen.getByTestId('snooze-15'));
+    await waitFor(() => expect(screen.getByTestId('snooze-note')).toBeTruthy());
+    // The snooze ends in the backend (its clock), and the row comes back in a live change.
+    await backend.unsnooze('plan_0001');
+    await waitFor(() => expect(row('plan_0001')).not.toBeNull());
+    expect(screen.queryByTestId('snooze-note')).toBeNull();
+  });
+
   it('says when the open plan is snoozed, and unsnoozes it from there', async () => {
     const backend = await renderApp();
     await backend.snooze('plan_0004', 60);

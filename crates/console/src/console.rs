@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use crate::client::{FetchedPlan, GatewayClient};
 use crate::error::ConsoleError;
+use crate::live::clock::Clock;
 use crate::live::reminders::Snoozes;
 use crate::live::sync::{Poller, DEFAULT_POLL_INTERVAL};
 use crate::live::Snapshot;
@@ -52,6 +53,8 @@ pub struct Console {
     poll_every: AtomicU64,
     /// Plans this approver snoozed, and those it was reminded of.
     snoozes: Mutex<Snoozes>,
+    /// What snoozes and reminders are judged by.
+    clock: Clock,
 }
 
 /// Queue rows see the gists and the outbox the console knows.
@@ -99,7 +102,18 @@ impl Console {
             subjects: SubjectCache::default(),
             poll_every: AtomicU64::new(DEFAULT_POLL_INTERVAL.as_secs()),
             snoozes: Mutex::new(Snoozes::default()),
+            clock: Clock::real(),
         })
+    }
+
+    /// Judges snoozes and reminders by `clock`.
+    pub fn with_clock(mut self, clock: Clock) -> Console {
+        self.clock = clock;
+        self
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// Sets the approver's poll interval; the live sync uses it from its next wait on.
@@ -255,7 +269,7 @@ impl Console {
                 gists: &gists,
                 snapshot: &snapshot,
                 snoozes: &snoozes,
-                now: Utc::now(),
+                now: self.clock.now(),
             },
         );
         view.generation = snapshot.generation;

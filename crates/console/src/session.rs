@@ -13,6 +13,7 @@ use ts_rs::TS;
 use crate::client::GatewayClient;
 use crate::console::Console;
 use crate::error::{ConsoleError, ErrorView};
+use crate::live::clock::Clock;
 use crate::live::{Link, Live, Snapshot, Timing};
 use crate::private_files;
 use crate::review::QueueView;
@@ -32,6 +33,8 @@ pub struct SessionConfig {
     /// The id of the demo gateway the shell started at `gateway_url` in this process: its
     /// credential follows it to each new port, on the shell's word. `None` for any other gateway.
     pub demo: Option<String>,
+    /// What snoozes and reminders are judged by: the real clock but in end-to-end tests.
+    pub clock: Clock,
 }
 
 /// What the header shows about the connection.
@@ -271,7 +274,7 @@ impl Session {
             remember(&config.data_dir, url, console.signer().gateway_id())?;
         }
         let journal = Journal::open(&config.data_dir.join(JOURNAL)).await?;
-        let console = Arc::new(console.with_journal(journal));
+        let console = Arc::new(console.with_journal(journal).with_clock(config.clock));
         console.note_outbox().await;
         let changes = console.changes();
         let tasks = vec![tokio::spawn(

@@ -43,6 +43,7 @@ async fn a_demo_session_keeps_its_credential_and_spends_no_second_invite() -> an
         display_name: "Dana".to_owned(),
         data_dir: dir.path().join("data"),
         demo: Some(demo.gateway_id().to_owned()),
+        clock: Default::default(),
     };
     let first = Session::start(config(&code)).await?;
     let gateway_id = first.console().signer().gateway_id().to_owned();
@@ -73,6 +74,7 @@ async fn the_header_and_queue_come_from_the_live_snapshot() -> anyhow::Result<()
         display_name: "ignored".to_owned(),
         data_dir: dir.path().to_owned(),
         demo: None,
+        clock: Default::default(),
     })
     .await;
     let session = match session {

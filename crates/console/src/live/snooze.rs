@@ -1,7 +1,7 @@
 //! Snoozing from the console: the queue's rows carry until when, and the desktop asks what is due
-//! (`reminders`).
-
-use chrono::Utc;
+//! (`reminders`). A snooze that begins or ends is a change of the queue like any other: it moves
+//! the snapshot's generation, so the live change the window is sent carries the row, whatever
+//! clock the window reads.
 
 use crate::console::Console;
 use crate::error::ConsoleError;
@@ -23,19 +23,31 @@ impl Console {
                 })?
         };
         self.snoozes()
-            .snooze(plan_id, expires_at, minutes, Utc::now())?;
+            .snooze(plan_id, expires_at, minutes, self.clock().now())?;
+        self.queue_moved();
         Ok(self.queue())
     }
 
     pub fn unsnooze(&self, plan_id: &str) -> QueueView {
         self.snoozes().unsnooze(plan_id);
+        self.queue_moved();
         self.queue()
     }
 
     /// The plans to bring to the approver again now.
     pub fn due(&self) -> Vec<(String, Due)> {
-        let snapshot = self.publisher().borrow();
-        self.snoozes()
-            .due(&snapshot.items, snapshot.me.as_ref(), Utc::now())
+        let due = {
+            let snapshot = self.publisher().borrow();
+            self.snoozes()
+                .due(&snapshot.items, snapshot.me.as_ref(), self.clock().now())
+        };
+        if due.iter().any(|(_, why)| *why == Due::Unsnoozed) {
+            self.queue_moved();
+        }
+        due
+    }
+
+    fn queue_moved(&self) {
+        self.publisher().send_modify(|s| s.generation += 1);
     }
 }
