@@ -119,9 +119,10 @@ layering:
 desktop: ui
 	$(if $(PREPARED),,$(PHASE) build cargo build --workspace --all-targets)
 
+# The desktop suites are the test group of that name (.config/nextest.toml): one app at a time.
+DESKTOP_SUITES := group(desktop)
 # Every Rust suite but the desktop's, on SQLite; the two-instance tests need PostgreSQL and run
 # in its pass only.
-DESKTOP_SUITES := package(countersign-e2e) & test(/^(console|console_edges|console_policy|console_standing|desktop|notifications)::/)
 RUST_SUITES := not ($(DESKTOP_SUITES)) & not (package(countersign-gateway) & test(/^instances::/))
 
 rust-test: desktop

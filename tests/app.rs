@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
+use countersign_e2e::procmem;
 use countersign_e2e::webdriver::{plan_pane, queue_row, wait_for, Driver};
 use fantoccini::elements::Element;
 use fantoccini::{Client, Locator};
@@ -56,6 +57,15 @@ pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
         std::env::var_os("DISPLAY").is_some(),
         "no X display: run through `make test`, which starts Xvfb"
     );
+    // Under nextest each test is a process of its own: the lock above holds within one only, and
+    // the desktop test group of .config/nextest.toml keeps the apps one at a time.
+    if std::env::var_os("NEXTEST_RUN_ID").is_some() {
+        assert_eq!(
+            std::env::var("NEXTEST_TEST_GROUP").as_deref(),
+            Ok("desktop"),
+            "a test that starts the app belongs in the desktop test group (.config/nextest.toml)"
+        );
+    }
     ONE_AT_A_TIME.lock().await
 }
 
@@ -85,7 +95,7 @@ impl<'a> Launch<'a> {
 /// A running app with its own data and config directories.
 pub struct App {
     pub client: Client,
-    _driver: Driver,
+    driver: Driver,
     _dirs: (TempDir, TempDir),
 }
 
@@ -113,13 +123,21 @@ impl App {
         let client = driver.session_with(&desktop_binary(), &launch.args).await?;
         let app = App {
             client,
-            _driver: driver,
+            driver,
             _dirs: (data, config),
         };
         app.find("[data-testid='link-state'][data-link='online']")
             .await
             .context("the app never came online")?;
         Ok(app)
+    }
+
+    /// The app's own process (WebKit's web process is another, below it).
+    pub fn pid(&self) -> anyhow::Result<u32> {
+        let name = desktop_binary();
+        let name = name.file_name().context("the app's file name")?;
+        procmem::find_below(self.driver.pid(), &name.to_string_lossy())
+            .context("the app's process under tauri-driver")
     }
 
     pub async fn find(&self, css: &str) -> anyhow::Result<Element> {

@@ -1,6 +1,7 @@
 //! Helpers shared by the end-to-end tests: a real gateway on a loopback port and an agent for it.
 
 pub mod fuzz_targets;
+pub mod procmem;
 pub mod proxy;
 pub mod relay;
 pub mod webdriver;

@@ -9,11 +9,11 @@ use countersign_console::Console;
 use serde_json::Value;
 
 use crate::gateway::{bulk_plan, pending_plan, Gateway};
-use crate::procmem;
 use crate::settings::{keyring_missing, Settings};
 use crate::stats::{ns, Summary};
 use crate::table::{Goal, Row, Unit};
 use crate::wrk::{self, Load, Order};
+use countersign_e2e::procmem;
 
 const DRY_RUN: Duration = Duration::from_secs(1);
 const FIRST_SCREEN: Duration = Duration::from_millis(300);

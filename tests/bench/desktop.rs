@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 
 use crate::gateway::{bulk_plan, pending_plan, Gateway};
-use crate::procmem;
 use crate::settings::Settings;
 use crate::stats::Summary;
 use crate::table::{Goal, Row, Unit};
 use crate::webdriver::{self, Driver, QUEUE_ROW};
+use countersign_e2e::procmem;
 
 const PENDING: usize = 10_000;
 const IDLE_PSS: f64 = 300e6;

@@ -12,7 +12,6 @@ mod history;
 mod latency;
 mod policy;
 mod polls;
-mod procmem;
 mod settings;
 mod stats;
 mod table;
