@@ -215,9 +215,8 @@ soak: deps
 	COUNTERSIGN_PROPERTY_CASES=10000 cargo test --release -p countersign-gateway \
 		--test gateway -- properties:: properties_resources::
 
-## Mutation fuzzing on stable Rust for FUZZ_SECONDS per target (plan review, envelope
-## verification, gateway requests); crashes land in tests/fuzz/regressions/, which `make test`
-## replays. FUZZ_SEED=N repeats a run.
+## Mutation fuzzing on stable Rust for FUZZ_SECONDS per target (the seven of docs/testing.md);
+## crashes land in tests/fuzz/regressions/, which `make test` replays. FUZZ_SEED=N repeats a run.
 FUZZ_SECONDS ?= 120
 fuzz: deps
 	cargo run --release -p countersign-e2e --bin countersign-fuzz -- --seconds $(FUZZ_SECONDS) \
