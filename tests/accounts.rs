@@ -14,6 +14,7 @@ use countersign_engine::{Limits, Store};
 use countersign_gateway::tls;
 use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
 use countersign_proto::dsse::encode_public_key;
+use countersign_proto::statement::Signed as _;
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 

@@ -13,6 +13,7 @@ use countersign_e2e::{enroll, gateway_binary, get, post, Approver};
 use countersign_engine::{accounts, Store};
 use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
 use countersign_proto::dsse::encode_public_key;
+use countersign_proto::statement::Signed as _;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};

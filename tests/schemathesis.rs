@@ -19,6 +19,7 @@ use std::process::Command;
 use countersign_e2e::{enroll, TestGateway};
 use countersign_proto::decision::new_nonce;
 use countersign_proto::standing::{new_standing_id, StandingStatement, STANDING_STATEMENT_TYPE};
+use countersign_proto::statement::Signed as _;
 use countersign_proto::Credits;
 use serde_json::{json, Value};
 

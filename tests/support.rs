@@ -17,6 +17,7 @@ use countersign_pack::Handle;
 pub use countersign_policy::Policy;
 use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
 use countersign_proto::dsse::{encode_public_key, Envelope};
+use countersign_proto::statement::Signed as _;
 use countersign_providers::local::LocalProviders;
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};

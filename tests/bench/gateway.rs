@@ -12,6 +12,7 @@ use anyhow::{bail, ensure, Context as _};
 use chrono::{DateTime, SubsecRound as _, Utc};
 use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
 use countersign_proto::dsse::{encode_public_key, Envelope};
+use countersign_proto::statement::Signed as _;
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 use tempfile::TempDir;

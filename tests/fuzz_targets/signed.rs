@@ -15,6 +15,7 @@ use countersign_proto::standing::{
     Constraint, StandingApproval, StandingState, StandingStatement, StandingUse,
     STANDING_STATEMENT_TYPE,
 };
+use countersign_proto::statement::Signed as _;
 use countersign_proto::Credits;
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};

@@ -8,9 +8,9 @@ use countersign_console::audit::intoto::{self, InTotoStatement};
 use countersign_console::client::parse_plan;
 use countersign_console::review::{groups, plan_view};
 use countersign_proto::decision::Statement;
-use countersign_proto::digest::DigestError;
 use countersign_proto::dsse::{decode_public_key, Envelope};
 use countersign_proto::standing::StandingStatement;
+use countersign_proto::statement::Signed;
 use ed25519_dalek::VerifyingKey;
 use serde_json::Value;
 
@@ -32,37 +32,6 @@ pub fn plan(bytes: &[u8]) -> Depth {
     match view.digest_matches {
         true => Depth::Through,
         false => Depth::Parsed,
-    }
-}
-
-/// A statement a DSSE envelope carries, as the gateway and the console open it.
-trait Signed: Sized {
-    fn open(envelope: &Envelope, key: &VerifyingKey) -> Result<Self, String>;
-    fn from_payload(payload: &[u8]) -> Result<Self, String>;
-    fn canonical_bytes(&self) -> Result<Vec<u8>, DigestError>;
-}
-
-impl Signed for Statement {
-    fn open(envelope: &Envelope, key: &VerifyingKey) -> Result<Self, String> {
-        Statement::open(envelope, key).map_err(|e| e.to_string())
-    }
-    fn from_payload(payload: &[u8]) -> Result<Self, String> {
-        Statement::from_payload(payload).map_err(|e| e.to_string())
-    }
-    fn canonical_bytes(&self) -> Result<Vec<u8>, DigestError> {
-        Statement::canonical_bytes(self)
-    }
-}
-
-impl Signed for StandingStatement {
-    fn open(envelope: &Envelope, key: &VerifyingKey) -> Result<Self, String> {
-        StandingStatement::open(envelope, key).map_err(|e| e.to_string())
-    }
-    fn from_payload(payload: &[u8]) -> Result<Self, String> {
-        StandingStatement::from_payload(payload).map_err(|e| e.to_string())
-    }
-    fn canonical_bytes(&self) -> Result<Vec<u8>, DigestError> {
-        StandingStatement::canonical_bytes(self)
     }
 }
 

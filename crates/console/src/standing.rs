@@ -12,6 +12,7 @@ use countersign_proto::standing::{
     flag_text, new_standing_id, Constraint, StandingApproval, StandingState, StandingStatement,
     STANDING_STATEMENT_TYPE,
 };
+use countersign_proto::statement::Signed as _;
 use countersign_proto::Credits;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

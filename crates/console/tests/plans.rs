@@ -2,6 +2,8 @@
 //! else happens to each, the batch summary, an executed plan's result, and the history. Run under
 //! `tests/with-keyring.sh`.
 
+use countersign_proto::statement::Signed as _;
+
 use crate::common::{Recorder, REMOVE, SETTINGS};
 use serde_json::json;
 

@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use countersign_engine::{accounts, approval::revocation, Registry, Store};
+use countersign_proto::statement::Signed as _;
 
 /// Where the gateway remembers its current co-approver, so a restart revokes the last one (its
 /// key lived in memory only) instead of piling up approvers nobody can sign for.

@@ -8,6 +8,7 @@ use countersign_engine::{accounts, approval::revocation};
 use countersign_proto::decision::Statement;
 use countersign_proto::dsse::{encode_public_key, Envelope};
 use countersign_proto::enrollment::{self, IdentityProof, Invite, Receipt};
+use countersign_proto::statement::Signed as _;
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 

@@ -3,6 +3,8 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
+use crate::common::JsonReply;
+
 const BIN: &str = env!("CARGO_BIN_EXE_countersign-gateway");
 
 /// The line `serve` prints once it listens, naming its address.
@@ -76,12 +78,8 @@ fn admin_commands_print_secrets_and_serve_accepts_them() {
         reqwest::Client::new()
             .get(format!("{url}/v1/gateway"))
             .bearer_auth(&token)
-            .send()
+            .json_reply()
             .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
     });
     server.kill().unwrap();
     server.wait().unwrap();
@@ -153,12 +151,8 @@ fn serve_with_a_certificate_answers_over_https_only() {
         let secure: serde_json::Value = client
             .get(format!("https://localhost:{port}/v1/gateway"))
             .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+            .json_reply()
+            .await;
         let plain = reqwest::Client::new()
             .get(format!("http://127.0.0.1:{port}/v1/gateway"))
             .bearer_auth(&token)

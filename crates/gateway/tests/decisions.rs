@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use countersign_proto::decision::{Decision, Statement};
+use countersign_proto::statement::Signed as _;
 use ed25519_dalek::SigningKey;
 use serde_json::json;
 

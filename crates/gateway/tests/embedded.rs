@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
+use crate::common::JsonReply;
 use countersign_embedded::Embedded;
+use countersign_proto::statement::Signed as _;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarts_on_its_own_store_and_its_agent_keeps_previewing() {
@@ -118,12 +120,8 @@ async fn the_demo_co_approver_seconds_an_approval_and_never_approves_alone() {
             ))
             .bearer_auth(&agent)
             .json(&json!({"params": {"group": "grp_support", "filter": {"employment": "contractor"}}}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+            .json_reply()
+            .await;
         assert_eq!(plan["would_require_approval"], true, "{plan}");
         plan
     };
@@ -137,12 +135,8 @@ async fn the_demo_co_approver_seconds_an_approval_and_never_approves_alone() {
         .post(format!("{url}/v1/approvers/enroll"))
         .json(&json!({"enrollment_code": code, "display_name": "Dana",
                       "public_key": countersign_proto::dsse::encode_public_key(&key.verifying_key())}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .json_reply()
+        .await;
     let token = dana["token"].as_str().unwrap().to_owned();
     let approve = |plan: &Value| {
         let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
@@ -166,12 +160,8 @@ async fn the_demo_co_approver_seconds_an_approval_and_never_approves_alone() {
                 .post(format!("{url}/v1/plans/{}/decisions", statement.plan_id))
                 .bearer_auth(&token)
                 .json(&signed)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+                .json_reply()
+                .await;
             assert_eq!(answer["status"], "pending_approval", "{answer}");
         }
     };

@@ -8,6 +8,7 @@ use axum::body::Body;
 use axum::http::Request;
 use countersign_engine::store::Dialect;
 use countersign_engine::Limits;
+use countersign_proto::statement::Signed as _;
 use countersign_proto::ErrorCode;
 use ed25519_dalek::SigningKey;
 use serde_json::json;

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::common::smtp::Sink;
-use crate::common::{assert_error, Gateway};
+use crate::common::{assert_error, Gateway, JsonReply};
 use countersign_engine::mail::{self, Pass};
 use countersign_gateway::smtp::Relay;
 use serde_json::{json, Value};
@@ -463,12 +463,8 @@ async fn serve_with_an_smtp_relay_delivers_through_its_own_dispatcher() {
     let gateway: Value = reqwest::Client::new()
         .get(format!("{url}/v1/gateway"))
         .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .json_reply()
+        .await;
     let statement = dana.statement_to(gateway["gateway_id"].as_str().unwrap(), &plan);
     let plan_id = plan["plan_id"].as_str().unwrap();
     let decisions = format!("{url}/v1/plans/{plan_id}/decisions");

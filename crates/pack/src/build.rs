@@ -40,6 +40,16 @@ pub fn describe(
     }
 }
 
+/// An input schema: an object of exactly `properties`, `required` among them.
+pub fn params(required: &[&str], properties: Value) -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": required,
+        "properties": properties,
+    })
+}
+
 /// A plan with nothing in it yet, at `cost`.
 pub fn nothing(cost: Credits) -> Planned {
     Planned {

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use chrono::{TimeZone, Utc};
 use countersign_proto::decision::{Decision, Statement, STATEMENT_TYPE};
 use countersign_proto::digest::{plan_digest, SubjectsHasher};
+use countersign_proto::statement::Signed as _;
 use criterion::{criterion_group, criterion_main, Criterion};
 use ed25519_dalek::SigningKey;
 use serde_json::Value;

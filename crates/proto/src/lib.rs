@@ -18,6 +18,7 @@ pub mod receipt;
 pub mod risk;
 pub mod rules;
 pub mod standing;
+pub mod statement;
 pub mod strict_json;
 
 pub use credits::Credits;

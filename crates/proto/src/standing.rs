@@ -4,7 +4,6 @@
 //! plan alone, so that the gateway and a console read it the same way.
 
 use chrono::{DateTime, Duration, Utc};
-use ed25519_dalek::{SigningKey, VerifyingKey};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -12,10 +11,10 @@ use serde_json::Value;
 use crate::approvals::RiskFlag;
 use crate::credits::Credits;
 use crate::decision::is_lower_hex;
-use crate::digest::{jcs, DigestError};
-use crate::dsse::{self, DsseError, Envelope};
+use crate::dsse::Envelope;
 use crate::plan::Preview;
 use crate::risk::{default_high_cost_threshold, risk_flags};
+pub use crate::statement::{Signed, StatementError};
 
 pub const STANDING_STATEMENT_TYPE: &str = "countersign.standing/v1";
 pub const STANDING_PAYLOAD_TYPE: &str = "application/vnd.countersign.standing+json";
@@ -169,68 +168,22 @@ impl Constraint {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum StandingError {
-    #[error(transparent)]
-    Dsse(#[from] DsseError),
-    #[error(transparent)]
-    Digest(#[from] DigestError),
-    #[error("payload type is not {STANDING_PAYLOAD_TYPE}")]
-    PayloadType,
-    #[error("payload is not a standing statement: {0}")]
-    Malformed(String),
-    #[error("payload is not the canonical JSON of its own statement")]
-    NotCanonical,
-    #[error("statement type is not {STANDING_STATEMENT_TYPE}")]
-    StatementType,
-    #[error("{0}")]
-    BadField(&'static str),
-}
-
 /// A standing approval's id: `sa_` and 16 lowercase hex digits.
 pub fn new_standing_id() -> String {
     format!("sa_{}", &crate::decision::new_nonce()[..16])
 }
 
-impl StandingStatement {
-    /// RFC 8785 bytes: exactly what is signed.
-    pub fn canonical_bytes(&self) -> Result<Vec<u8>, DigestError> {
-        jcs(self)
+impl Signed for StandingStatement {
+    const PAYLOAD_TYPE: &'static str = STANDING_PAYLOAD_TYPE;
+    const STATEMENT_TYPE: &'static str = STANDING_STATEMENT_TYPE;
+    const NAME: &'static str = "standing statement";
+
+    fn kind(&self) -> &str {
+        &self.kind
     }
 
-    pub fn sign(&self, key: &SigningKey) -> Result<Envelope, DigestError> {
-        Ok(dsse::sign(
-            key,
-            &self.key_id,
-            STANDING_PAYLOAD_TYPE,
-            &self.canonical_bytes()?,
-        ))
-    }
-
-    /// Parses a payload, insisting on its canonical form, its type and well-formed fields.
-    pub fn from_payload(payload: &[u8]) -> Result<StandingStatement, StandingError> {
-        let statement: StandingStatement =
-            serde_json::from_slice(payload).map_err(|e| StandingError::Malformed(e.to_string()))?;
-        if statement.canonical_bytes()? != payload {
-            return Err(StandingError::NotCanonical);
-        }
-        if statement.kind != STANDING_STATEMENT_TYPE {
-            return Err(StandingError::StatementType);
-        }
-        statement.well_formed().map_err(StandingError::BadField)?;
-        Ok(statement)
-    }
-
-    /// Verifies an envelope under `key` and returns the statement it carries.
-    pub fn open(
-        envelope: &Envelope,
-        key: &VerifyingKey,
-    ) -> Result<StandingStatement, StandingError> {
-        let payload = envelope.verify(key)?;
-        if envelope.payload_type != STANDING_PAYLOAD_TYPE {
-            return Err(StandingError::PayloadType);
-        }
-        StandingStatement::from_payload(&payload)
+    fn key_id(&self) -> &str {
+        &self.key_id
     }
 
     fn well_formed(&self) -> Result<(), &'static str> {
@@ -271,7 +224,9 @@ impl StandingStatement {
         }
         Ok(())
     }
+}
 
+impl StandingStatement {
     /// Why `plan` is not one this statement covers (its agent, capability, params, resources,
     /// risk flags, cost), read from the plan alone; `coverable` is what the policy lets a
     /// standing approval cover now.

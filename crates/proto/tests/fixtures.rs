@@ -10,6 +10,7 @@ use countersign_proto::digest::{plan_digest, request_digest, subjects_digest};
 use countersign_proto::dsse::{decode_public_key, encode_public_key, pae, Envelope};
 use countersign_proto::plan::Preview;
 use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
+use countersign_proto::statement::Signed as _;
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 

@@ -20,6 +20,7 @@ use countersign_proto::receipt::{envelope_digest, Accepted, Receipt};
 use countersign_proto::standing::{
     StandingApproval, StandingStatement, StandingUse, STANDING_PAYLOAD_TYPE,
 };
+use countersign_proto::statement::Signed as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -13,6 +13,7 @@ use chrono::Utc;
 use countersign_proto::approvals::DecisionResponse;
 use countersign_proto::decision::{Decision, Statement};
 use countersign_proto::dsse::Envelope;
+use countersign_proto::statement::Signed as _;
 use countersign_proto::ErrorCode;
 use serde::Serialize;
 use serde_json::Value;

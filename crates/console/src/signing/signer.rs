@@ -7,6 +7,7 @@ use countersign_proto::dsse::{decode_public_key, encode_public_key, Envelope};
 use countersign_proto::enrollment::{self, BoundEnrollRequest, Invite, Receipt};
 use countersign_proto::keys::KeyRotation;
 use countersign_proto::standing::StandingStatement;
+use countersign_proto::statement::Signed as _;
 use countersign_proto::ErrorCode;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};

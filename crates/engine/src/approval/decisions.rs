@@ -6,6 +6,7 @@ use chrono::Duration;
 use countersign_proto::approvals::{DecisionResponse, PlanStatus};
 use countersign_proto::decision::{Decision, Statement, StatementError};
 use countersign_proto::dsse::{Envelope, DECISION_PAYLOAD_TYPE};
+use countersign_proto::statement::Signed as _;
 use countersign_proto::ErrorCode;
 use ed25519_dalek::VerifyingKey;
 use serde_json::json;

@@ -28,15 +28,13 @@ fn describe() -> Describe {
     build::describe(
         ID,
         TITLE,
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["estimated_cost_credits"],
-            "properties": {
+        build::params(
+            &["estimated_cost_credits"],
+            json!({
                 // The largest amount an exact decimal holds (rust_decimal: 28 digits).
                 "estimated_cost_credits": {"type": "number", "minimum": 0, "maximum": 1e28}
-            }
-        }),
+            }),
+        ),
         DryRunMode::NotApplicable,
         (Preflight::None, CostClass::Free),
         1,

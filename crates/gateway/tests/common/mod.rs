@@ -16,6 +16,7 @@ use countersign_engine::store::{database_url, scratch_postgres, Dialect};
 use countersign_engine::{accounts, Limits, Registry, Store};
 use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
 use countersign_proto::dsse::{encode_public_key, Envelope};
+use countersign_proto::statement::Signed as _;
 use ed25519_dalek::SigningKey;
 use http_body_util::BodyExt as _;
 use serde_json::{json, Value};
@@ -764,5 +765,16 @@ pub fn assert_error(reply: &Reply, code: &str, status: u16) {
             reply.body.get(member).is_none(),
             "{member} in an error body"
         );
+    }
+}
+
+/// Sends a request and reads its answer as JSON, for tests that talk to a gateway over a socket.
+pub trait JsonReply {
+    async fn json_reply(self) -> Value;
+}
+
+impl JsonReply for reqwest::RequestBuilder {
+    async fn json_reply(self) -> Value {
+        self.send().await.unwrap().json().await.unwrap()
     }
 }

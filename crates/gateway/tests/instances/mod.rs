@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::sse::{beating, Events};
-use crate::common::{approve_by, at_once, Gateway};
+use crate::common::{approve_by, at_once, Gateway, JsonReply};
 use axum::http::StatusCode;
 use countersign_embedded::default_registry;
 use countersign_engine::{Limits, Store};
@@ -415,12 +415,8 @@ async fn a_provider_call_in_flight_on_a_killed_instance_is_failed_by_the_other()
         .post(format!("{a_url}/v1/capabilities/image.generate/dry_run"))
         .bearer_auth(&setup.agent)
         .json(&json!({ "params": params }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .json_reply()
+        .await;
     let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
     let call = tokio::spawn(
         client

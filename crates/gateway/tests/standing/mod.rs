@@ -22,6 +22,7 @@ use countersign_proto::receipt::{envelope_digest, Accepted, Receipt};
 use countersign_proto::standing::{
     new_standing_id, Constraint, StandingStatement, STANDING_STATEMENT_TYPE,
 };
+use countersign_proto::statement::Signed as _;
 use countersign_proto::Credits;
 use ed25519_dalek::VerifyingKey;
 use serde_json::{json, Value};

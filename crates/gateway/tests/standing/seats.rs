@@ -4,6 +4,7 @@
 
 use axum::http::StatusCode;
 use countersign_proto::approvals::RiskFlag;
+use countersign_proto::statement::Signed as _;
 use serde_json::json;
 
 use super::{agent_id, create, listed, policy, send, statement, status, EVERY_PLAN};

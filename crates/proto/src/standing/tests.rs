@@ -1,7 +1,9 @@
 use chrono::TimeZone as _;
+use ed25519_dalek::SigningKey;
 use serde_json::json;
 
 use super::*;
+use crate::dsse::DsseError;
 
 /// One change made to a statement that would otherwise pass.
 type Change = Box<dyn Fn(&mut StandingStatement)>;
@@ -168,7 +170,7 @@ fn a_signed_statement_opens_and_a_flipped_byte_does_not() {
     };
     assert!(matches!(
         StandingStatement::open(&forged, &key.verifying_key()),
-        Err(StandingError::Dsse(DsseError::BadSignature))
+        Err(StatementError::Dsse(DsseError::BadSignature))
     ));
     let other = SigningKey::from_bytes(&[8; 32]);
     assert!(StandingStatement::open(&envelope, &other.verifying_key()).is_err());
@@ -203,7 +205,7 @@ fn ill_formed_statements_are_refused() {
         change(&mut s);
         let bytes = s.canonical_bytes().unwrap();
         match StandingStatement::from_payload(&bytes) {
-            Err(StandingError::BadField(message)) => assert!(message.contains(why), "{message}"),
+            Err(StatementError::BadField(message)) => assert!(message.contains(why), "{message}"),
             other => panic!("{why}: {other:?}"),
         }
     }
@@ -214,7 +216,7 @@ fn ill_formed_statements_are_refused() {
     text.insert_str(1, &format!("\"reason\":{reason},"));
     assert!(matches!(
         StandingStatement::from_payload(text.as_bytes()),
-        Err(StandingError::NotCanonical)
+        Err(StatementError::NotCanonical)
     ));
 }
 

@@ -15,8 +15,9 @@ pub use uses::take;
 use chrono::Duration;
 use countersign_proto::dsse::Envelope;
 use countersign_proto::standing::{
-    flag_text, StandingApproval, StandingError, StandingStatement, STANDING_PAYLOAD_TYPE,
+    flag_text, StandingApproval, StandingStatement, StatementError, STANDING_PAYLOAD_TYPE,
 };
+use countersign_proto::statement::Signed as _;
 use countersign_proto::ErrorCode;
 
 use crate::accounts::callers::Approver;
@@ -74,7 +75,7 @@ pub async fn create(
         })?;
     let statement = match StandingStatement::open(&envelope, &key) {
         Ok(statement) => statement,
-        Err(StandingError::Dsse(e)) => {
+        Err(StatementError::Dsse(e)) => {
             return Err(ApiError::new(ErrorCode::BadSignature, e.to_string()))
         }
         Err(e) => return Err(ApiError::validation("/payload", e.to_string())),

@@ -29,18 +29,16 @@ pub fn describe() -> Describe {
     build::describe(
         ID,
         TITLE,
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["project", "filename", "mime_type", "size_bytes"],
-            "properties": {
+        build::params(
+            &["project", "filename", "mime_type", "size_bytes"],
+            json!({
                 "project": {"type": "string", "pattern": "^prj_[a-z0-9_]{1,40}$"},
                 "filename": {"type": "string", "minLength": 1, "maxLength": 200},
                 "mime_type": {"enum": ["application/pdf", "text/plain", "text/markdown",
                                        "image/png", "image/jpeg"]},
                 "size_bytes": {"type": "integer", "minimum": 1, "maximum": 104_857_600}
-            }
-        }),
+            }),
+        ),
         DryRunMode::Supported,
         (Preflight::Estimate, CostClass::Flat),
         1,

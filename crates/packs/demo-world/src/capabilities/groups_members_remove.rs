@@ -35,11 +35,9 @@ pub fn describe() -> Describe {
     build::describe(
         ID,
         TITLE,
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["group", "filter"],
-            "properties": {
+        build::params(
+            &["group", "filter"],
+            json!({
                 "group": {"type": "string", "pattern": "^grp_[a-z0-9_]{1,40}$"},
                 "filter": {
                     "type": "object",
@@ -53,8 +51,8 @@ pub fn describe() -> Describe {
                         }
                     }
                 }
-            }
-        }),
+            }),
+        ),
         DryRunMode::Required,
         // Priced per queued notification, so by how many the filter selects.
         (Preflight::Estimate, CostClass::Metered),

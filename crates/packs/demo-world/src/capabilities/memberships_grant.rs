@@ -35,16 +35,14 @@ pub fn describe() -> Describe {
     build::describe(
         ID,
         TITLE,
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["project", "subject", "role"],
-            "properties": {
+        build::params(
+            &["project", "subject", "role"],
+            json!({
                 "project": {"type": "string", "pattern": "^prj_[a-z0-9_]{1,40}$"},
                 "subject": {"type": "string", "pattern": "^usr_[a-z0-9_]{1,40}$"},
                 "role": {"enum": ["viewer", "editor", "admin"]}
-            }
-        }),
+            }),
+        ),
         DryRunMode::Required,
         (Preflight::Estimate, CostClass::Flat),
         1,

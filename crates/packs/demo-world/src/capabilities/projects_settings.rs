@@ -31,15 +31,13 @@ pub fn describe() -> Describe {
     build::describe(
         ID,
         TITLE,
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["project", "retention_days"],
-            "properties": {
+        build::params(
+            &["project", "retention_days"],
+            json!({
                 "project": {"type": "string", "pattern": "^prj_[a-z0-9_]{1,40}$"},
                 "retention_days": {"type": "integer", "minimum": 1, "maximum": 3650}
-            }
-        }),
+            }),
+        ),
         DryRunMode::Required,
         (Preflight::Estimate, CostClass::Free),
         1,

@@ -31,15 +31,13 @@ pub fn describe() -> Describe {
     build::describe(
         ID,
         TITLE,
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["quota", "quota_bytes"],
-            "properties": {
+        build::params(
+            &["quota", "quota_bytes"],
+            json!({
                 "quota": {"type": "string", "pattern": "^sq_[a-z0-9_]{1,40}$"},
                 "quota_bytes": {"type": "integer", "minimum": 0, "maximum": 1_000_000_000_000_000i64}
-            }
-        }),
+            }),
+        ),
         DryRunMode::Supported,
         (Preflight::None, CostClass::Free),
         1,

@@ -1,0 +1,84 @@
+//! What a decision and a standing approval share: a statement an approver signs in a DSSE
+//! envelope, whose payload is the RFC 8785 JSON of the statement itself, of one payload type and
+//! one statement type, with fields a signature alone does not make valid checked before it is
+//! believed. One implementation, so that the two cannot drift apart in how they are opened.
+
+use ed25519_dalek::{SigningKey, VerifyingKey};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::digest::{jcs, DigestError};
+use crate::dsse::{self, DsseError, Envelope};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StatementError {
+    #[error(transparent)]
+    Dsse(#[from] DsseError),
+    #[error(transparent)]
+    Digest(#[from] DigestError),
+    #[error("payload type is not {0}")]
+    PayloadType(&'static str),
+    #[error("payload is not a {0}: {1}")]
+    Malformed(&'static str, String),
+    #[error("payload is not the canonical JSON of its own statement")]
+    NotCanonical,
+    #[error("statement type is not {0}")]
+    StatementType(&'static str),
+    #[error("{0}")]
+    BadField(&'static str),
+}
+
+/// A statement an approver signs.
+pub trait Signed: Serialize + DeserializeOwned {
+    /// The envelope's `payloadType`.
+    const PAYLOAD_TYPE: &'static str;
+    /// The statement's own `type`.
+    const STATEMENT_TYPE: &'static str;
+    /// What it is, in the error that says a payload is not one.
+    const NAME: &'static str;
+
+    /// Its `type` field.
+    fn kind(&self) -> &str;
+    /// The signer's key id.
+    fn key_id(&self) -> &str;
+    /// The checks of its fields, beyond their types.
+    fn well_formed(&self) -> Result<(), &'static str>;
+
+    /// RFC 8785 bytes: exactly what is signed.
+    fn canonical_bytes(&self) -> Result<Vec<u8>, DigestError> {
+        jcs(self)
+    }
+
+    fn sign(&self, key: &SigningKey) -> Result<Envelope, DigestError> {
+        Ok(dsse::sign(
+            key,
+            self.key_id(),
+            Self::PAYLOAD_TYPE,
+            &self.canonical_bytes()?,
+        ))
+    }
+
+    /// Parses a payload and insists it is the JCS of itself with the right `type` and
+    /// well-formed fields, so that no two byte strings can stand for one statement.
+    fn from_payload(payload: &[u8]) -> Result<Self, StatementError> {
+        let statement: Self = serde_json::from_slice(payload)
+            .map_err(|e| StatementError::Malformed(Self::NAME, e.to_string()))?;
+        if statement.canonical_bytes()? != payload {
+            return Err(StatementError::NotCanonical);
+        }
+        if statement.kind() != Self::STATEMENT_TYPE {
+            return Err(StatementError::StatementType(Self::STATEMENT_TYPE));
+        }
+        statement.well_formed().map_err(StatementError::BadField)?;
+        Ok(statement)
+    }
+
+    /// Verifies an envelope under `key` and returns the statement it carries.
+    fn open(envelope: &Envelope, key: &VerifyingKey) -> Result<Self, StatementError> {
+        let payload = envelope.verify(key)?;
+        if envelope.payload_type != Self::PAYLOAD_TYPE {
+            return Err(StatementError::PayloadType(Self::PAYLOAD_TYPE));
+        }
+        Self::from_payload(&payload)
+    }
+}
