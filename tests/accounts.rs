@@ -8,6 +8,7 @@ use countersign_console::signing::signer::Signer;
 use countersign_console::{transport, Console, GatewayClient};
 use countersign_e2e::proxy::FaultProxy;
 use countersign_e2e::relay::{Relay, Tamper};
+use countersign_e2e::retention;
 use countersign_e2e::TestGateway;
 use countersign_embedded::{default_registry, seed_demo};
 use countersign_engine::{Limits, Store};
@@ -304,12 +305,7 @@ async fn history_verifies_against_the_keyring_not_the_journal_row() -> anyhow::R
         .await?
         .with_journal(journal.clone());
     let gateway_id = console.signer().gateway_id().to_owned();
-    let plan = agent
-        .dry_run(
-            CAPABILITY,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await?;
+    let plan = agent.dry_run(CAPABILITY, retention("prj_184", 14)).await?;
     let plan_id = plan["plan_id"].as_str().unwrap();
     let view = console.plan_view(plan_id).await?;
     console.approve(plan_id, &view.digest, None, &Yes).await?;

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 
 use crate::app::{answer_confirmation, answer_if_asked, eventually, serial, App, Launch};
 use crate::demo_plans::{
-    contractors_of_support, preview, received, retention, signed_over_its_digest, status, REMOVE,
+    contractors_of_support, preview, received, retention_plan, signed_over_its_digest, status,
+    REMOVE,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,7 +93,7 @@ async fn a_stale_plan_shows_what_moved_and_its_refresh_is_approved() -> anyhow::
     let _one = serial().await;
     let gateway = TestGateway::start().await?;
     let agent = gateway.agent("ops").await?;
-    let old = retention(&agent, "prj_184", 14).await?;
+    let old = retention_plan(&agent, "prj_184", 14).await?;
     let code = gateway.invite("Dana").await?;
     let app = App::start(Launch::new(&gateway.url, &code)).await?;
     app.open(&old).await?;
@@ -178,8 +179,8 @@ async fn a_batch_of_three_is_approved_each_over_its_own_digest() -> anyhow::Resu
     let agent = gateway.agent("ops").await?;
     let plans = [
         contractors_of_support(&agent).await?,
-        retention(&agent, "prj_311", 60).await?,
-        retention(&agent, "prj_420", 45).await?,
+        retention_plan(&agent, "prj_311", 60).await?,
+        retention_plan(&agent, "prj_420", 45).await?,
     ];
     let code = gateway.invite("Dana").await?;
     let app = App::start(Launch::new(&gateway.url, &code)).await?;

@@ -8,7 +8,7 @@ use countersign_e2e::TestGateway;
 use serde_json::json;
 
 use crate::app::{answer_if_asked, eventually, serial, App, Launch};
-use crate::demo_plans::{preview, received, retention, signed_over_its_digest, status};
+use crate::demo_plans::{preview, received, retention_plan, signed_over_its_digest, status};
 
 const ANSWERED: &str = "[data-testid='decision-state'][data-state='answered']";
 const QUEUED: &str = "[data-testid='decision-state'][data-state='queued']";
@@ -18,7 +18,7 @@ async fn a_rejection_is_signed_with_its_reason_and_kept_in_history() -> anyhow::
     let _one = serial().await;
     let gateway = TestGateway::start().await?;
     let agent = gateway.agent("ops").await?;
-    let plan = retention(&agent, "prj_184", 14).await?;
+    let plan = retention_plan(&agent, "prj_184", 14).await?;
     let code = gateway.invite("Dana").await?;
     let app = App::start(Launch::new(&gateway.url, &code)).await?;
     app.open(&plan).await?;
@@ -162,7 +162,7 @@ async fn a_decision_made_offline_goes_out_when_the_gateway_returns() -> anyhow::
     let gateway = TestGateway::start().await?;
     let proxy = FaultProxy::start(gateway.url.trim_start_matches("http://")).await?;
     let agent = gateway.agent("ops").await?;
-    let plan = retention(&agent, "prj_184", 14).await?;
+    let plan = retention_plan(&agent, "prj_184", 14).await?;
     let code = gateway.invite("Dana").await?;
     let app = App::start(Launch::new(&proxy.url, &code)).await?;
     app.open(&plan).await?;

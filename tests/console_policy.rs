@@ -9,7 +9,7 @@ use countersign_policy::Sources;
 use serde_json::json;
 
 use crate::app::{eventually, serial, App, Launch};
-use crate::demo_plans::{contractors_of_support, preview, retention, status};
+use crate::demo_plans::{contractors_of_support, preview, retention_plan, status};
 use crate::notifications::{NotificationServer, NotifyCalls};
 
 /// Finance signs retention changes, a lead signs grants, and a bulk removal needs two leads and
@@ -45,7 +45,7 @@ async fn a_lead_opens_on_the_plans_that_need_them_and_is_told_why_not_the_others
     let _one = serial().await;
     let gateway = TestGateway::under(team_policy()?).await?;
     let agent = gateway.agent("ops").await?;
-    let retention = retention(&agent, "prj_184", 14).await?;
+    let retention = retention_plan(&agent, "prj_184", 14).await?;
     let grant = preview(
         &agent,
         "memberships.grant",

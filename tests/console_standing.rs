@@ -7,11 +7,10 @@
 //! editor and the amended plan go to target/screenshots.
 
 use countersign_e2e::webdriver::{plan_pane, queue_row};
-use countersign_e2e::{enroll, TestGateway};
-use serde_json::json;
+use countersign_e2e::{enroll, retention, TestGateway};
 
 use crate::app::{answer_if_showing, eventually, serial, App, Launch};
-use crate::demo_plans::{retention, status, SETTINGS};
+use crate::demo_plans::{retention_plan, status, SETTINGS};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standing_approval_from_a_plan_runs_the_next_one_unseen_until_it_is_revoked(
@@ -19,7 +18,7 @@ async fn a_standing_approval_from_a_plan_runs_the_next_one_unseen_until_it_is_re
     let _one = serial().await;
     let gateway = TestGateway::start().await?;
     let agent = gateway.agent("ops").await?;
-    let first = retention(&agent, "prj_184", 14).await?;
+    let first = retention_plan(&agent, "prj_184", 14).await?;
     let code = gateway.invite("Dana").await?;
     let dana = App::start(Launch::new(&gateway.url, &code)).await?;
 
@@ -70,25 +69,15 @@ async fn a_standing_approval_from_a_plan_runs_the_next_one_unseen_until_it_is_re
     assert_eq!(status(&agent, &first).await?, "approved");
 
     // The next plan like it is approved as it is stored, and runs; it never reaches the queue.
-    let next = agent
-        .dry_run(
-            SETTINGS,
-            json!({"project": "prj_184", "retention_days": 21}),
-        )
-        .await?;
+    let next = agent.dry_run(SETTINGS, retention("prj_184", 21)).await?;
     assert_eq!(next["status"], "approved", "{next}");
     let next = next["plan_id"].as_str().unwrap().to_owned();
     assert_eq!(agent.invoke(SETTINGS, &next).await?.status, 200);
     // Another it approves, which has not run: covered, not yet a use.
-    let later = agent
-        .dry_run(
-            SETTINGS,
-            json!({"project": "prj_184", "retention_days": 28}),
-        )
-        .await?;
+    let later = agent.dry_run(SETTINGS, retention("prj_184", 28)).await?;
     assert_eq!(later["status"], "approved", "{later}");
     let later = later["plan_id"].as_str().unwrap().to_owned();
-    let unlike = retention(&agent, "prj_200", 45).await?;
+    let unlike = retention_plan(&agent, "prj_200", 45).await?;
     eventually("a plan it does not cover to reach the queue", || async {
         Ok(dana.count(&queue_row(&unlike)).await? == 1)
     })
@@ -123,12 +112,7 @@ async fn a_standing_approval_from_a_plan_runs_the_next_one_unseen_until_it_is_re
         Ok(dana.find(row).await?.attr("data-state").await?.as_deref() == Some("revoked"))
     })
     .await?;
-    let after = agent
-        .dry_run(
-            SETTINGS,
-            json!({"project": "prj_184", "retention_days": 22}),
-        )
-        .await?;
+    let after = agent.dry_run(SETTINGS, retention("prj_184", 22)).await?;
     assert!(after.get("status").is_none(), "{after}");
     Ok(())
 }
@@ -139,7 +123,7 @@ async fn an_amended_plan_is_confirmed_natively_and_approved_by_someone_else() ->
     let _one = serial().await;
     let gateway = TestGateway::start().await?;
     let agent = gateway.agent("ops").await?;
-    let plan = retention(&agent, "prj_184", 60).await?;
+    let plan = retention_plan(&agent, "prj_184", 60).await?;
     let code = gateway.invite("Dana").await?;
     let dana = App::start(Launch::new(&gateway.url, &code)).await?;
 

@@ -21,13 +21,8 @@ pub async fn contractors_of_support(agent: &Agent) -> anyhow::Result<String> {
     .await
 }
 
-pub async fn retention(agent: &Agent, project: &str, days: u32) -> anyhow::Result<String> {
-    preview(
-        agent,
-        SETTINGS,
-        json!({"project": project, "retention_days": days}),
-    )
-    .await
+pub async fn retention_plan(agent: &Agent, project: &str, days: u32) -> anyhow::Result<String> {
+    preview(agent, SETTINGS, countersign_e2e::retention(project, days)).await
 }
 
 pub async fn received(agent: &Agent, plan_id: &str) -> anyhow::Result<Vec<Value>> {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use countersign_e2e::relay::{Relay, Tamper};
+use countersign_e2e::retention;
 use countersign_e2e::webdriver::{queue_row, Driver};
 use countersign_e2e::TestGateway;
 use fantoccini::{Client, Locator};
@@ -46,10 +47,7 @@ async fn approving_in_the_window_approves_at_the_gateway() -> anyhow::Result<()>
     let agent = gateway.agent("ops").await?;
     let code = gateway.invite("Dana").await?;
     let preview = agent
-        .dry_run(
-            "projects.settings.update",
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
+        .dry_run("projects.settings.update", retention("prj_184", 14))
         .await?;
     let plan_id = preview["plan_id"].as_str().unwrap().to_owned();
 

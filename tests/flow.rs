@@ -3,6 +3,7 @@
 
 use countersign_console::signing::signer::{Signer, KEYRING_SERVICE};
 use countersign_console::{Console, ConsoleError};
+use countersign_e2e::retention;
 use countersign_e2e::TestGateway;
 use serde_json::json;
 
@@ -43,24 +44,9 @@ async fn plan_travels_from_agent_to_signed_approval_to_execution() -> anyhow::Re
     // A fresh console finds key and token in the keyring alone.
     let console = Console::open(&gateway.url, &gateway_id)?;
 
-    let first = agent
-        .dry_run(
-            CAPABILITY,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await?;
-    let second = agent
-        .dry_run(
-            CAPABILITY,
-            json!({"project": "prj_184", "retention_days": 21}),
-        )
-        .await?;
-    let third = agent
-        .dry_run(
-            CAPABILITY,
-            json!({"project": "prj_184", "retention_days": 60}),
-        )
-        .await?;
+    let first = agent.dry_run(CAPABILITY, retention("prj_184", 14)).await?;
+    let second = agent.dry_run(CAPABILITY, retention("prj_184", 21)).await?;
+    let third = agent.dry_run(CAPABILITY, retention("prj_184", 60)).await?;
     let ids: Vec<&str> = [&first, &second, &third]
         .iter()
         .map(|p| p["plan_id"].as_str().unwrap())

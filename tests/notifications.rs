@@ -15,7 +15,7 @@ use countersign_e2e::TestGateway;
 use serde_json::json;
 
 use crate::app::{eventually, serial, App, Launch};
-use crate::demo_plans::{contractors_of_support, preview, retention};
+use crate::demo_plans::{contractors_of_support, preview, retention_plan};
 
 /// A notification server on the session bus: the one already there, or dunst started for the
 /// test (the CI session has none).
@@ -140,7 +140,7 @@ async fn a_new_risky_plan_sends_one_notify_call() -> anyhow::Result<()> {
     .await?;
     // A calm plan after it, then a second risky one: once the second's call is in, the queue has
     // been through every pass that could have announced the first again, or the calm one.
-    let calm = retention(&agent, "prj_420", 45).await?;
+    let calm = retention_plan(&agent, "prj_420", 45).await?;
     app.find(&queue_row(&calm)).await?;
     let marker = preview(
         &agent,
@@ -172,8 +172,8 @@ async fn plans_about_to_expire_remind_once_and_a_snooze_comes_back() -> anyhow::
     let proxy = FaultProxy::start(gateway.url.trim_start_matches("http://")).await?;
     let agent = gateway.agent("ops").await?;
     let notify = NotifyCalls::watch()?;
-    let expiring = retention(&agent, "prj_184", 14).await?;
-    let snoozed = retention(&agent, "prj_420", 45).await?;
+    let expiring = retention_plan(&agent, "prj_184", 14).await?;
+    let snoozed = retention_plan(&agent, "prj_420", 45).await?;
     let code = gateway.invite("Dana").await?;
     let mut launch = Launch::new(&proxy.url, &code);
     launch
@@ -201,7 +201,7 @@ async fn plans_about_to_expire_remind_once_and_a_snooze_comes_back() -> anyhow::
         .await?;
     let mut thirty = Vec::new();
     for days in 60..90 {
-        thirty.push(retention(&agent, "prj_184", days).await?);
+        thirty.push(retention_plan(&agent, "prj_184", days).await?);
     }
     proxy.down(false);
     eventually("one notification for the thirty", || async {

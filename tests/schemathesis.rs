@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use countersign_e2e::{enroll, TestGateway};
+use countersign_e2e::{enroll, retention, TestGateway};
 use countersign_proto::decision::new_nonce;
 use countersign_proto::standing::{new_standing_id, StandingStatement, STANDING_STATEMENT_TYPE};
 use countersign_proto::statement::Signed as _;
@@ -200,10 +200,7 @@ async fn generated_requests_get_answers_that_match_the_description() -> anyhow::
     let agent = gateway.agent("schema-agent").await?;
     // Plans in the queue, one with subjects, for the approver's walk from the queue.
     agent
-        .dry_run(
-            "projects.settings.update",
-            json!({"project": "prj_184", "retention_days": 21}),
-        )
+        .dry_run("projects.settings.update", retention("prj_184", 21))
         .await?;
     let removal = agent
         .dry_run(
@@ -285,16 +282,10 @@ async fn seeded(
     approver: &countersign_e2e::Approver,
 ) -> anyhow::Result<Seeded> {
     let amended = agent
-        .dry_run(
-            "projects.settings.update",
-            json!({"project": "prj_200", "retention_days": 45}),
-        )
+        .dry_run("projects.settings.update", retention("prj_200", 45))
         .await?;
     let decided = agent
-        .dry_run(
-            "projects.settings.update",
-            json!({"project": "prj_421", "retention_days": 60}),
-        )
+        .dry_run("projects.settings.update", retention("prj_421", 60))
         .await?;
     let gateway_id = countersign_e2e::get(&format!("{}/v1/gateway", gateway.url), &approver.token)
         .await["gateway_id"]

@@ -258,6 +258,11 @@ impl Agent {
 }
 
 /// `countersign-gateway`, built beside the test binary (`target/<profile>/deps/..`).
+/// The params of a retention change of `project` to `days` (`projects.settings.update`).
+pub fn retention(project: &str, days: u32) -> Value {
+    json!({"project": project, "retention_days": days})
+}
+
 pub fn gateway_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let path = exe

@@ -11,6 +11,7 @@ use countersign_console::signing::journal::Journal;
 use countersign_console::signing::signer::Signer;
 use countersign_console::{Console, ConsoleError};
 use countersign_e2e::proxy::FaultProxy;
+use countersign_e2e::retention;
 use countersign_e2e::TestGateway;
 use serde_json::json;
 use tokio::sync::watch;
@@ -64,12 +65,7 @@ async fn events_deliver_plans_and_polling_covers_a_dead_stream() -> anyhow::Resu
         s.link == Link::Online
     })
     .await;
-    let first = agent
-        .dry_run(
-            CAPABILITY,
-            json!({"project": "prj_184", "retention_days": 7}),
-        )
-        .await?;
+    let first = agent.dry_run(CAPABILITY, retention("prj_184", 7)).await?;
     let first_id = first["plan_id"].as_str().unwrap().to_owned();
     let seen = wait_for(&mut snapshots, "the first plan", within, |s| {
         has(s, &first_id)
@@ -88,12 +84,7 @@ async fn events_deliver_plans_and_polling_covers_a_dead_stream() -> anyhow::Resu
         s.link == Link::Degraded
     })
     .await;
-    let second = agent
-        .dry_run(
-            CAPABILITY,
-            json!({"project": "prj_200", "retention_days": 7}),
-        )
-        .await?;
+    let second = agent.dry_run(CAPABILITY, retention("prj_200", 7)).await?;
     let second_id = second["plan_id"].as_str().unwrap().to_owned();
     let seen = wait_for(&mut snapshots, "the second plan", within, |s| {
         has(s, &second_id)
@@ -108,12 +99,7 @@ async fn events_deliver_plans_and_polling_covers_a_dead_stream() -> anyhow::Resu
         s.link == Link::Online
     })
     .await;
-    let third = agent
-        .dry_run(
-            CAPABILITY,
-            json!({"project": "prj_311", "retention_days": 7}),
-        )
-        .await?;
+    let third = agent.dry_run(CAPABILITY, retention("prj_311", 7)).await?;
     let third_id = third["plan_id"].as_str().unwrap().to_owned();
     let seen = wait_for(&mut snapshots, "the third plan", within, |s| {
         has(s, &third_id)

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::common::retention;
 use crate::common::{Recorder, REMOVE, SETTINGS};
 use countersign_console::live::sync::Backoff;
 use countersign_console::live::{Live, Timing};
@@ -122,19 +123,9 @@ async fn a_batch_signs_each_plan_over_its_own_digest() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_refuses_a_plan_whose_digest_was_not_the_one_seen() -> anyhow::Result<()> {
     let (_gateway, agent, dana) = crate::common::approving("Dana").await?;
-    let good = agent
-        .plan(
-            SETTINGS,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await?;
+    let good = agent.plan(SETTINGS, retention("prj_184", 14)).await?;
     let digest = dana.console.plan_view(&good).await?.digest;
-    let other = agent
-        .plan(
-            SETTINGS,
-            json!({"project": "prj_311", "retention_days": 21}),
-        )
-        .await?;
+    let other = agent.plan(SETTINGS, retention("prj_311", 21)).await?;
     let items = [
         BatchItem {
             plan_id: good.clone(),
@@ -183,12 +174,7 @@ async fn a_batch_refuses_a_plan_whose_digest_was_not_the_one_seen() -> anyhow::R
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_queued_while_offline_goes_out_on_reconnect() -> anyhow::Result<()> {
     let (gateway, agent, dana) = crate::common::approving("Dana").await?;
-    let plan_id = agent
-        .plan(
-            SETTINGS,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await?;
+    let plan_id = agent.plan(SETTINGS, retention("prj_184", 14)).await?;
     let view = dana.console.plan_view(&plan_id).await?;
     let timing = Timing {
         stream_retry: Backoff::new(Duration::from_millis(100), Duration::from_millis(300)),

@@ -4,7 +4,7 @@
 
 use countersign_proto::statement::Signed as _;
 
-use crate::common::{Recorder, REMOVE, SETTINGS};
+use crate::common::{retention, Recorder, REMOVE, SETTINGS};
 use serde_json::json;
 
 /// Seed 004: a retention change names its consequences, not counts: each item's expiry before
@@ -13,12 +13,7 @@ use serde_json::json;
 async fn a_retention_change_names_each_item_s_new_expiry_and_the_items_held() -> anyhow::Result<()>
 {
     let (_gateway, agent, dana) = crate::common::approving("Dana").await?;
-    let plan_id = agent
-        .plan(
-            SETTINGS,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await?;
+    let plan_id = agent.plan(SETTINGS, retention("prj_184", 14)).await?;
     let view = dana.console.plan_view(&plan_id).await?;
     let held = view
         .validation
@@ -149,12 +144,7 @@ async fn a_batch_view_counts_distinct_subjects_and_shows_overlaps() -> anyhow::R
             json!({"group": "grp_support", "filter": {"users": ["usr_02", "usr_03"]}}),
         )
         .await?;
-    let settings = agent
-        .plan(
-            SETTINGS,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await?;
+    let settings = agent.plan(SETTINGS, retention("prj_184", 14)).await?;
     let ids = vec![contractors.clone(), two.clone(), settings.clone()];
     let batch = dana.console.batch_view(&ids).await?;
     assert_eq!(batch.plans.len(), 3);
@@ -183,12 +173,7 @@ async fn a_batch_view_counts_distinct_subjects_and_shows_overlaps() -> anyhow::R
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_executed_plan_shows_its_result_and_no_stale_banner() -> anyhow::Result<()> {
     let (_gateway, agent, dana) = crate::common::approving("Dana").await?;
-    let plan_id = agent
-        .plan(
-            SETTINGS,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await?;
+    let plan_id = agent.plan(SETTINGS, retention("prj_184", 14)).await?;
     let view = dana.console.plan_view(&plan_id).await?;
     assert!(view.execution.is_none());
     dana.console
@@ -232,18 +217,8 @@ async fn an_executed_plan_shows_its_result_and_no_stale_banner() -> anyhow::Resu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_is_newest_first_verified_offline_and_exported_privately() -> anyhow::Result<()> {
     let (gateway, agent, dana) = crate::common::approving("Dana").await?;
-    let first = agent
-        .plan(
-            SETTINGS,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await?;
-    let second = agent
-        .plan(
-            SETTINGS,
-            json!({"project": "prj_311", "retention_days": 21}),
-        )
-        .await?;
+    let first = agent.plan(SETTINGS, retention("prj_184", 14)).await?;
+    let second = agent.plan(SETTINGS, retention("prj_311", 21)).await?;
     let view = dana.console.plan_view(&first).await?;
     dana.console
         .approve(&first, &view.digest, None, &Recorder::answering(true))
@@ -305,18 +280,8 @@ async fn history_is_newest_first_verified_offline_and_exported_privately() -> an
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_plan_refreshes_into_one_that_says_what_changed() -> anyhow::Result<()> {
     let (_gateway, agent, dana) = crate::common::approving("Dana").await?;
-    let old = agent
-        .plan(
-            SETTINGS,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await?;
-    let other = agent
-        .plan(
-            SETTINGS,
-            json!({"project": "prj_184", "retention_days": 21}),
-        )
-        .await?;
+    let old = agent.plan(SETTINGS, retention("prj_184", 14)).await?;
+    let other = agent.plan(SETTINGS, retention("prj_184", 21)).await?;
     let view = dana.console.plan_view(&other).await?;
     dana.console
         .approve(&other, &view.digest, None, &Recorder::answering(true))

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::common::retention;
 use crate::common::{require_secret_service, Recorder, REMOVE, SETTINGS};
 use countersign_console::live::notify::NotifyRules;
 use countersign_console::live::{Link, Snapshot};
@@ -104,12 +105,7 @@ async fn the_header_and_queue_come_from_the_live_snapshot() -> anyhow::Result<()
                     json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
                 )
                 .await?;
-            let calm = agent
-                .plan(
-                    SETTINGS,
-                    json!({"project": "prj_184", "retention_days": 14}),
-                )
-                .await?;
+            let calm = agent.plan(SETTINGS, retention("prj_184", 14)).await?;
             until(&mut changes, "both plans listed", |s| s.items.len() == 2).await;
             // Rows show their plans' own gists once a window asks for the rows in view.
             let listed: Vec<String> = session

@@ -1,7 +1,7 @@
 //! Accounts: revocation, expiring invites that carry their name, the identity key and bound
 //! enrollment, as the gateway answers them.
 
-use crate::common::{approve_by, assert_error, Gateway};
+use crate::common::{approve_by, assert_error, retention, Gateway};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use countersign_engine::{accounts, approval::revocation};
@@ -51,8 +51,7 @@ async fn a_revoked_agent_token_is_unauthenticated() {
 
 #[tokio::test]
 async fn a_revoked_approver_token_is_unauthenticated() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let queue = gw
         .call("GET", "/v1/approvals", Some(&dana.token), None)
         .await;
@@ -74,8 +73,7 @@ async fn a_revoked_approver_token_is_unauthenticated() {
 
 #[tokio::test]
 async fn a_decision_signed_with_a_revoked_key_is_refused_and_older_ones_stay_verifiable() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let first = plan(&gw, 14).await;
     let first_id = first["plan_id"].as_str().unwrap();
     approve_by(&gw, &first, &[&dana]).await;
@@ -85,9 +83,7 @@ async fn a_decision_signed_with_a_revoked_key_is_refused_and_older_ones_stay_ver
         .unwrap();
     assert_eq!(owner, dana.id);
 
-    let second = gw
-        .dry_run(json!({"project": "prj_200", "retention_days": 14}))
-        .await;
+    let second = gw.dry_run(retention("prj_200", 14)).await;
     dana.refused(
         &gw,
         second["plan_id"].as_str().unwrap(),
@@ -120,8 +116,7 @@ async fn a_decision_signed_with_a_revoked_key_is_refused_and_older_ones_stay_ver
 
 #[tokio::test]
 async fn a_rotation_signed_with_a_revoked_key_is_refused() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     revocation::revoke_key(&gw.state.store, gw.state.registry, &dana.key_id)
         .await
         .unwrap();

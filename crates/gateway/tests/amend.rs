@@ -3,7 +3,7 @@
 //! as the successor, which names who changed what; the agent sees it over MCP. Whoever writes the
 //! request does not approve it: the amender's approval, by hand or standing, does not count.
 
-use crate::common::{approve_by, assert_error, Gateway, Reply};
+use crate::common::{approve_by, assert_error, retention, Gateway, Reply};
 use axum::http::StatusCode;
 use countersign_embedded::default_registry;
 use countersign_engine::accounts;
@@ -23,18 +23,9 @@ async fn amend(gw: &Gateway, token: &str, plan: &Value, params: Value) -> Reply 
 
 #[tokio::test]
 async fn an_amended_request_is_previewed_as_the_successor_and_approved_by_someone_else() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 7}))
-        .await;
-    let reply = amend(
-        &gw,
-        &dana.token,
-        &plan,
-        json!({"project": "prj_184", "retention_days": 14}),
-    )
-    .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw.dry_run(retention("prj_184", 7)).await;
+    let reply = amend(&gw, &dana.token, &plan, retention("prj_184", 14)).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     let successor = &reply.body;
     assert_eq!(successor["supersedes"], plan["plan_id"]);
@@ -81,38 +72,21 @@ async fn an_amended_request_is_previewed_as_the_successor_and_approved_by_someon
 
 #[tokio::test]
 async fn the_amenders_standing_approval_does_not_count_for_what_they_wrote() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let agent = crate::standing::agent_id(&gw).await;
     // Dana's standing approval covers retention of at least 7 days on prj_184.
     let covering = crate::standing::statement(&gw, &dana, &agent);
     crate::standing::create(&gw, &dana, &covering).await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 3}))
-        .await;
+    let plan = gw.dry_run(retention("prj_184", 3)).await;
     assert!(plan.get("status").is_none(), "{plan}");
-    let reply = amend(
-        &gw,
-        &dana.token,
-        &plan,
-        json!({"project": "prj_184", "retention_days": 14}),
-    )
-    .await;
+    let reply = amend(&gw, &dana.token, &plan, retention("prj_184", 14)).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     assert_eq!(reply.body["status"], "pending_approval", "{}", reply.body);
     assert_eq!(reply.body["approvals"]["received"], json!([]));
     // Another approver's amendment into the same request is covered by Dana's.
     let lena = gw.enroll("Lena").await;
-    let other = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 2}))
-        .await;
-    let by_lena = amend(
-        &gw,
-        &lena.token,
-        &other,
-        json!({"project": "prj_184", "retention_days": 14}),
-    )
-    .await;
+    let other = gw.dry_run(retention("prj_184", 2)).await;
+    let by_lena = amend(&gw, &lena.token, &other, retention("prj_184", 14)).await;
     assert_eq!(by_lena.body["status"], "approved", "{}", by_lena.body);
 }
 
@@ -146,11 +120,8 @@ async fn nobody_amends_a_request_into_a_grant_to_themselves() {
 
 #[tokio::test]
 async fn an_amendment_is_held_to_the_bounds_of_a_dry_run() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 7}))
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw.dry_run(retention("prj_184", 7)).await;
     let mut deep = json!(1);
     for _ in 0..12 {
         deep = json!([deep]);
@@ -179,11 +150,8 @@ async fn an_amendment_is_held_to_the_bounds_of_a_dry_run() {
 
 #[tokio::test]
 async fn over_mcp_wait_answers_with_the_amended_plan_and_who_changed_what() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 7}))
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw.dry_run(retention("prj_184", 7)).await;
     let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
     let (state, token) = (gw.state.clone(), gw.agent.clone());
     let waiting = tokio::spawn(async move {
@@ -203,13 +171,7 @@ async fn over_mcp_wait_answers_with_the_amended_plan_and_who_changed_what() {
         !waiting.is_finished(),
         "the wait was open before the amendment"
     );
-    let reply = amend(
-        &gw,
-        &dana.token,
-        &plan,
-        json!({"project": "prj_184", "retention_days": 14}),
-    )
-    .await;
+    let reply = amend(&gw, &dana.token, &plan, retention("prj_184", 14)).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     let answer = waiting.await.unwrap();
     let result = &answer["result"];
@@ -226,8 +188,7 @@ async fn over_mcp_wait_answers_with_the_amended_plan_and_who_changed_what() {
 
 #[tokio::test]
 async fn an_amendment_the_agent_may_not_make_or_the_schema_refuses_is_refused() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let scope: Vec<Scope> = vec![default_registry()
         .scope("projects.settings.update:prj_184")
         .unwrap()];
@@ -235,26 +196,12 @@ async fn an_amendment_the_agent_may_not_make_or_the_schema_refuses_is_refused() 
         .await
         .unwrap();
     let scoped = Gateway::acting_as(gw.state.clone(), token);
-    let plan = scoped
-        .dry_run(json!({"project": "prj_184", "retention_days": 60}))
-        .await;
+    let plan = scoped.dry_run(retention("prj_184", 60)).await;
     // Narrower is fine; another project is not the agent's to touch.
-    let narrower = amend(
-        &gw,
-        &dana.token,
-        &plan,
-        json!({"project": "prj_184", "retention_days": 14}),
-    )
-    .await;
+    let narrower = amend(&gw, &dana.token, &plan, retention("prj_184", 14)).await;
     assert_eq!(narrower.status, StatusCode::OK, "{}", narrower.body);
     let successor = &narrower.body["plan"];
-    let elsewhere = amend(
-        &gw,
-        &dana.token,
-        successor,
-        json!({"project": "prj_200", "retention_days": 14}),
-    )
-    .await;
+    let elsewhere = amend(&gw, &dana.token, successor, retention("prj_200", 14)).await;
     assert_error(&elsewhere, "forbidden", 403);
     let wrong = amend(
         &gw,
@@ -264,13 +211,7 @@ async fn an_amendment_the_agent_may_not_make_or_the_schema_refuses_is_refused() 
     )
     .await;
     assert_error(&wrong, "validation_error", 422);
-    let same = amend(
-        &gw,
-        &dana.token,
-        successor,
-        json!({"project": "prj_184", "retention_days": 14}),
-    )
-    .await;
+    let same = amend(&gw, &dana.token, successor, retention("prj_184", 14)).await;
     assert_error(&same, "validation_error", 422);
     // Nothing of the refused ones was stored: the successor still stands.
     let record = gw
@@ -278,30 +219,15 @@ async fn an_amendment_the_agent_may_not_make_or_the_schema_refuses_is_refused() 
         .await;
     assert_eq!(record.body["status"], "pending_approval");
     // The agent cannot amend its own plan.
-    let by_agent = amend(
-        &gw,
-        &scoped.agent,
-        successor,
-        json!({"project": "prj_184", "retention_days": 20}),
-    )
-    .await;
+    let by_agent = amend(&gw, &scoped.agent, successor, retention("prj_184", 20)).await;
     assert_error(&by_agent, "forbidden", 403);
 }
 
 #[tokio::test]
 async fn over_mcp_the_amenders_own_approval_leaves_the_agent_waiting() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 7}))
-        .await;
-    let reply = amend(
-        &gw,
-        &dana.token,
-        &plan,
-        json!({"project": "prj_184", "retention_days": 14}),
-    )
-    .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw.dry_run(retention("prj_184", 7)).await;
+    let reply = amend(&gw, &dana.token, &plan, retention("prj_184", 14)).await;
     let next = reply.body["plan"].clone();
     let next_id = next["plan_id"].as_str().unwrap().to_owned();
     let (state, token) = (gw.state.clone(), gw.agent.clone());

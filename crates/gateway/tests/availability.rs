@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::sse::Events;
-use crate::common::{approve_by, assert_error, Gateway};
+use crate::common::{approve_by, assert_error, retention, Gateway, RETENTION};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode};
@@ -26,7 +26,6 @@ use countersign_proto::Credits;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
-const RETENTION: &str = "projects.settings.update";
 const REMOVE: &str = "groups.members.remove";
 
 /// A capability whose evaluation counts itself and waits until the test lets it go: to see
@@ -139,12 +138,7 @@ async fn a_preview_is_evaluated_off_the_writer_and_a_decision_lands_meanwhile() 
     let (gw, held) = with_probe(Limits::default()).await;
     let gw = Arc::new(gw);
     let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .preview(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await;
+    let plan = gw.preview(RETENTION, retention("prj_184", 14)).await;
     let previewing = tokio::spawn({
         let gw = gw.clone();
         async move { probe(&gw).await }
@@ -192,11 +186,7 @@ async fn an_agent_at_a_cap_is_refused_before_its_request_is_evaluated() {
         ..Limits::default()
     })
     .await;
-    gw.preview(
-        RETENTION,
-        json!({"project": "prj_184", "retention_days": 14}),
-    )
-    .await;
+    gw.preview(RETENTION, retention("prj_184", 14)).await;
     let refused = probe_refused(&gw).await;
     assert_error(&refused, "quota_exceeded", 429);
     assert_eq!(held.evaluations.load(Ordering::SeqCst), 0);
@@ -210,12 +200,7 @@ async fn a_refresh_is_held_to_the_caps_net_of_the_plan_it_replaces() {
     })
     .await;
     let dana = gw.enroll("Dana").await;
-    let first = gw
-        .preview(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await;
+    let first = gw.preview(RETENTION, retention("prj_184", 14)).await;
     let refresh = |id: &Value| format!("/v1/plans/{}/refresh", id.as_str().unwrap());
     // Replacing the one waiting plan takes its place: allowed.
     let second = gw
@@ -225,12 +210,7 @@ async fn a_refresh_is_held_to_the_caps_net_of_the_plan_it_replaces() {
     // An expired plan holds no place: refreshing it would be a new one past the cap.
     gw.expire(second.body["plan"]["plan_id"].as_str().unwrap())
         .await;
-    let third = gw
-        .preview(
-            RETENTION,
-            json!({"project": "prj_311", "retention_days": 7}),
-        )
-        .await;
+    let third = gw.preview(RETENTION, retention("prj_311", 7)).await;
     assert_eq!(third["would_require_approval"], true);
     let grown = gw
         .call(
@@ -245,8 +225,7 @@ async fn a_refresh_is_held_to_the_caps_net_of_the_plan_it_replaces() {
 
 #[tokio::test]
 async fn a_replaced_plans_subject_rows_are_freed_at_once() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let old = gw
         .preview(
             REMOVE,
@@ -368,12 +347,7 @@ async fn an_approvers_refresh_counts_toward_their_rate() {
     })
     .await;
     let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .preview(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await;
+    let plan = gw.preview(RETENTION, retention("prj_184", 14)).await;
     let uri = format!("/v1/plans/{}", plan["plan_id"].as_str().unwrap());
     for _ in 0..2 {
         let read = gw.call("GET", &uri, Some(&dana.token), None).await;
@@ -420,12 +394,7 @@ async fn an_agent_holds_a_bounded_number_of_mcp_waits() {
         })
         .await,
     );
-    let plan = gw
-        .preview(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await;
+    let plan = gw.preview(RETENTION, retention("prj_184", 14)).await;
     let wait = json!({"plan_id": plan["plan_id"], "timeout_seconds": 3});
     let mut open = Vec::new();
     for _ in 0..2 {

@@ -1,11 +1,10 @@
 //! Strings an agent writes reach approvers (plans, validation messages, the preview audit), so the
 //! gateway bounds their length and count: `validation_error` with a pointer, and nothing stored.
 
-use crate::common::{assert_error, Gateway, Reply};
+use crate::common::{assert_error, retention, Gateway, Reply, RETENTION};
 use axum::http::StatusCode;
 use serde_json::{json, Map, Value};
 
-const RETENTION: &str = "projects.settings.update";
 const UPLOAD: &str = "documents.document.upload";
 
 async fn dry_run(gw: &Gateway, capability: &str, body: Value) -> Reply {
@@ -38,7 +37,7 @@ async fn stored(gw: &Gateway) -> (i64, i64) {
 }
 
 fn settings() -> Value {
-    json!({"project": "prj_184", "retention_days": 14})
+    retention("prj_184", 14)
 }
 
 #[tokio::test]

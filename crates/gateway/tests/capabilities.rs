@@ -206,13 +206,7 @@ async fn lowering_a_quota_blocks_uploads_in_the_projects_over_it() {
     assert_eq!(plan["validation"][0]["code"], "uploads_blocked");
     // Nothing risky: it runs at once, and then an upload to a blocked project is refused.
     assert_eq!(plan["would_require_approval"], false);
-    let reply = gw
-        .invoke_as(
-            &gw.agent,
-            "storage.quota.update",
-            json!({"plan_id": plan["plan_id"]}),
-        )
-        .await;
+    let reply = gw.execute(&plan).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     let upload = gw
         .preview(
@@ -418,13 +412,7 @@ async fn a_plan_that_became_blocked_does_not_execute() {
         .await
         .unwrap();
     let before = gw.snapshot().await;
-    let reply = gw
-        .invoke_as(
-            &gw.agent,
-            "memberships.grant",
-            json!({"plan_id": plan["plan_id"]}),
-        )
-        .await;
+    let reply = gw.execute(&plan).await;
     assert_error(&reply, "plan_stale", 409);
     assert_eq!(
         reply.body["error"]["details"]["moved"][0]["resource"],
@@ -443,13 +431,7 @@ async fn a_blocked_plan_answers_with_its_first_blocker() {
         )
         .await;
     assert_eq!(plan["executable"], false);
-    let reply = gw
-        .invoke_as(
-            &gw.agent,
-            "documents.document.upload",
-            json!({"plan_id": plan["plan_id"]}),
-        )
-        .await;
+    let reply = gw.execute(&plan).await;
     assert_error(&reply, "validation_error", 422);
     assert_eq!(
         reply.body["error"]["details"]["violations"][0]["schema_pointer"],

@@ -4,14 +4,13 @@
 
 use std::net::SocketAddr;
 
-use crate::common::{approve_by, assert_error, Gateway};
+use crate::common::{approve_by, assert_error, retention, Gateway, RETENTION};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode};
 use countersign_engine::{execution::quotas, Limits};
 use serde_json::{json, Value};
 
-const RETENTION: &str = "projects.settings.update";
 const REMOVE: &str = "groups.members.remove";
 
 fn contractors() -> Value {
@@ -51,12 +50,7 @@ async fn the_pending_plan_cap_refuses_and_writes_nothing() {
     }
     let plans = count(&gw, "SELECT COUNT(*) FROM plans").await;
     let audits = count(&gw, "SELECT COUNT(*) FROM preview_audit").await;
-    let refused = dry_run(
-        &gw,
-        RETENTION,
-        json!({"project": "prj_311", "retention_days": 12}),
-    )
-    .await;
+    let refused = dry_run(&gw, RETENTION, retention("prj_311", 12)).await;
     assert_error(&refused, "quota_exceeded", 429);
     let details = &refused.body["error"]["details"];
     assert_eq!(details["quota"], "pending_plans");
@@ -88,13 +82,8 @@ async fn a_decided_plan_frees_its_place_under_the_pending_cap() {
     })
     .await;
     let dana = gw.enroll("Dana").await;
-    let first = gw
-        .preview(
-            RETENTION,
-            json!({"project": "prj_311", "retention_days": 10}),
-        )
-        .await;
-    let second = json!({"project": "prj_311", "retention_days": 11});
+    let first = gw.preview(RETENTION, retention("prj_311", 10)).await;
+    let second = retention("prj_311", 11);
     assert_error(
         &dry_run(&gw, RETENTION, second.clone()).await,
         "quota_exceeded",

@@ -1,12 +1,11 @@
 //! What a plan tells its approver beyond the signed preview, and which plans reach an approver at
 //! all (issue 8): no-op plans, distinct subjects, named consequences, the wallet, staleness.
 
-use crate::common::{approve_by, assert_error, Gateway};
+use crate::common::{approve_by, assert_error, retention, Gateway, RETENTION};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
 const QUEUE: &str = "/v1/approvals?status=pending";
-const RETENTION: &str = "projects.settings.update";
 
 fn fixture(name: &str) -> Value {
     let path = format!(
@@ -32,23 +31,16 @@ async fn events_of(gw: &Gateway, plan_id: &str) -> i64 {
 
 #[tokio::test]
 async fn a_plan_that_changes_nothing_waits_for_nobody_and_never_enters_the_queue() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let unchanged = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 30}))
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let unchanged = gw.dry_run(retention("prj_184", 30)).await;
     let granted = gw
         .preview(
             "memberships.grant",
             json!({"project": "prj_184", "subject": "usr_40", "role": "editor"}),
         )
         .await;
-    let missing = gw
-        .dry_run(json!({"project": "prj_missing", "retention_days": 14}))
-        .await;
-    let real = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let missing = gw.dry_run(retention("prj_missing", 14)).await;
+    let real = gw.dry_run(retention("prj_184", 14)).await;
 
     for (plan, code) in [
         (&unchanged, "no_change"),
@@ -81,13 +73,7 @@ async fn a_plan_that_changes_nothing_waits_for_nobody_and_never_enters_the_queue
     let ran = gw.invoke(json!({"plan_id": unchanged["plan_id"]})).await;
     assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
     assert_eq!(ran.body["metadata"]["effects_applied"], json!([]));
-    let ran = gw
-        .invoke_as(
-            &gw.agent,
-            "memberships.grant",
-            json!({"plan_id": granted["plan_id"]}),
-        )
-        .await;
+    let ran = gw.execute(&granted).await;
     assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
     // A blocked one still never runs, and says why.
     let refused = gw.invoke(json!({"plan_id": missing["plan_id"]})).await;
@@ -100,8 +86,7 @@ async fn a_plan_that_changes_nothing_waits_for_nobody_and_never_enters_the_queue
 
 #[tokio::test]
 async fn the_queue_counts_each_subject_once_across_effects() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let bulk = gw
         .preview(
             "groups.members.remove",
@@ -131,11 +116,8 @@ async fn the_queue_counts_each_subject_once_across_effects() {
 
 #[tokio::test]
 async fn the_retention_preview_names_each_item_with_its_expiry_before_and_after() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     let plan_id = plan["plan_id"].as_str().unwrap();
     let page = gw
         .call(
@@ -204,8 +186,7 @@ async fn the_retention_preview_names_each_item_with_its_expiry_before_and_after(
 
 #[tokio::test]
 async fn the_plan_record_carries_its_title_and_the_agents_wallet() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let ada = gw.enroll("Ada").await;
     let bulk = gw
         .preview(
@@ -235,8 +216,7 @@ async fn the_plan_record_carries_its_title_and_the_agents_wallet() {
 
 #[tokio::test]
 async fn a_bulk_plan_the_wallet_cannot_pay_says_so_and_cannot_be_approved() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let plan = gw
         .preview(
             "groups.members.remove",
@@ -299,9 +279,8 @@ async fn a_bulk_plan_the_wallet_cannot_pay_says_so_and_cannot_be_approved() {
 
 #[tokio::test]
 async fn a_mismatched_expected_revision_blocks_the_plan_and_keeps_it_from_approvers() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let params = json!({"project": "prj_311", "retention_days": 21});
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let params = retention("prj_311", 21);
     let first = gw.preview(RETENTION, params.clone()).await;
     let read = &first["read_revisions"][0];
     let (resource, revision) = (read["resource"].as_str().unwrap(), &read["revision"]);
@@ -337,8 +316,7 @@ async fn a_mismatched_expected_revision_blocks_the_plan_and_keeps_it_from_approv
 
 #[tokio::test]
 async fn an_executed_plan_reports_no_staleness_from_its_own_writes() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let grant = gw
         .approved_by(
             "memberships.grant",
@@ -346,13 +324,7 @@ async fn an_executed_plan_reports_no_staleness_from_its_own_writes() {
             &[&dana],
         )
         .await;
-    let ran = gw
-        .invoke_as(
-            &gw.agent,
-            "memberships.grant",
-            json!({"plan_id": grant["plan_id"]}),
-        )
-        .await;
+    let ran = gw.execute(&grant).await;
     assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
     let record = gw
         .record(&dana.token, grant["plan_id"].as_str().unwrap())
@@ -361,9 +333,7 @@ async fn an_executed_plan_reports_no_staleness_from_its_own_writes() {
     assert_eq!(record.body["stale"], Value::Null, "{}", record.body);
 
     // A waiting plan whose read moved says what moved; once expired it is over, not stale.
-    let waiting = gw
-        .dry_run(json!({"project": "prj_421", "retention_days": 30}))
-        .await;
+    let waiting = gw.dry_run(retention("prj_421", 30)).await;
     let other = gw
         .approved_by(
             "memberships.grant",
@@ -371,13 +341,7 @@ async fn an_executed_plan_reports_no_staleness_from_its_own_writes() {
             &[&dana],
         )
         .await;
-    let ran = gw
-        .invoke_as(
-            &gw.agent,
-            "memberships.grant",
-            json!({"plan_id": other["plan_id"]}),
-        )
-        .await;
+    let ran = gw.execute(&other).await;
     assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
     let waiting_id = waiting["plan_id"].as_str().unwrap();
     let record = gw.record(&dana.token, waiting_id).await;

@@ -1,6 +1,6 @@
 //! Signed decisions and execution: each refusal with its code, nothing executes twice.
 
-use crate::common::{assert_error, Gateway};
+use crate::common::{assert_error, retention, Gateway};
 use axum::http::StatusCode;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
@@ -11,11 +11,8 @@ use serde_json::json;
 
 #[tokio::test]
 async fn refusals_follow_the_check_order() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     let plan_id = plan["plan_id"].as_str().unwrap();
 
     let mut envelope = dana.sign(&dana.statement(&gw, &plan));
@@ -129,11 +126,8 @@ async fn refusals_follow_the_check_order() {
 /// chosen so that the later check alone would answer otherwise.
 #[tokio::test]
 async fn of_two_faults_the_earlier_check_answers() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     let plan_id = plan["plan_id"].as_str().unwrap();
     let elsewhere = |mut s: Statement| {
         s.audience = "gw_elsewhere".into();
@@ -200,12 +194,9 @@ async fn of_two_faults_the_earlier_check_answers() {
 
 #[tokio::test]
 async fn approval_replay_nonce_and_eligibility() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let ada = gw.enroll("Ada").await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     let plan_id = plan["plan_id"].as_str().unwrap();
 
     let statement = dana.statement(&gw, &plan);
@@ -224,9 +215,7 @@ async fn approval_replay_nonce_and_eligibility() {
         403,
     );
 
-    let other_plan = gw
-        .dry_run(json!({"project": "prj_200", "retention_days": 14}))
-        .await;
+    let other_plan = gw.dry_run(retention("prj_200", 14)).await;
     let mut reused = dana.statement(&gw, &other_plan);
     reused.nonce = statement.nonce.clone();
     let other_id = other_plan["plan_id"].as_str().unwrap();
@@ -254,11 +243,8 @@ async fn approval_replay_nonce_and_eligibility() {
 
 #[tokio::test]
 async fn execution_is_refused_until_approved_and_happens_once() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     let plan_id = plan["plan_id"].as_str().unwrap();
 
     assert_error(
@@ -332,26 +318,17 @@ async fn execution_is_refused_until_approved_and_happens_once() {
         .unwrap();
     assert_eq!(executions, 1, "the replay executed nothing");
 
-    let other = gw
-        .dry_run(json!({"project": "prj_200", "retention_days": 30}))
-        .await;
+    let other = gw.dry_run(retention("prj_200", 30)).await;
     let conflict = json!({"plan_id": other["plan_id"], "idempotency_key": "k1"});
     assert_error(&gw.invoke(conflict).await, "idempotency_conflict", 409);
 }
 
 #[tokio::test]
 async fn a_plan_whose_read_moved_is_stale_for_decisions_and_execution() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let first = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
-    let second = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 21}))
-        .await;
-    let third = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 60}))
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let first = gw.dry_run(retention("prj_184", 14)).await;
+    let second = gw.dry_run(retention("prj_184", 21)).await;
+    let third = gw.dry_run(retention("prj_184", 60)).await;
     for plan in [&first, &second] {
         let id = plan["plan_id"].as_str().unwrap();
         let reply = dana
@@ -380,8 +357,7 @@ async fn a_plan_whose_read_moved_is_stale_for_decisions_and_execution() {
 
 #[tokio::test]
 async fn a_blocked_plan_can_be_rejected_but_never_approved() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let ada = gw.enroll("Ada").await;
     // usr_40 is an editor there: a second role is a blocking conflict, the grant still planned.
     let plan = gw
@@ -435,11 +411,8 @@ fn tampered(
 
 #[tokio::test]
 async fn every_statement_member_is_covered_by_the_signature() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     let plan_id = plan["plan_id"].as_str().unwrap();
     let statement = dana.statement(&gw, &plan);
     let envelope = dana.sign(&statement);
@@ -473,12 +446,9 @@ async fn every_statement_member_is_covered_by_the_signature() {
 
 #[tokio::test]
 async fn keys_tokens_and_people_must_belong_together() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let eli = gw.enroll("Eli").await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     let plan_id = plan["plan_id"].as_str().unwrap();
 
     // Eli's own valid envelope, sent with Dana's token.
@@ -515,8 +485,7 @@ async fn keys_tokens_and_people_must_belong_together() {
 
 #[tokio::test]
 async fn an_expired_plan_takes_no_decision_and_never_executes() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let eli = gw.enroll("Eli").await;
     let plan = gw
         .preview(
@@ -648,11 +617,8 @@ async fn concurrent_decisions_and_invokes_execute_once_and_only_with_quorum() {
 #[tokio::test]
 async fn a_rotation_retires_the_old_key_and_can_be_resent() {
     use countersign_proto::keys::KeyRotation;
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     let plan_id = plan["plan_id"].as_str().unwrap();
     let accepted = dana.sign(&dana.statement(&gw, &plan));
     assert_eq!(
@@ -682,9 +648,7 @@ async fn a_rotation_retires_the_old_key_and_can_be_resent() {
     );
 
     // The old key signs nothing new, but its accepted envelope, resent, still gets its answer.
-    let other = gw
-        .dry_run(json!({"project": "prj_200", "retention_days": 14}))
-        .await;
+    let other = gw.dry_run(retention("prj_200", 14)).await;
     let other_id = other["plan_id"].as_str().unwrap();
     assert_error(
         &dana

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::common::{approve_by, assert_error, Gateway, Reply};
+use crate::common::{approve_by, assert_error, retention, Gateway, Reply, RETENTION};
 use axum::body::Body;
 use axum::http::Request;
 use countersign_engine::store::Dialect;
@@ -28,8 +28,7 @@ async fn every_code_of_the_table_travels_in_the_envelope() {
     let gw = Gateway::new().await;
     let mut seen = Seen(BTreeSet::new());
     let dana = gw.enroll("Dana").await;
-    let retention = "projects.settings.update";
-    let dry_run = format!("/v1/capabilities/{retention}/dry_run");
+    let dry_run = format!("/v1/capabilities/{RETENTION}/dry_run");
 
     seen.check(
         &gw.call("GET", "/v1/approvals", None, None).await,
@@ -71,16 +70,11 @@ async fn every_code_of_the_table_travels_in_the_envelope() {
         BudgetExceeded,
     );
 
-    let plan = gw
-        .preview(
-            retention,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await;
+    let plan = gw.preview(RETENTION, retention("prj_184", 14)).await;
     let plan_id = plan["plan_id"].as_str().unwrap();
     let by_id = json!({"plan_id": plan_id});
     seen.check(
-        &gw.invoke_as(&gw.agent, retention, by_id.clone()).await,
+        &gw.invoke_as(&gw.agent, RETENTION, by_id.clone()).await,
         ApprovalRequired,
     );
 
@@ -120,22 +114,12 @@ async fn every_code_of_the_table_travels_in_the_envelope() {
             .await,
         PlanNotPending,
     );
-    let other = gw
-        .preview(
-            retention,
-            json!({"project": "prj_200", "retention_days": 14}),
-        )
-        .await;
+    let other = gw.preview(RETENTION, retention("prj_200", 14)).await;
     let mut reused = eli.statement(&gw, &other);
     let envelope = eli.sign(&eli.statement(&gw, &other));
     let other_id = other["plan_id"].as_str().unwrap();
     eli.send(&gw, other_id, &envelope).await;
-    let third = gw
-        .preview(
-            retention,
-            json!({"project": "prj_311", "retention_days": 30}),
-        )
-        .await;
+    let third = gw.preview(RETENTION, retention("prj_311", 30)).await;
     reused.plan_id = third["plan_id"].as_str().unwrap().into();
     reused.plan_digest = third["plan_digest"].as_str().unwrap().into();
     reused.nonce = serde_json::from_slice::<serde_json::Value>(&envelope.payload_bytes().unwrap())
@@ -150,24 +134,19 @@ async fn every_code_of_the_table_travels_in_the_envelope() {
     );
 
     let with_key = json!({"plan_id": plan_id, "idempotency_key": "k"});
-    gw.invoke_as(&gw.agent, retention, with_key).await;
+    gw.invoke_as(&gw.agent, RETENTION, with_key).await;
     seen.check(
-        &gw.invoke_as(&gw.agent, retention, by_id).await,
+        &gw.invoke_as(&gw.agent, RETENTION, by_id).await,
         PlanAlreadyExecuted,
     );
     let conflicting = json!({"plan_id": other_id, "idempotency_key": "k"});
     seen.check(
-        &gw.invoke_as(&gw.agent, retention, conflicting).await,
+        &gw.invoke_as(&gw.agent, RETENTION, conflicting).await,
         IdempotencyConflict,
     );
 
     // The executed plan moved prj_184; a plan that read the old revision is stale.
-    let stale = gw
-        .preview(
-            retention,
-            json!({"project": "prj_184", "retention_days": 60}),
-        )
-        .await;
+    let stale = gw.preview(RETENTION, retention("prj_184", 60)).await;
     sqlx::query("UPDATE projects SET revision = revision + 1 WHERE id = 'prj_184'")
         .execute(gw.state.store.pool())
         .await
@@ -179,16 +158,11 @@ async fn every_code_of_the_table_travels_in_the_envelope() {
         PlanStale,
     );
 
-    let expiring = gw
-        .preview(
-            retention,
-            json!({"project": "prj_311", "retention_days": 90}),
-        )
-        .await;
+    let expiring = gw.preview(RETENTION, retention("prj_311", 90)).await;
     let expiring_id = expiring["plan_id"].as_str().unwrap();
     gw.expire(expiring_id).await;
     seen.check(
-        &gw.invoke_as(&gw.agent, retention, json!({"plan_id": expiring_id}))
+        &gw.invoke_as(&gw.agent, RETENTION, json!({"plan_id": expiring_id}))
             .await,
         PlanExpired,
     );

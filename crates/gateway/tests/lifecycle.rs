@@ -4,32 +4,20 @@
 use std::time::Duration;
 
 use crate::common::sse::{beating, Events};
-use crate::common::{approve_by, assert_error, database, Gateway};
+use crate::common::{approve_by, assert_error, database, retention, Gateway, RETENTION};
 use axum::http::StatusCode;
 use countersign_engine::accounts;
 use countersign_engine::store::Dialect;
 use countersign_proto::digest::SubjectsHasher;
 use serde_json::{json, Value};
 
-const RETENTION: &str = "projects.settings.update";
-
 #[tokio::test]
 async fn a_moved_read_stops_decision_and_execution_and_a_refresh_executes() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let approved = gw
-        .approved_by(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 14}),
-            &[&dana],
-        )
+        .approved_by(RETENTION, retention("prj_184", 14), &[&dana])
         .await;
-    let waiting = gw
-        .preview(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 21}),
-        )
-        .await;
+    let waiting = gw.preview(RETENTION, retention("prj_184", 21)).await;
 
     // Another request changes what both plans read: a role granted on prj_184.
     let grant = gw
@@ -39,13 +27,7 @@ async fn a_moved_read_stops_decision_and_execution_and_a_refresh_executes() {
             &[&dana],
         )
         .await;
-    let reply = gw
-        .invoke_as(
-            &gw.agent,
-            "memberships.grant",
-            json!({"plan_id": grant["plan_id"]}),
-        )
-        .await;
+    let reply = gw.execute(&grant).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
 
     let moved = json!([{"resource": "projects/prj_184", "planned": "73", "current": "74"}]);
@@ -55,13 +37,7 @@ async fn a_moved_read_stops_decision_and_execution_and_a_refresh_executes() {
         .await;
     assert_error(&decision, "plan_stale", 409);
     assert_eq!(decision.body["error"]["details"]["moved"], moved);
-    let execution = gw
-        .invoke_as(
-            &gw.agent,
-            RETENTION,
-            json!({"plan_id": approved["plan_id"]}),
-        )
-        .await;
+    let execution = gw.execute(&approved).await;
     assert_error(&execution, "plan_stale", 409);
     assert_eq!(execution.body["error"]["details"]["moved"], moved);
 
@@ -111,22 +87,15 @@ async fn a_moved_read_stops_decision_and_execution_and_a_refresh_executes() {
     assert_error(&again, "plan_not_pending", 409);
 
     approve_by(&gw, &fresh, &[&dana]).await;
-    let done = gw
-        .invoke_as(&gw.agent, RETENTION, json!({"plan_id": fresh["plan_id"]}))
-        .await;
+    let done = gw.execute(&fresh).await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.body);
 }
 
 #[tokio::test]
 async fn another_agent_cannot_execute_a_plan_and_nothing_runs() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let plan = gw
-        .approved_by(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 14}),
-            &[&dana],
-        )
+        .approved_by(RETENTION, retention("prj_184", 14), &[&dana])
         .await;
     // Same principal, same scopes: only the caller differs.
     let (_, other) = accounts::add_agent(&gw.state.store, "other", Some("usr_lead"))
@@ -145,9 +114,7 @@ async fn another_agent_cannot_execute_a_plan_and_nothing_runs() {
         .record(&gw.agent, plan["plan_id"].as_str().unwrap())
         .await;
     assert_eq!(record.body["status"], "approved");
-    let reply = gw
-        .invoke_as(&gw.agent, RETENTION, json!({"plan_id": plan["plan_id"]}))
-        .await;
+    let reply = gw.execute(&plan).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
 }
 
@@ -192,8 +159,7 @@ async fn a_repeated_preview_key_answers_the_first_plan() {
 
 #[tokio::test]
 async fn a_repeated_preview_key_answers_the_plan_as_it_stands_now() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let uri = format!("/v1/capabilities/{RETENTION}/dry_run");
     let again = |key: &str, days: u32| json!({"params": {"project": "prj_184", "retention_days": days}, "idempotency_key": key});
     let stale = gw
@@ -205,13 +171,7 @@ async fn a_repeated_preview_key_answers_the_plan_as_it_stands_now() {
         .await
         .body;
     approve_by(&gw, &executed, &[&dana]).await;
-    let reply = gw
-        .invoke_as(
-            &gw.agent,
-            RETENTION,
-            json!({"plan_id": executed["plan_id"]}),
-        )
-        .await;
+    let reply = gw.execute(&executed).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
 
     let now_executed = gw
@@ -248,14 +208,8 @@ async fn a_repeated_preview_key_answers_the_plan_as_it_stands_now() {
 
 #[tokio::test]
 async fn the_audit_keeps_preview_decisions_and_execution_apart() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .preview(
-            RETENTION,
-            json!({"project": "prj_311", "retention_days": 30}),
-        )
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw.preview(RETENTION, retention("prj_311", 30)).await;
     let plan_id = plan["plan_id"].as_str().unwrap();
     let envelope = dana.sign(&dana.statement(&gw, &plan));
     dana.send(&gw, plan_id, &envelope).await;
@@ -299,15 +253,9 @@ async fn the_audit_keeps_preview_decisions_and_execution_apart() {
 
 #[tokio::test]
 async fn the_event_stream_delivers_plans_and_resumes() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let mut stream = Events::open(&gw, &dana.token, None).await;
-    let plan = gw
-        .preview(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 7}),
-        )
-        .await;
+    let plan = gw.preview(RETENTION, retention("prj_184", 7)).await;
     let created = stream.next(false).await;
     assert_eq!(created.event.as_deref(), Some("plan.created"));
     let summary: Value = serde_json::from_str(&created.data).unwrap();
@@ -328,18 +276,12 @@ async fn the_event_stream_delivers_plans_and_resumes() {
     assert_eq!(missed.event.as_deref(), Some("plan.updated"));
 
     // Executing it makes the other plan on the same project stale, and says so.
-    let other = gw
-        .preview(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 60}),
-        )
-        .await;
+    let other = gw.preview(RETENTION, retention("prj_184", 60)).await;
     assert_eq!(
         stream.next(false).await.event.as_deref(),
         Some("plan.created")
     );
-    gw.invoke_as(&gw.agent, RETENTION, json!({"plan_id": plan["plan_id"]}))
-        .await;
+    gw.execute(&plan).await;
     let mut statuses = vec![];
     for _ in 0..2 {
         let event: Value = serde_json::from_str(&stream.next(false).await.data).unwrap();

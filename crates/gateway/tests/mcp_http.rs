@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::common::{assert_error, Gateway, Reply};
+use crate::common::{assert_error, retention, Gateway, Reply};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use countersign_embedded::default_registry;
@@ -107,10 +107,7 @@ fn kind_name(kind: EffectKind) -> String {
 async fn previews_hold_exactly_the_declared_effects() {
     let gw = Gateway::new().await;
     let requests = [
-        (
-            cap("projects.settings.update"),
-            json!({"project": "prj_184", "retention_days": 7}),
-        ),
+        (cap("projects.settings.update"), retention("prj_184", 7)),
         (
             cap("groups.members.remove"),
             json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
@@ -246,7 +243,7 @@ async fn a_capability_tool_previews_and_stops_and_execute_runs_the_plan() {
 #[tokio::test]
 async fn a_capability_tool_takes_expected_revisions_and_an_idempotency_key() {
     let gw = Gateway::new().await;
-    let params = json!({"project": "prj_184", "retention_days": 14});
+    let params = retention("prj_184", 14);
     let first = call_tool(&gw, "projects.settings.update", params.clone()).await;
     let read = &first["structuredContent"]["plan"]["read_revisions"][0];
     let resource = read["resource"].as_str().unwrap();

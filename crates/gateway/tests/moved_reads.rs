@@ -2,7 +2,7 @@
 //! moved one at a time: the plan stops at the next decision (or, needing none, at execution) with
 //! `plan_stale` naming that resource.
 
-use crate::common::{assert_error, Gateway};
+use crate::common::{assert_error, retention, Gateway};
 use countersign_engine::queue;
 use countersign_pack::Handle;
 use serde_json::{json, Value};
@@ -32,7 +32,7 @@ fn cases() -> Vec<(&'static str, Value, &'static [&'static str])> {
         ),
         (
             "projects.settings.update",
-            json!({"project": "prj_184", "retention_days": 14}),
+            retention("prj_184", 14),
             // The project's retention, from which its items' expiries are recalculated.
             &["projects/prj_184"],
         ),
@@ -89,8 +89,7 @@ async fn each_read_revision_moved_stops_its_plan() {
         assert_eq!(sorted, expected, "{capability} reads exactly these");
         for resource in resources {
             seen.insert(resource.clone());
-            let gw = Gateway::new().await;
-            let dana = gw.enroll("Dana").await;
+            let (gw, dana) = Gateway::with_approver("Dana").await;
             let plan = preview(&gw, capability, &params).await;
             let plan_id = plan["plan_id"].as_str().unwrap();
             let mut w = gw.state.store.write().await.unwrap();
@@ -137,8 +136,7 @@ async fn each_read_revision_moved_stops_its_plan() {
 /// moves nothing.
 #[tokio::test]
 async fn a_write_to_a_person_by_any_path_stops_the_plans_that_read_them() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let grant = preview(
         &gw,
         "memberships.grant",

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::common::{approve_by, journal_rows, world_diff, Gateway};
+use crate::common::{approve_by, journal_rows, retention, world_diff, Gateway};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
@@ -116,12 +116,7 @@ async fn column(gw: &Gateway, sql: &str) -> Vec<String> {
 async fn settings_update_does_what_it_previewed() {
     let gw = Gateway::new().await;
     let held = column(&gw, "SELECT expires_at FROM project_items WHERE legal_hold = 1 AND project_id = 'prj_184' ORDER BY id").await;
-    let (plan, _) = paired(
-        &gw,
-        "projects.settings.update",
-        json!({"project": "prj_184", "retention_days": 14}),
-    )
-    .await;
+    let (plan, _) = paired(&gw, "projects.settings.update", retention("prj_184", 14)).await;
     assert_eq!(plan["effects"][1]["subjects"]["total"], 18);
     let days = column(
         &gw,
@@ -259,14 +254,8 @@ async fn no_preview_of_any_capability_changes_the_world() {
     let gw = Gateway::new().await;
     let before = gw.snapshot().await;
     let requests = [
-        (
-            "projects.settings.update",
-            json!({"project": "prj_184", "retention_days": 7}),
-        ),
-        (
-            "projects.settings.update",
-            json!({"project": "prj_nope", "retention_days": 7}),
-        ),
+        ("projects.settings.update", retention("prj_184", 7)),
+        ("projects.settings.update", retention("prj_nope", 7)),
         (
             "groups.members.remove",
             json!({"group": "grp_support", "filter": {"employment": "contractor"}}),

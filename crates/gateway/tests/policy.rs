@@ -37,8 +37,7 @@ if count(input.plan.effects) > 0"#;
 
 #[tokio::test]
 async fn the_builtin_policy_requires_what_each_capability_always_did() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let registry = gw.state.registry;
     let mut covered = BTreeSet::new();
     for (label, capability_id, params) in sim::examples() {

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::Gateway;
+use crate::common::{retention, Gateway};
 use axum::http::StatusCode;
 use countersign_embedded::default_registry;
 use countersign_engine::Limits;
@@ -38,11 +38,8 @@ const QUEUE: &str = "/v1/approvals?status=pending";
 
 #[tokio::test]
 async fn a_conditional_poll_never_reads_a_plan() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     let first = poll(&gw, &dana.token, QUEUE, None).await;
     assert_eq!(first.status, StatusCode::OK);
     assert_eq!(
@@ -64,8 +61,7 @@ async fn a_conditional_poll_never_reads_a_plan() {
     assert_eq!(listed.status, StatusCode::OK);
     assert_eq!(listed.body, first.body);
 
-    gw.dry_run(json!({"project": "prj_200", "retention_days": 14}))
-        .await;
+    gw.dry_run(retention("prj_200", 14)).await;
     let changed = poll(&gw, &dana.token, QUEUE, Some(&etag(&first))).await;
     assert_eq!(changed.status, StatusCode::OK);
     assert_ne!(etag(&changed), etag(&first));
@@ -74,8 +70,7 @@ async fn a_conditional_poll_never_reads_a_plan() {
 
 #[tokio::test]
 async fn pages_walk_the_queue_in_its_order() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     for days in [7, 14, 21, 28, 35] {
         gw.dry_run(json!({"project": "prj_184", "retention_days": days}))
             .await;
@@ -114,14 +109,9 @@ async fn pages_walk_the_queue_in_its_order() {
 
 #[tokio::test]
 async fn expired_plans_leave_the_queue_with_a_new_revision() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
-    let kept = gw
-        .dry_run(json!({"project": "prj_200", "retention_days": 14}))
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
+    let kept = gw.dry_run(retention("prj_200", 14)).await;
     let plan_id = plan["plan_id"].as_str().unwrap();
     let before = poll(&gw, &dana.token, QUEUE, None).await;
     gw.expire(plan_id).await;
@@ -150,17 +140,10 @@ async fn expired_plans_leave_the_queue_with_a_new_revision() {
 
 #[tokio::test]
 async fn an_execution_makes_its_readers_stale_and_not_itself() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let run = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
-    let reader = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 60}))
-        .await;
-    let other = gw
-        .dry_run(json!({"project": "prj_200", "retention_days": 60}))
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let run = gw.dry_run(retention("prj_184", 14)).await;
+    let reader = gw.dry_run(retention("prj_184", 60)).await;
+    let other = gw.dry_run(retention("prj_200", 60)).await;
     crate::common::approve_by(&gw, &run, &[&dana]).await;
     let executed = gw.invoke(json!({"plan_id": run["plan_id"]})).await;
     assert_eq!(executed.status, StatusCode::OK, "{}", executed.body);
@@ -193,17 +176,10 @@ async fn an_execution_makes_its_readers_stale_and_not_itself() {
 
 #[tokio::test]
 async fn finished_plans_leave_the_read_index() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let run = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
-    let refused = gw
-        .dry_run(json!({"project": "prj_200", "retention_days": 21}))
-        .await;
-    let waiting = gw
-        .dry_run(json!({"project": "prj_200", "retention_days": 60}))
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let run = gw.dry_run(retention("prj_184", 14)).await;
+    let refused = gw.dry_run(retention("prj_200", 21)).await;
+    let waiting = gw.dry_run(retention("prj_200", 60)).await;
     crate::common::approve_by(&gw, &run, &[&dana]).await;
     let executed = gw.invoke(json!({"plan_id": run["plan_id"]})).await;
     assert_eq!(executed.status, StatusCode::OK, "{}", executed.body);
@@ -288,9 +264,7 @@ async fn writes_succeed_while_polls_keep_every_reader_busy() {
             ),
         )
         .await;
-    let small = gw
-        .dry_run(json!({"project": "prj_200", "retention_days": 3}))
-        .await;
+    let small = gw.dry_run(retention("prj_200", 3)).await;
     done.store(true, Ordering::Relaxed);
     assert_eq!(bulk.status, StatusCode::OK, "{}", bulk.body);
     assert_eq!(bulk.body["effects"][0]["subjects"]["total"], 100_000);

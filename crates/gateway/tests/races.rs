@@ -3,13 +3,12 @@
 
 use std::sync::Arc;
 
-use crate::common::{at_once, Gateway};
+use crate::common::{at_once, retention, Gateway, RETENTION};
 use axum::http::StatusCode;
 use countersign_embedded::default_registry;
 use countersign_engine::Limits;
 use serde_json::{json, Value};
 
-const RETENTION: &str = "projects.settings.update";
 const REMOVE: &str = "groups.members.remove";
 
 /// A gateway on a database of its own that several connections share: a file, or on PostgreSQL a
@@ -27,11 +26,7 @@ async fn sixteen_invokes_of_one_approved_plan_execute_it_once() {
     let gw = on_file().await;
     let dana = gw.enroll("Dana").await;
     let plan = gw
-        .approved_by(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 14}),
-            &[&dana],
-        )
+        .approved_by(RETENTION, retention("prj_184", 14), &[&dana])
         .await;
     let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
 

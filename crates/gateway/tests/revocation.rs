@@ -6,16 +6,11 @@
 use std::time::Duration;
 
 use crate::common::sse::Events;
-use crate::common::{approve_by, assert_error, Gateway};
+use crate::common::{approve_by, assert_error, retention, Gateway, RETENTION};
 use countersign_engine::{approval::revocation, Store};
 use serde_json::{json, Value};
 
-const RETENTION: &str = "projects.settings.update";
 const REMOVE: &str = "groups.members.remove";
-
-fn retention() -> Value {
-    json!({"project": "prj_184", "retention_days": 14})
-}
 
 async fn events_after(gw: &Gateway) -> i64 {
     sqlx::query_scalar("SELECT COALESCE(MAX(revision), 0) FROM plan_events")
@@ -26,9 +21,10 @@ async fn events_after(gw: &Gateway) -> i64 {
 
 #[tokio::test]
 async fn a_plan_approved_only_by_a_revoked_approver_waits_again() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw.approved_by(RETENTION, retention(), &[&dana]).await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw
+        .approved_by(RETENTION, retention("prj_184", 14), &[&dana])
+        .await;
     let plan_id = plan["plan_id"].as_str().unwrap();
     let before = events_after(&gw).await;
     revocation::revoke_approver(&gw.state.store, gw.state.registry, &dana.id)
@@ -97,9 +93,10 @@ async fn a_revoked_key_takes_back_one_of_two_approvals() {
 
 #[tokio::test]
 async fn an_executed_plan_keeps_the_approvals_it_ran_on() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw.approved_by(RETENTION, retention(), &[&dana]).await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw
+        .approved_by(RETENTION, retention("prj_184", 14), &[&dana])
+        .await;
     assert_eq!(gw.execute(&plan).await.status, 200);
     revocation::revoke_approver(&gw.state.store, gw.state.registry, &dana.id)
         .await
@@ -115,8 +112,7 @@ async fn an_executed_plan_keeps_the_approvals_it_ran_on() {
 
 #[tokio::test]
 async fn a_revoked_approvers_event_stream_ends() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let stream = Events::open(&gw, &dana.token, None).await;
     revocation::revoke_approver(&gw.state.store, gw.state.registry, &dana.id)
         .await
@@ -149,7 +145,7 @@ async fn a_stream_ends_when_another_process_revokes_its_approver() {
 #[tokio::test]
 async fn a_revoked_agents_wait_ends() {
     let gw = Gateway::new().await;
-    let plan = gw.preview(RETENTION, retention()).await;
+    let plan = gw.preview(RETENTION, retention("prj_184", 14)).await;
     let waiting = gw.tool(
         &gw.agent,
         "countersign_wait",

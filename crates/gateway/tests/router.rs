@@ -1,6 +1,6 @@
 //! The gateway's HTTP contract for the first capability: errors, previews, the queue.
 
-use crate::common::{assert_error, Gateway};
+use crate::common::{assert_error, retention, Gateway};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use countersign_proto::digest::plan_digest;
@@ -217,10 +217,8 @@ async fn domain_snapshot(gw: &Gateway) -> Vec<String> {
 async fn a_preview_changes_no_domain_table() {
     let gw = Gateway::new().await;
     let before = domain_snapshot(&gw).await;
-    gw.dry_run(json!({"project": "prj_184", "retention_days": 7}))
-        .await;
-    gw.dry_run(json!({"project": "prj_missing", "retention_days": 7}))
-        .await;
+    gw.dry_run(retention("prj_184", 7)).await;
+    gw.dry_run(retention("prj_missing", 7)).await;
     assert_eq!(domain_snapshot(&gw).await, before);
     let audited: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM preview_audit")
         .fetch_one(gw.state.store.pool())
@@ -244,8 +242,7 @@ async fn poll_since(gw: &Gateway, token: &str, etag: &str) -> crate::common::Rep
 async fn the_queue_answers_304_until_it_changes() {
     let gw = Gateway::new().await;
     let approver = gw.enroll("Dana").await;
-    gw.dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    gw.dry_run(retention("prj_184", 14)).await;
     let first = gw
         .call(
             "GET",
@@ -267,8 +264,7 @@ async fn the_queue_answers_304_until_it_changes() {
     assert_eq!(again.status, StatusCode::NOT_MODIFIED);
     assert_eq!(again.body, Value::Null);
 
-    gw.dry_run(json!({"project": "prj_200", "retention_days": 14}))
-        .await;
+    gw.dry_run(retention("prj_200", 14)).await;
     let changed = poll_since(&gw, &approver.token, &etag).await;
     assert_eq!(changed.status, StatusCode::OK);
     assert_eq!(changed.body["items"].as_array().unwrap().len(), 2);
@@ -301,8 +297,7 @@ type Case<'a> = (&'a str, String, Option<&'a str>, Option<Value>, u16);
 /// section 1): each answer says `Cache-Control: no-store`.
 #[tokio::test]
 async fn every_answer_says_no_store_errors_included() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let plan = gw
         .preview(
             "groups.members.remove",

@@ -2,7 +2,7 @@
 //! A refusal is `forbidden` before anything is evaluated, the same for an existing and a missing
 //! resource; subject pages and MCP tools answer the same way.
 
-use crate::common::{assert_error, Gateway, Reply};
+use crate::common::{assert_error, retention, Gateway, Reply};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use countersign_embedded::default_registry;
@@ -51,13 +51,7 @@ async fn a_scoped_agent_previews_only_its_capabilities_and_resources() {
         &["projects.settings.update:prj_184", "storage.quota.update"],
     )
     .await;
-    let ok = dry_run(
-        &gw,
-        &token,
-        SETTINGS,
-        json!({"project": "prj_184", "retention_days": 14}),
-    )
-    .await;
+    let ok = dry_run(&gw, &token, SETTINGS, retention("prj_184", 14)).await;
     assert_eq!(ok.status, StatusCode::OK, "{}", ok.body);
     let quota = dry_run(
         &gw,
@@ -69,13 +63,7 @@ async fn a_scoped_agent_previews_only_its_capabilities_and_resources() {
     assert_eq!(quota.status, StatusCode::OK, "{}", quota.body);
 
     let before = plan_count(&gw).await;
-    let other_project = dry_run(
-        &gw,
-        &token,
-        SETTINGS,
-        json!({"project": "prj_200", "retention_days": 14}),
-    )
-    .await;
+    let other_project = dry_run(&gw, &token, SETTINGS, retention("prj_200", 14)).await;
     assert_error(&other_project, "forbidden", 403);
     let other_capability = dry_run(
         &gw,
@@ -167,7 +155,7 @@ async fn a_scoped_agent_cannot_invoke_outside_its_scopes() {
 #[tokio::test]
 async fn on_behalf_of_follows_the_persons_employment_and_roles() {
     let gw = Gateway::new().await;
-    let settings = json!({"project": "prj_184", "retention_days": 14});
+    let settings = retention("prj_184", 14);
     // usr_05 is a contractor with no project role; usr_50 is suspended; usr_ghost is nobody.
     for person in ["usr_05", "usr_50", "usr_ghost"] {
         let token = scoped_agent(&gw, &format!("for_{}", &person[4..]), Some(person), &[]).await;
@@ -192,13 +180,7 @@ async fn on_behalf_of_follows_the_persons_employment_and_roles() {
     let with_role = dry_run(&gw, &contractor, SETTINGS, settings).await;
     assert_eq!(with_role.status, StatusCode::OK, "{}", with_role.body);
     let employee = scoped_agent(&gw, "employee", Some("usr_92"), &[]).await;
-    let reply = dry_run(
-        &gw,
-        &employee,
-        SETTINGS,
-        json!({"project": "prj_311", "retention_days": 20}),
-    )
-    .await;
+    let reply = dry_run(&gw, &employee, SETTINGS, retention("prj_311", 20)).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
 }
 
@@ -221,8 +203,7 @@ fn tool_told(answer: &Value) -> Value {
 /// there: an agent learns nothing of what other agents asked for, not even that it exists.
 #[tokio::test]
 async fn another_agents_plan_answers_as_a_missing_one_on_every_route() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let plan = gw
         .approved_by(
             REMOVE,

@@ -1,12 +1,11 @@
 //! Plan decisions after the first: an approver may withdraw an approval by rejecting before the
 //! plan runs, and an approver's refresh never replaces a current, approved plan.
 
-use crate::common::{approve_by, assert_error, Gateway};
+use crate::common::{approve_by, assert_error, retention, Gateway, RETENTION};
 use axum::http::StatusCode;
 use countersign_proto::decision::{new_nonce, Decision};
 use serde_json::{json, Value};
 
-const RETENTION: &str = "projects.settings.update";
 const REMOVE: &str = "groups.members.remove";
 
 fn reject(statement: &mut countersign_proto::decision::Statement) {
@@ -31,14 +30,8 @@ fn plan_id(plan: &Value) -> &str {
 
 #[tokio::test]
 async fn an_approver_withdraws_an_approval_by_rejecting_an_approved_plan() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let plan = gw
-        .preview(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let plan = gw.preview(RETENTION, retention("prj_184", 14)).await;
     let approved = approve_by(&gw, &plan, &[&dana]).await;
     assert_eq!(approved.body["status"], "approved");
 
@@ -51,9 +44,7 @@ async fn an_approver_withdraws_an_approval_by_rejecting_an_approved_plan() {
     assert_eq!(received.len(), 1, "the approval is withdrawn, not counted");
     assert_eq!(received[0]["decision"], "reject");
 
-    let execution = gw
-        .invoke_as(&gw.agent, RETENTION, json!({"plan_id": plan["plan_id"]}))
-        .await;
+    let execution = gw.execute(&plan).await;
     assert_error(&execution, "plan_not_pending", 409);
     let audit = gw
         .call(
@@ -106,18 +97,11 @@ async fn one_withdrawn_approval_rejects_a_plan_still_waiting_for_a_second() {
 
 #[tokio::test]
 async fn an_executed_plan_cannot_be_withdrawn() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let plan = gw
-        .approved_by(
-            RETENTION,
-            json!({"project": "prj_200", "retention_days": 60}),
-            &[&dana],
-        )
+        .approved_by(RETENTION, retention("prj_200", 60), &[&dana])
         .await;
-    let done = gw
-        .invoke_as(&gw.agent, RETENTION, json!({"plan_id": plan["plan_id"]}))
-        .await;
+    let done = gw.execute(&plan).await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.body);
     let mut statement = dana.statement(&gw, &plan);
     reject(&mut statement);
@@ -129,24 +113,14 @@ async fn an_executed_plan_cannot_be_withdrawn() {
 
 #[tokio::test]
 async fn an_approver_refreshes_pending_and_stale_plans_but_not_a_current_approved_one() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
-    let pending = gw
-        .preview(
-            RETENTION,
-            json!({"project": "prj_311", "retention_days": 7}),
-        )
-        .await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let pending = gw.preview(RETENTION, retention("prj_311", 7)).await;
     let fresh = refresh(&gw, &dana.token, plan_id(&pending)).await;
     assert_eq!(fresh.status, StatusCode::OK, "{}", fresh.body);
     assert_eq!(fresh.body["supersedes"], plan_id(&pending));
 
     let approved = gw
-        .approved_by(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 14}),
-            &[&dana],
-        )
+        .approved_by(RETENTION, retention("prj_184", 14), &[&dana])
         .await;
     let refused = refresh(&gw, &dana.token, plan_id(&approved)).await;
     assert_error(&refused, "plan_not_pending", 409);
@@ -166,14 +140,9 @@ async fn an_approver_refreshes_pending_and_stale_plans_but_not_a_current_approve
 
 #[tokio::test]
 async fn the_owning_agent_may_refresh_its_current_approved_plan() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let approved = gw
-        .approved_by(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 14}),
-            &[&dana],
-        )
+        .approved_by(RETENTION, retention("prj_184", 14), &[&dana])
         .await;
     let own = refresh(&gw, &gw.agent, plan_id(&approved)).await;
     assert_eq!(own.status, StatusCode::OK, "{}", own.body);

@@ -134,6 +134,11 @@ impl Gateway {
 }
 
 /// A console whose keyring entry goes when the test ends.
+/// The params of a retention change of `project` to `days` (`projects.settings.update`).
+pub fn retention(project: &str, days: u32) -> Value {
+    json!({"project": project, "retention_days": days})
+}
+
 pub struct Enrolled {
     pub console: Arc<Console>,
     pub gateway_id: String,

@@ -62,6 +62,14 @@ impl std::ops::Deref for TestDatabase {
 /// The database a test runs on: `sqlite` as the test names it, or, when
 /// `COUNTERSIGN_TEST_POSTGRES` names a PostgreSQL server (as in `make test`'s second pass), a new
 /// database of its own there, its tables made.
+/// The capability most tests preview: a project's retention.
+pub const RETENTION: &str = "projects.settings.update";
+
+/// The params of a retention change of `project` to `days`.
+pub fn retention(project: &str, days: u32) -> Value {
+    json!({"project": project, "retention_days": days})
+}
+
 pub async fn database(sqlite: &str) -> TestDatabase {
     test_database(sqlite, false).await
 }
@@ -233,6 +241,13 @@ impl Gateway {
 
     /// The demo gateway over the store at `url` (from [`database`]: a file, for tests that need
     /// several connections or open the store again).
+    /// A gateway on the demo world and one approver enrolled on it as `name`.
+    pub async fn with_approver(name: &str) -> (Gateway, Approver) {
+        let gw = Gateway::new().await;
+        let approver = gw.enroll(name).await;
+        (gw, approver)
+    }
+
     pub async fn at(url: &str) -> Gateway {
         let store = Store::open(url).await.unwrap();
         seed_demo(&store).await.unwrap();
@@ -555,16 +570,7 @@ impl Gateway {
     }
 
     pub async fn dry_run(&self, params: Value) -> Value {
-        let reply = self
-            .call(
-                "POST",
-                "/v1/capabilities/projects.settings.update/dry_run",
-                Some(&self.agent),
-                Some(json!({ "params": params })),
-            )
-            .await;
-        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-        reply.body
+        self.preview(RETENTION, params).await
     }
 
     /// `GET /v1/plans/{id}` as `token`.

@@ -9,13 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::sse::{beating, Events};
-use crate::common::{approve_by, at_once, Gateway, JsonReply};
+use crate::common::{approve_by, at_once, retention, Gateway, JsonReply, RETENTION};
 use axum::http::StatusCode;
 use countersign_embedded::default_registry;
 use countersign_engine::{Limits, Store};
 use serde_json::{json, Value};
 
-const RETENTION: &str = "projects.settings.update";
 const REMOVE: &str = "groups.members.remove";
 
 /// A new database on the test server. These tests run in `make test`'s PostgreSQL pass only
@@ -157,12 +156,7 @@ async fn two_hundred_invokes_spread_over_two_instances_execute_the_plan_once() {
     let a = Arc::new(first(&url).await);
     let b = Arc::new(second(&url, &a).await);
     let dana = a.enroll("Dana").await;
-    let plan = a
-        .preview(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await;
+    let plan = a.preview(RETENTION, retention("prj_184", 14)).await;
     approve_by(&b, &plan, &[&dana]).await;
     let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
 
@@ -244,12 +238,7 @@ async fn an_event_stream_on_one_instance_sees_a_plan_created_on_the_other() {
     );
     let dana = b.enroll("Dana").await;
     let mut stream = Events::open(&b, &dana.token, None).await;
-    let plan = a
-        .preview(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 21}),
-        )
-        .await;
+    let plan = a.preview(RETENTION, retention("prj_184", 21)).await;
     let mut heartbeats = 0;
     let created = loop {
         let event = stream.next(true).await;
@@ -315,12 +304,7 @@ async fn killing_one_of_two_serving_processes_loses_nothing() {
     let url = shared_database().await;
     let setup = first(&url).await;
     let dana = setup.enroll("Dana").await;
-    let plan = setup
-        .preview(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 9}),
-        )
-        .await;
+    let plan = setup.preview(RETENTION, retention("prj_184", 9)).await;
     approve_by(&setup, &plan, &[&dana]).await;
     let plan_id = plan["plan_id"].as_str().unwrap().to_owned();
     let (mut a, a_url) = serve(&url, &[]);
@@ -515,18 +499,8 @@ async fn two_instances_evaluate_the_same_policy_digest() {
     let one = Gateway::from_state(start(policy(1)).await).await;
     let two = Gateway::acting_as(start(policy(1)).await, one.agent.clone());
     let sam = two.enroll_as("Sam", "usr_92").await;
-    let on_one = one
-        .preview(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 14}),
-        )
-        .await;
-    let on_two = two
-        .preview(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 21}),
-        )
-        .await;
+    let on_one = one.preview(RETENTION, retention("prj_184", 14)).await;
+    let on_two = two.preview(RETENTION, retention("prj_184", 21)).await;
     let digests: Vec<String> = sqlx::query_scalar("SELECT DISTINCT policy_digest FROM plans")
         .fetch_all(one.state.store.pool())
         .await
@@ -550,12 +524,7 @@ async fn two_instances_evaluate_the_same_policy_digest() {
         )
         .await;
     crate::common::assert_error(&refused, "policy_error", 500);
-    let fresh = three
-        .preview(
-            RETENTION,
-            json!({"project": "prj_184", "retention_days": 60}),
-        )
-        .await;
+    let fresh = three.preview(RETENTION, retention("prj_184", 60)).await;
     let record = three
         .record(&sam.token, fresh["plan_id"].as_str().unwrap())
         .await

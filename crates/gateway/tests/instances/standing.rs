@@ -8,7 +8,7 @@ use countersign_engine::Store;
 use serde_json::{json, Value};
 
 use super::{shared_database, unlimited};
-use crate::common::{approve_by, assert_error, at_once, Gateway, Reply};
+use crate::common::{approve_by, assert_error, at_once, retention, Gateway, Reply};
 use crate::standing::{agent_id, create, listed, policy, statement, EVERY_PLAN};
 
 /// A rule of two people, which standing approvals may sit in.
@@ -48,9 +48,7 @@ async fn standing_approvals_signed_at_two_instances_fill_one_seat_of_a_rule_of_t
     let lena = two.enroll("Lena").await;
     create(&one, &dana, &statement(&one, &dana, &agent)).await;
     create(&two, &lena, &statement(&two, &lena, &agent)).await;
-    let plan = one
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let plan = one.dry_run(retention("prj_184", 14)).await;
     assert!(plan.get("status").is_none(), "{plan}");
     let plan_id = plan["plan_id"].as_str().unwrap();
     let tom = two.enroll("Tom").await;

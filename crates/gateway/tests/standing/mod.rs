@@ -8,7 +8,7 @@ mod uses;
 
 use std::time::Duration;
 
-use crate::common::{assert_error, on_disk, Approver, Gateway, Reply};
+use crate::common::{assert_error, on_disk, retention, Approver, Gateway, Reply};
 use axum::http::StatusCode;
 use countersign_embedded::{seed_demo, state_with_policy};
 use countersign_engine::approval::revocation;
@@ -46,9 +46,7 @@ pub(crate) fn policy(text: &str) -> Policy {
 
 /// The test agent's id, as its plans name it.
 pub(crate) async fn agent_id(gw: &Gateway) -> String {
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 9}))
-        .await;
+    let plan = gw.dry_run(retention("prj_184", 9)).await;
     plan["caller"]["agent_id"].as_str().unwrap().to_owned()
 }
 
@@ -144,17 +142,14 @@ pub(crate) async fn status(gw: &Gateway, approver: &Approver, plan: &Value) -> S
 
 #[tokio::test]
 async fn a_matching_plan_is_approved_as_it_is_stored_and_runs() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let agent = agent_id(&gw).await;
     let s = statement(&gw, &dana, &agent);
     let created = create(&gw, &dana, &s).await;
     assert_eq!(created["state"], "active");
     assert_eq!(created["statement"]["reason"], "Retention tuning this week");
 
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     assert_eq!(plan["status"], "approved", "{plan}");
     let received = &plan["approvals"]["received"][0];
     assert_eq!(received["approver_id"], dana.id.as_str());
@@ -201,15 +196,11 @@ async fn a_matching_plan_is_approved_as_it_is_stored_and_runs() {
 
 #[tokio::test]
 async fn a_plan_outside_its_constraints_waits_for_people() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let agent = agent_id(&gw).await;
     let s = statement(&gw, &dana, &agent);
     create(&gw, &dana, &s).await;
-    for params in [
-        json!({"project": "prj_184", "retention_days": 3}),
-        json!({"project": "prj_200", "retention_days": 14}),
-    ] {
+    for params in [retention("prj_184", 3), retention("prj_200", 14)] {
         let plan = gw.dry_run(params.clone()).await;
         assert!(plan.get("status").is_none(), "{params}: {plan}");
         assert_eq!(status(&gw, &dana, &plan).await, "pending_approval");
@@ -224,31 +215,25 @@ pub(crate) fn upload(n: usize) -> Value {
 
 #[tokio::test]
 async fn an_expired_standing_approval_covers_nothing() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let agent = agent_id(&gw).await;
     let mut s = statement(&gw, &dana, &agent);
     s.expires_at = s.issued_at + chrono::Duration::seconds(2);
     create(&gw, &dana, &s).await;
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     assert!(plan.get("status").is_none(), "{plan}");
     assert_eq!(listed(&gw, &dana, &s.standing_id).await["state"], "expired");
 }
 
 #[tokio::test]
 async fn revoked_by_its_signer_its_unrun_approvals_stop_counting() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let lena = gw.enroll("Lena").await;
     let agent = agent_id(&gw).await;
     let s = statement(&gw, &dana, &agent);
     create(&gw, &dana, &s).await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     assert_eq!(plan["status"], "approved");
     let uri = format!("/v1/standing/{}/revoke", s.standing_id);
     let other = gw.call("POST", &uri, Some(&lena.token), None).await;
@@ -261,16 +246,13 @@ async fn revoked_by_its_signer_its_unrun_approvals_stop_counting() {
     assert!(queued(&gw, &dana)
         .await
         .contains(&plan["plan_id"].as_str().unwrap().to_owned()));
-    let next = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 15}))
-        .await;
+    let next = gw.dry_run(retention("prj_184", 15)).await;
     assert!(next.get("status").is_none(), "{next}");
 }
 
 #[tokio::test]
 async fn an_admin_revokes_it_and_a_revoked_key_or_approver_ends_it() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let agent = agent_id(&gw).await;
     let by_admin = statement(&gw, &dana, &agent);
     create(&gw, &dana, &by_admin).await;
@@ -292,9 +274,7 @@ async fn an_admin_revokes_it_and_a_revoked_key_or_approver_ends_it() {
 
     let with_key = statement(&gw, &dana, &agent);
     create(&gw, &dana, &with_key).await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     assert_eq!(plan["status"], "approved");
     revocation::revoke_key(&gw.state.store, gw.state.registry, &dana.key_id)
         .await
@@ -306,17 +286,13 @@ async fn an_admin_revokes_it_and_a_revoked_key_or_approver_ends_it() {
         status(&gw, &gw.enroll("Mo").await, &plan).await,
         "pending_approval"
     );
-    let next = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 15}))
-        .await;
+    let next = gw.dry_run(retention("prj_184", 15)).await;
     assert!(next.get("status").is_none(), "{next}");
     // A revoked approver's standing approvals end as well.
     let ana = gw.enroll("Ana").await;
     let by_ana = statement(&gw, &ana, &agent);
     create(&gw, &ana, &by_ana).await;
-    let covered = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 16}))
-        .await;
+    let covered = gw.dry_run(retention("prj_184", 16)).await;
     assert_eq!(covered["status"], "approved");
     revocation::revoke_approver(&gw.state.store, gw.state.registry, &ana.id)
         .await
@@ -325,17 +301,14 @@ async fn an_admin_revokes_it_and_a_revoked_key_or_approver_ends_it() {
     let ended = listed(&gw, &lee, &by_ana.standing_id).await;
     assert_eq!(ended["state_reason"], "its approver was revoked");
     assert_eq!(status(&gw, &lee, &covered).await, "pending_approval");
-    let after = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 17}))
-        .await;
+    let after = gw.dry_run(retention("prj_184", 17)).await;
     assert!(after.get("status").is_none(), "{after}");
 }
 
 #[tokio::test]
 async fn the_policy_bounds_what_it_may_cover_and_a_change_suspends_it() {
     // The built-in policy lets no standing approval cover bulk plans.
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let agent = agent_id(&gw).await;
     let mut bulk = statement(&gw, &dana, &agent);
     bulk.risk_flags = vec![RiskFlag::Bulk];
@@ -382,8 +355,7 @@ async fn the_policy_bounds_what_it_may_cover_and_a_change_suspends_it() {
 
 #[tokio::test]
 async fn forged_replayed_and_misaddressed_statements_are_refused() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let lena = gw.enroll("Lena").await;
     let agent = agent_id(&gw).await;
     let s = statement(&gw, &dana, &agent);
@@ -421,18 +393,11 @@ async fn forged_replayed_and_misaddressed_statements_are_refused() {
 
 #[tokio::test]
 async fn over_mcp_a_covered_plan_is_approved_and_wait_returns_at_once() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let agent = agent_id(&gw).await;
     let s = statement(&gw, &dana, &agent);
     create(&gw, &dana, &s).await;
-    let answer = gw
-        .tool(
-            &gw.agent,
-            SETTINGS,
-            json!({"project": "prj_184", "retention_days": 21}),
-        )
-        .await;
+    let answer = gw.tool(&gw.agent, SETTINGS, retention("prj_184", 21)).await;
     let result = &answer["result"];
     assert_eq!(
         result["structuredContent"]["status"], "approved",
@@ -479,8 +444,7 @@ pub(crate) fn receipt(value: &Value, key: &VerifyingKey) -> Receipt {
 
 #[tokio::test]
 async fn the_gateway_countersigns_a_standing_approval_and_each_use() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let agent = agent_id(&gw).await;
     let s = statement(&gw, &dana, &agent);
     let created = create(&gw, &dana, &s).await;
@@ -520,8 +484,7 @@ async fn the_gateway_countersigns_a_standing_approval_and_each_use() {
 
 #[tokio::test]
 async fn an_approver_holds_at_most_a_hundred_active_standing_approvals() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let agent = agent_id(&gw).await;
     for _ in 0..standing::MAX_ACTIVE {
         create(&gw, &dana, &statement(&gw, &dana, &agent)).await;
@@ -548,8 +511,7 @@ async fn an_approver_holds_at_most_a_hundred_active_standing_approvals() {
 
 #[tokio::test]
 async fn the_list_comes_in_pages_newest_first() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let agent = agent_id(&gw).await;
     let mut made = Vec::new();
     for _ in 0..5 {

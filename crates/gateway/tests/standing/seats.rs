@@ -8,7 +8,7 @@ use countersign_proto::statement::Signed as _;
 use serde_json::json;
 
 use super::{agent_id, create, listed, policy, send, statement, status, EVERY_PLAN};
-use crate::common::{approve_by, assert_error, Gateway};
+use crate::common::{approve_by, assert_error, retention, Gateway};
 
 /// A rule of two people, which standing approvals may sit in.
 const TWO: &str = r#"package countersign.approval
@@ -33,9 +33,7 @@ async fn standing_approvals_of_two_or_three_people_fill_one_seat_and_a_person_de
             create(&gw, &signer, &statement(&gw, &signer, &agent)).await;
         }
         // A reversible change (retention 14 days on prj_184) every standing approval covers.
-        let plan = gw
-            .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-            .await;
+        let plan = gw.dry_run(retention("prj_184", 14)).await;
         assert!(plan.get("status").is_none(), "{signers}: {plan}");
         let tom = gw.enroll("Tom").await;
         let record = gw
@@ -69,9 +67,7 @@ async fn it_never_fills_a_rule_of_more_than_two_people() {
     let agent = agent_id(&gw).await;
     let s = statement(&gw, &dana, &agent);
     create(&gw, &dana, &s).await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     let record = gw
         .record(&dana.token, plan["plan_id"].as_str().unwrap())
         .await;
@@ -93,9 +89,7 @@ async fn its_signer_fills_no_second_seat_by_hand() {
     let dana = gw.enroll("Dana").await;
     let agent = agent_id(&gw).await;
     create(&gw, &dana, &statement(&gw, &dana, &agent)).await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     let plan_id = plan["plan_id"].as_str().unwrap();
     let seen = gw.record(&dana.token, plan_id).await;
     assert_eq!(seen.body["eligibility"]["eligible"], false, "{}", seen.body);
@@ -159,9 +153,7 @@ async fn it_never_approves_a_plan_made_on_its_signers_behalf() {
         .execute(gw.state.store.pool())
         .await
         .unwrap();
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     assert!(plan.get("status").is_none(), "{plan}");
     assert_eq!(plan["caller"]["on_behalf_of"], "usr_38");
 }

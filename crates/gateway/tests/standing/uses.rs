@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::{
     agent_id, create, listed, policy, queued, statement, status, upload, EVERY_PLAN, UPLOAD,
 };
-use crate::common::{assert_error, at_once, Gateway, Reply};
+use crate::common::{assert_error, at_once, retention, Gateway, Reply};
 
 /// A standing approval of `approver`'s for the test agent's retention changes on any of three
 /// projects, none of whose plans reads what another's run moves.
@@ -32,9 +32,8 @@ fn on_three_projects(
 const PROJECTS: [&str; 3] = ["prj_184", "prj_200", "prj_420"];
 
 /// A retention change on `PROJECTS[n]`.
-async fn retention(gw: &Gateway, n: usize, days: u32) -> Value {
-    gw.dry_run(json!({"project": PROJECTS[n], "retention_days": days}))
-        .await
+async fn retention_of(gw: &Gateway, n: usize, days: u32) -> Value {
+    gw.dry_run(retention(PROJECTS[n], days)).await
 }
 
 /// Runs `plans` at once, each invoked by the test agent; their replies.
@@ -58,14 +57,13 @@ fn ran(replies: &[Reply]) -> usize {
 
 #[tokio::test]
 async fn a_preview_reserves_nothing_and_the_use_is_taken_when_the_plan_runs() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let agent = agent_id(&gw).await;
     let mut s = on_three_projects(&gw, &dana, &agent);
     s.max_plans = 1;
     create(&gw, &dana, &s).await;
-    let first = retention(&gw, 0, 14).await;
-    let second = retention(&gw, 1, 15).await;
+    let first = retention_of(&gw, 0, 14).await;
+    let second = retention_of(&gw, 1, 15).await;
     // Both approved while it has room; neither used it.
     assert_eq!(first["status"], "approved", "{first}");
     assert_eq!(second["status"], "approved", "{second}");
@@ -80,7 +78,7 @@ async fn a_preview_reserves_nothing_and_the_use_is_taken_when_the_plan_runs() {
     let refreshed = gw.call("POST", &uri, Some(&gw.agent), None).await;
     assert_eq!(refreshed.status, StatusCode::OK, "{}", refreshed.body);
     let second = refreshed.body["plan"].clone();
-    retention(&gw, 2, 16).await;
+    retention_of(&gw, 2, 16).await;
     assert_eq!(listed(&gw, &dana, &s.standing_id).await["plans_used"], 0);
 
     assert_eq!(gw.execute(&first).await.status, StatusCode::OK);
@@ -111,15 +109,12 @@ async fn a_preview_reserves_nothing_and_the_use_is_taken_when_the_plan_runs() {
 
 #[tokio::test]
 async fn a_standing_approval_expired_by_the_time_its_plan_runs_no_longer_approves_it() {
-    let gw = Gateway::new().await;
-    let dana = gw.enroll("Dana").await;
+    let (gw, dana) = Gateway::with_approver("Dana").await;
     let agent = agent_id(&gw).await;
     let mut s = statement(&gw, &dana, &agent);
     s.expires_at = chrono::Utc::now() + chrono::Duration::seconds(2);
     create(&gw, &dana, &s).await;
-    let plan = gw
-        .dry_run(json!({"project": "prj_184", "retention_days": 14}))
-        .await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     assert_eq!(plan["status"], "approved", "{plan}");
     // The gateway's clock reads whole seconds.
     while chrono::Utc::now() <= s.expires_at + chrono::Duration::seconds(1) {
@@ -150,7 +145,7 @@ async fn its_count_holds_when_two_covered_plans_run_at_once() {
         create(&gw, &dana, &s).await;
         let mut plans = Vec::new();
         for n in [0, 1] {
-            let plan = retention(&gw, n, 14).await;
+            let plan = retention_of(&gw, n, 14).await;
             assert_eq!(plan["status"], "approved");
             plans.push(plan);
         }

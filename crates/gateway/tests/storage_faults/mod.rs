@@ -8,7 +8,7 @@ mod disk;
 
 use disk::Disk;
 
-use crate::common::{assert_error, Gateway};
+use crate::common::{assert_error, retention, Gateway};
 use axum::http::StatusCode;
 use countersign_engine::Store;
 use serde_json::json;
@@ -48,10 +48,6 @@ async fn sound(gw: &Gateway) {
     assert_eq!(check, "ok");
 }
 
-fn retention(days: u32) -> serde_json::Value {
-    json!({"project": "prj_184", "retention_days": days})
-}
-
 #[tokio::test]
 async fn a_full_store_refuses_writes_whole_and_recovers() {
     let (_dir, _, gw) = on_file().await;
@@ -68,7 +64,7 @@ async fn a_full_store_refuses_writes_whole_and_recovers() {
                 "POST",
                 "/v1/capabilities/projects.settings.update/dry_run",
                 Some(&gw.agent),
-                Some(json!({"params": retention(7 + made)})),
+                Some(json!({"params": retention("prj_184", 7 + made)})),
             )
             .await;
         if reply.status != StatusCode::OK {
@@ -84,7 +80,7 @@ async fn a_full_store_refuses_writes_whole_and_recovers() {
     sound(&gw).await;
 
     writer_pragma(&gw, "PRAGMA max_page_count = 1073741823").await;
-    gw.dry_run(retention(3)).await;
+    gw.dry_run(retention("prj_184", 3)).await;
     assert_eq!(count(&gw, "plans").await, made as i64 + 1);
     sound(&gw).await;
 }
@@ -98,14 +94,11 @@ fn upload(n: u32) -> serde_json::Value {
 async fn a_read_only_store_refuses_every_write_and_a_restart_recovers() {
     let (_dir, url, gw) = on_file().await;
     let dana = gw.enroll("Dana").await;
-    let plan = gw.dry_run(retention(14)).await;
+    let plan = gw.dry_run(retention("prj_184", 14)).await;
     let plan_id = plan["plan_id"].as_str().unwrap();
     // Another project's plan, approved: its execution is the invoke the store refuses.
     let approved = gw
-        .approved(
-            "projects.settings.update",
-            json!({"project": "prj_200", "retention_days": 9}),
-        )
+        .approved("projects.settings.update", retention("prj_200", 9))
         .await;
     let before = gw.snapshot().await;
     let plans = count(&gw, "plans").await;
@@ -116,7 +109,7 @@ async fn a_read_only_store_refuses_every_write_and_a_restart_recovers() {
             "POST",
             "/v1/capabilities/projects.settings.update/dry_run",
             Some(&gw.agent),
-            Some(json!({"params": retention(21)})),
+            Some(json!({"params": retention("prj_184", 21)})),
         )
         .await;
     assert_error(&preview, "storage_unavailable", 503);
@@ -166,7 +159,7 @@ async fn a_real_full_disk_under_postgresql_refuses_previews_whole_and_recovers()
 
 async fn previews_on_a_full_disk(disk: Disk) {
     let gw = Gateway::at(&disk.url()).await;
-    gw.dry_run(retention(30)).await;
+    gw.dry_run(retention("prj_184", 30)).await;
     // Everything else on the disk takes what is left.
     let filler = disk.fill();
 
@@ -178,7 +171,7 @@ async fn previews_on_a_full_disk(disk: Disk) {
                 "POST",
                 "/v1/capabilities/projects.settings.update/dry_run",
                 Some(&gw.agent),
-                Some(json!({"params": retention(7 + made % 300)})),
+                Some(json!({"params": retention("prj_184", 7 + made % 300)})),
             )
             .await;
         if reply.status != StatusCode::OK {
@@ -196,7 +189,7 @@ async fn previews_on_a_full_disk(disk: Disk) {
     sound(&gw).await;
 
     std::fs::remove_file(&filler).unwrap();
-    gw.dry_run(retention(3)).await;
+    gw.dry_run(retention("prj_184", 3)).await;
     assert_eq!(count(&gw, "plans").await, plans_before + made as i64 + 1);
     sound(&gw).await;
 }
@@ -218,13 +211,10 @@ async fn decisions_and_invokes_on_a_full_disk(disk: Disk) {
     let dana = gw.enroll("Dana").await;
     let mut pending = Vec::new();
     for days in 100..100 + PLANS {
-        pending.push(gw.dry_run(retention(days)).await);
+        pending.push(gw.dry_run(retention("prj_184", days)).await);
     }
     let approved = gw
-        .approved(
-            "projects.settings.update",
-            json!({"project": "prj_200", "retention_days": 9}),
-        )
+        .approved("projects.settings.update", retention("prj_200", 9))
         .await;
     let approved_id = approved["plan_id"].as_str().unwrap();
     if let Disk::Sqlite(_) = disk {
