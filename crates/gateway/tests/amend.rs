@@ -3,7 +3,7 @@
 //! as the successor, which names who changed what; the agent sees it over MCP. Whoever writes the
 //! request does not approve it: the amender's approval, by hand or standing, does not count.
 
-use crate::common::{approve_by, assert_error, retention, Gateway, Reply};
+use crate::common::{approve_by, assert_error, grant, retention, Gateway, Reply, GRANT};
 use axum::http::StatusCode;
 use countersign_embedded::default_registry;
 use countersign_engine::accounts;
@@ -95,18 +95,9 @@ async fn nobody_amends_a_request_into_a_grant_to_themselves() {
     let gw = Gateway::new().await;
     let sam = gw.enroll_as("Sam", "usr_92").await;
     let plan = gw
-        .preview(
-            "memberships.grant",
-            json!({"project": "prj_421", "subject": "usr_38", "role": "editor"}),
-        )
+        .preview(GRANT, grant("prj_421", "usr_38", "editor"))
         .await;
-    let reply = amend(
-        &gw,
-        &sam.token,
-        &plan,
-        json!({"project": "prj_421", "subject": "usr_92", "role": "editor"}),
-    )
-    .await;
+    let reply = amend(&gw, &sam.token, &plan, grant("prj_421", "usr_92", "editor")).await;
     assert_error(&reply, "not_eligible", 403);
     let message = reply.body["error"]["message"].as_str().unwrap();
     assert!(message.contains("grantee"), "{message}");

@@ -235,14 +235,7 @@ async fn a_replaced_plans_subject_rows_are_freed_at_once() {
     let old_id = old["plan_id"].as_str().unwrap();
     let rows = "SELECT COUNT(*) FROM plan_subjects WHERE plan_id = $1";
     assert!(gw.count(rows, old_id).await > 0);
-    let fresh = gw
-        .call(
-            "POST",
-            &format!("/v1/plans/{old_id}/refresh"),
-            Some(&dana.token),
-            None,
-        )
-        .await;
+    let fresh = gw.refresh(&dana.token, old_id).await;
     assert_eq!(fresh.status, StatusCode::OK, "{}", fresh.body);
     assert_eq!(gw.count(rows, old_id).await, 0);
     let held = "SELECT subject_rows FROM plans WHERE id = $1";

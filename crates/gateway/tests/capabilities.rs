@@ -1,6 +1,6 @@
 //! Each capability against the demo world: what it previews, and the seeds' examples.
 
-use crate::common::{approve_by, assert_error, Gateway};
+use crate::common::{approve_by, assert_error, grant, Gateway, GRANT};
 use axum::http::StatusCode;
 use countersign_proto::digest::{plan_digest, subjects_digest};
 use serde_json::{json, Value};
@@ -50,7 +50,7 @@ async fn describe_lists_every_capability_with_its_policy() {
     assert_eq!(guard["dry_run"], "not_applicable");
     // Seed 000: a dry_run is required exactly where an invoke without a plan is refused for the
     // want of one; the two that always wait for approval say so.
-    for always in ["projects.settings.update", "memberships.grant"] {
+    for always in ["projects.settings.update", GRANT] {
         assert_eq!(by_id(always)["dry_run"], "required", "{always}");
     }
     for capability in items.iter().filter(|c| c["dry_run"] == "required") {
@@ -143,12 +143,7 @@ async fn the_bulk_removal_previews_as_the_bulk_fixture() {
 #[tokio::test]
 async fn a_grant_shows_seat_and_invitation_and_blocks_on_a_conflicting_role() {
     let gw = Gateway::new().await;
-    let plan = gw
-        .preview(
-            "memberships.grant",
-            json!({"project": "prj_184", "subject": "usr_92", "role": "admin"}),
-        )
-        .await;
+    let plan = gw.preview(GRANT, grant("prj_184", "usr_92", "admin")).await;
     assert_eq!(plan["executable"], true);
     let types: Vec<&str> = plan["effects"]
         .as_array()
@@ -167,22 +162,14 @@ async fn a_grant_shows_seat_and_invitation_and_blocks_on_a_conflicting_role() {
     assert_eq!(plan["effects"][2]["external"], true);
     assert_eq!(plan["estimated_cost"]["amount_max"], "0.05");
 
-    let conflict = gw
-        .preview(
-            "memberships.grant",
-            json!({"project": "prj_184", "subject": "usr_40", "role": "admin"}),
-        )
-        .await;
+    let conflict = gw.preview(GRANT, grant("prj_184", "usr_40", "admin")).await;
     assert_eq!(conflict["executable"], false);
     assert_eq!(conflict["validation"][0]["code"], "role_conflict");
     assert_eq!(conflict["validation"][0]["blocks_execution"], true);
     assert!(conflict["validation"][0]["repair"].as_str().is_some());
 
     let suspended = gw
-        .preview(
-            "memberships.grant",
-            json!({"project": "prj_184", "subject": "usr_50", "role": "viewer"}),
-        )
+        .preview(GRANT, grant("prj_184", "usr_50", "viewer"))
         .await;
     assert_eq!(suspended["validation"][0]["code"], "subject_suspended");
 }
@@ -399,10 +386,7 @@ async fn the_all_staff_group_is_real_bulk() {
 async fn a_plan_that_became_blocked_does_not_execute() {
     let gw = Gateway::new().await;
     let plan = gw
-        .preview(
-            "memberships.grant",
-            json!({"project": "prj_421", "subject": "usr_92", "role": "viewer"}),
-        )
+        .preview(GRANT, grant("prj_421", "usr_92", "viewer"))
         .await;
     let dana = gw.enroll("Dana").await;
     approve_by(&gw, &plan, &[&dana]).await;

@@ -1,7 +1,7 @@
 //! What a plan tells its approver beyond the signed preview, and which plans reach an approver at
 //! all (issue 8): no-op plans, distinct subjects, named consequences, the wallet, staleness.
 
-use crate::common::{approve_by, assert_error, retention, Gateway, RETENTION};
+use crate::common::{approve_by, assert_error, grant, retention, Gateway, GRANT, RETENTION};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
@@ -34,10 +34,7 @@ async fn a_plan_that_changes_nothing_waits_for_nobody_and_never_enters_the_queue
     let (gw, dana) = Gateway::with_approver("Dana").await;
     let unchanged = gw.dry_run(retention("prj_184", 30)).await;
     let granted = gw
-        .preview(
-            "memberships.grant",
-            json!({"project": "prj_184", "subject": "usr_40", "role": "editor"}),
-        )
+        .preview(GRANT, grant("prj_184", "usr_40", "editor"))
         .await;
     let missing = gw.dry_run(retention("prj_missing", 14)).await;
     let real = gw.dry_run(retention("prj_184", 14)).await;
@@ -253,14 +250,7 @@ async fn a_bulk_plan_the_wallet_cannot_pay_says_so_and_cannot_be_approved() {
     );
 
     // Its agent refreshes it; the successor, blocked as well, stays with the agent too.
-    let refreshed = gw
-        .call(
-            "POST",
-            &format!("/v1/plans/{plan_id}/refresh"),
-            Some(&gw.agent),
-            None,
-        )
-        .await;
+    let refreshed = gw.refresh(&gw.agent, plan_id).await;
     assert_eq!(refreshed.status, StatusCode::OK, "{}", refreshed.body);
     assert_eq!(refreshed.body["plan"]["executable"], false);
     assert!(listed(&gw, &dana.token).await.is_empty());
@@ -317,17 +307,13 @@ async fn a_mismatched_expected_revision_blocks_the_plan_and_keeps_it_from_approv
 #[tokio::test]
 async fn an_executed_plan_reports_no_staleness_from_its_own_writes() {
     let (gw, dana) = Gateway::with_approver("Dana").await;
-    let grant = gw
-        .approved_by(
-            "memberships.grant",
-            json!({"project": "prj_421", "subject": "usr_92", "role": "viewer"}),
-            &[&dana],
-        )
+    let granted = gw
+        .approved_by(GRANT, grant("prj_421", "usr_92", "viewer"), &[&dana])
         .await;
-    let ran = gw.execute(&grant).await;
+    let ran = gw.execute(&granted).await;
     assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
     let record = gw
-        .record(&dana.token, grant["plan_id"].as_str().unwrap())
+        .record(&dana.token, granted["plan_id"].as_str().unwrap())
         .await;
     assert_eq!(record.body["status"], "executed");
     assert_eq!(record.body["stale"], Value::Null, "{}", record.body);
@@ -335,11 +321,7 @@ async fn an_executed_plan_reports_no_staleness_from_its_own_writes() {
     // A waiting plan whose read moved says what moved; once expired it is over, not stale.
     let waiting = gw.dry_run(retention("prj_421", 30)).await;
     let other = gw
-        .approved_by(
-            "memberships.grant",
-            json!({"project": "prj_421", "subject": "usr_42", "role": "viewer"}),
-            &[&dana],
-        )
+        .approved_by(GRANT, grant("prj_421", "usr_42", "viewer"), &[&dana])
         .await;
     let ran = gw.execute(&other).await;
     assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);

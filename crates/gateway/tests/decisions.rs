@@ -1,6 +1,6 @@
 //! Signed decisions and execution: each refusal with its code, nothing executes twice.
 
-use crate::common::{assert_error, retention, Gateway};
+use crate::common::{assert_error, grant, retention, Gateway, GRANT};
 use axum::http::StatusCode;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
@@ -360,12 +360,7 @@ async fn a_blocked_plan_can_be_rejected_but_never_approved() {
     let (gw, dana) = Gateway::with_approver("Dana").await;
     let ada = gw.enroll("Ada").await;
     // usr_40 is an editor there: a second role is a blocking conflict, the grant still planned.
-    let plan = gw
-        .preview(
-            "memberships.grant",
-            json!({"project": "prj_184", "subject": "usr_40", "role": "admin"}),
-        )
-        .await;
+    let plan = gw.preview(GRANT, grant("prj_184", "usr_40", "admin")).await;
     assert_eq!(plan["executable"], false);
     assert_eq!(plan["validation"][0]["code"], "role_conflict");
     let plan_id = plan["plan_id"].as_str().unwrap();
@@ -383,12 +378,8 @@ async fn a_blocked_plan_can_be_rejected_but_never_approved() {
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     assert_eq!(reply.body["status"], "rejected");
     assert_error(
-        &gw.invoke_as(
-            &gw.agent,
-            "memberships.grant",
-            json!({ "plan_id": plan_id }),
-        )
-        .await,
+        &gw.invoke_as(&gw.agent, GRANT, json!({ "plan_id": plan_id }))
+            .await,
         "plan_not_pending",
         409,
     );

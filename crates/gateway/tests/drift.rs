@@ -77,13 +77,6 @@ async fn effects_that_drift_without_a_moved_revision_make_the_plan_stale() {
         .send(&gw, plan_id, &fay.sign(&fay.statement(&gw, &plan)))
         .await;
     assert_error(&decision, "plan_stale", 409);
-    let refreshed = gw
-        .call(
-            "POST",
-            &format!("/v1/plans/{plan_id}/refresh"),
-            Some(&dana.token),
-            None,
-        )
-        .await;
+    let refreshed = gw.refresh(&dana.token, plan_id).await;
     assert_eq!(refreshed.status, StatusCode::OK, "{}", refreshed.body);
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::common::{approve_by, retention, Gateway, Reply};
+use crate::common::{approve_by, grant, retention, Gateway, Reply, GRANT};
 use countersign_embedded::default_registry;
 use countersign_engine::Capability;
 use countersign_providers::local::LocalProviders;
@@ -31,7 +31,7 @@ fn request(id: &str) -> Value {
             json!({"project": "prj_421", "filename": "notes.md", "mime_type": "text/markdown", "size_bytes": 512})
         }
         "projects.settings.update" => retention("prj_184", 7),
-        "memberships.grant" => json!({"project": "prj_184", "subject": "usr_92", "role": "admin"}),
+        GRANT => grant("prj_184", "usr_92", "admin"),
         "groups.members.remove" => {
             json!({"group": "grp_support", "filter": {"employment": "contractor"}})
         }

@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use crate::common::sse::{beating, Events};
-use crate::common::{approve_by, assert_error, database, retention, Gateway, RETENTION};
+use crate::common::{
+    approve_by, assert_error, database, grant, retention, Gateway, GRANT, RETENTION,
+};
 use axum::http::StatusCode;
 use countersign_engine::accounts;
 use countersign_engine::store::Dialect;
@@ -21,11 +23,7 @@ async fn a_moved_read_stops_decision_and_execution_and_a_refresh_executes() {
 
     // Another request changes what both plans read: a role granted on prj_184.
     let grant = gw
-        .approved_by(
-            "memberships.grant",
-            json!({"project": "prj_184", "subject": "usr_92", "role": "viewer"}),
-            &[&dana],
-        )
+        .approved_by(GRANT, grant("prj_184", "usr_92", "viewer"), &[&dana])
         .await;
     let reply = gw.execute(&grant).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
@@ -42,14 +40,7 @@ async fn a_moved_read_stops_decision_and_execution_and_a_refresh_executes() {
     assert_eq!(execution.body["error"]["details"]["moved"], moved);
 
     let approved_id = approved["plan_id"].as_str().unwrap();
-    let refreshed = gw
-        .call(
-            "POST",
-            &format!("/v1/plans/{approved_id}/refresh"),
-            Some(&dana.token),
-            None,
-        )
-        .await;
+    let refreshed = gw.refresh(&dana.token, approved_id).await;
     assert_eq!(refreshed.status, StatusCode::OK, "{}", refreshed.body);
     assert_eq!(refreshed.body["supersedes"], approved_id);
     assert_eq!(refreshed.body["status"], "pending_approval");
@@ -76,14 +67,7 @@ async fn a_moved_read_stops_decision_and_execution_and_a_refresh_executes() {
         .send(&gw, approved_id, &eli.sign(&eli.statement(&gw, &approved)))
         .await;
     assert_error(&late, "plan_not_pending", 409);
-    let again = gw
-        .call(
-            "POST",
-            &format!("/v1/plans/{approved_id}/refresh"),
-            Some(&gw.agent),
-            None,
-        )
-        .await;
+    let again = gw.refresh(&gw.agent, approved_id).await;
     assert_error(&again, "plan_not_pending", 409);
 
     approve_by(&gw, &fresh, &[&dana]).await;

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::common::smtp::Sink;
-use crate::common::{assert_error, Gateway, JsonReply};
+use crate::common::{assert_error, grant, Gateway, JsonReply, GRANT};
 use countersign_engine::mail::{self, Pass};
 use countersign_gateway::smtp::Relay;
 use serde_json::{json, Value};
@@ -17,8 +17,9 @@ fn removal() -> Value {
     json!({"group": "grp_support", "filter": {"employment": "contractor"}})
 }
 
-fn grant() -> Value {
-    json!({"project": "prj_184", "subject": "usr_92", "role": "admin"})
+/// The grant whose invitation most of these tests mail.
+fn admin_grant() -> Value {
+    grant("prj_184", "usr_92", "admin")
 }
 
 /// The addresses of `users`, as the world holds them now, sorted.
@@ -133,13 +134,10 @@ async fn previews_refusals_and_stale_plans_send_nothing() {
     let gw = Gateway::new().await;
     countersign_gateway::smtp::spawn(&gw.state, Relay::new(&sink.url, FROM).unwrap());
 
-    for (capability, params) in [
-        ("groups.members.remove", removal()),
-        ("memberships.grant", grant()),
-    ] {
+    for (capability, params) in [("groups.members.remove", removal()), (GRANT, admin_grant())] {
         gw.preview(capability, params).await;
     }
-    let unapproved = gw.preview("memberships.grant", grant()).await;
+    let unapproved = gw.preview(GRANT, admin_grant()).await;
     let refused = gw.execute(&unapproved).await;
     assert_error(&refused, "approval_required", 409);
 
@@ -159,7 +157,7 @@ async fn previews_refusals_and_stale_plans_send_nothing() {
     assert!(outbox(&gw).await.is_empty());
     // A message that must go, last: once the spawned dispatcher delivers it, it has passed every
     // commit above (the outbox goes in order), and it is the only message the relay ever got.
-    let marker = gw.approved("memberships.grant", other_grant()).await;
+    let marker = gw.approved(GRANT, other_grant()).await;
     assert_eq!(gw.execute(&marker).await.status, 200);
     let received = sink.received(1).await;
     assert_eq!(received.len(), 1, "{received:?}");
@@ -169,13 +167,13 @@ async fn previews_refusals_and_stale_plans_send_nothing() {
 
 /// A grant on another project, to another person: its invitation marks what was sent before.
 fn other_grant() -> Value {
-    json!({"project": "prj_421", "subject": "usr_38", "role": "editor"})
+    grant("prj_421", "usr_38", "editor")
 }
 
 #[tokio::test]
 async fn an_address_changed_after_the_preview_makes_the_plan_stale_naming_the_person() {
     let gw = Gateway::new().await;
-    let plan = gw.approved("memberships.grant", grant()).await;
+    let plan = gw.approved(GRANT, admin_grant()).await;
     set_email(&gw, "usr_92", "sam@elsewhere.example").await;
     // The approvers see it at once: the person's revision moved (migration 0014).
     let reader = gw.enroll("Reader").await;
@@ -200,7 +198,7 @@ async fn an_address_changed_after_execution_is_held_for_a_person() {
     let sink = Sink::start().await;
     let relay = Relay::new(&sink.url, FROM).unwrap();
     let gw = Gateway::new().await;
-    let plan = gw.approved("memberships.grant", grant()).await;
+    let plan = gw.approved(GRANT, admin_grant()).await;
     assert_eq!(gw.execute(&plan).await.status, 200);
     set_email(&gw, "usr_92", "sam@elsewhere.example").await;
 
@@ -241,7 +239,7 @@ async fn a_relay_that_is_down_is_retried_until_it_takes_the_message() {
     let sink = Sink::failing_first(2).await;
     let relay = Relay::new(&sink.url, FROM).unwrap();
     let gw = Gateway::new().await;
-    let plan = gw.approved("memberships.grant", grant()).await;
+    let plan = gw.approved(GRANT, admin_grant()).await;
     assert_eq!(gw.execute(&plan).await.status, 200);
 
     let start = now();
@@ -295,7 +293,7 @@ async fn a_relay_that_never_answers_is_given_up_after_the_last_attempt() {
         .port();
     let relay = Relay::new(&format!("smtp://127.0.0.1:{port}"), FROM).unwrap();
     let gw = Gateway::new().await;
-    let plan = gw.approved("memberships.grant", grant()).await;
+    let plan = gw.approved(GRANT, admin_grant()).await;
     assert_eq!(gw.execute(&plan).await.status, 200);
     let mut at = now();
     for _ in 1..mail::MAX_ATTEMPTS {
@@ -342,7 +340,7 @@ async fn a_relay_that_accepts_and_says_nothing_holds_up_nothing_and_its_lease_ke
     let sink = Sink::start().await;
     let good = Relay::new(&sink.url, FROM).unwrap();
     let gw = Gateway::new().await;
-    let plan = gw.approved("memberships.grant", grant()).await;
+    let plan = gw.approved(GRANT, admin_grant()).await;
     assert_eq!(gw.execute(&plan).await.status, 200);
 
     let store = &gw.state.store;
@@ -447,7 +445,12 @@ async fn serve_with_an_smtp_relay_delivers_through_its_own_dispatcher() {
     let url = line.trim().rsplit(' ').next().unwrap().to_owned();
 
     let preview = format!("{url}/v1/capabilities/memberships.grant/dry_run");
-    let (status, plan) = post(preview.clone(), Some(&token), json!({"params": grant()})).await;
+    let (status, plan) = post(
+        preview.clone(),
+        Some(&token),
+        json!({"params": admin_grant()}),
+    )
+    .await;
     assert_eq!(status, 200, "{plan}");
     let key = ed25519_dalek::SigningKey::generate(&mut rand::rngs::OsRng);
     let public_key = countersign_proto::dsse::encode_public_key(&key.verifying_key());

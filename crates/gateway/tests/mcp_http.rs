@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::common::{assert_error, retention, Gateway, Reply};
+use crate::common::{assert_error, grant, retention, Gateway, Reply, GRANT};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use countersign_embedded::default_registry;
@@ -69,7 +69,7 @@ fn hints_follow_the_declared_effects() {
     let (f, t) = (Some(false), Some(true));
     assert_eq!(hints(cap("wallet.agent_budget.guard.check")), (t, f, f, t));
     assert_eq!(hints(cap("groups.members.remove")), (f, t, t, f));
-    assert_eq!(hints(cap("memberships.grant")), (f, f, t, f));
+    assert_eq!(hints(cap(GRANT)), (f, f, t, f));
     assert_eq!(hints(cap("projects.settings.update")), (f, f, f, f));
     assert_eq!(hints(cap("storage.quota.update")), (f, f, f, f));
     assert_eq!(hints(cap("documents.document.upload")), (f, f, f, f));
@@ -112,10 +112,7 @@ async fn previews_hold_exactly_the_declared_effects() {
             cap("groups.members.remove"),
             json!({"group": "grp_support", "filter": {"employment": "contractor"}}),
         ),
-        (
-            cap("memberships.grant"),
-            json!({"project": "prj_184", "subject": "usr_92", "role": "admin"}),
-        ),
+        (cap(GRANT), grant("prj_184", "usr_92", "admin")),
         (
             cap("storage.quota.update"),
             json!({"quota": "sq_product", "quota_bytes": 1}),

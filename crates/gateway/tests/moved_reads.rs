@@ -2,7 +2,7 @@
 //! moved one at a time: the plan stops at the next decision (or, needing none, at execution) with
 //! `plan_stale` naming that resource.
 
-use crate::common::{assert_error, retention, Gateway};
+use crate::common::{assert_error, grant, retention, Gateway, GRANT};
 use countersign_engine::queue;
 use countersign_pack::Handle;
 use serde_json::{json, Value};
@@ -24,8 +24,8 @@ fn cases() -> Vec<(&'static str, Value, &'static [&'static str])> {
             ],
         ),
         (
-            "memberships.grant",
-            json!({"project": "prj_421", "subject": "usr_92", "role": "editor"}),
+            GRANT,
+            grant("prj_421", "usr_92", "editor"),
             // The project's roles (a conflicting role blocks); the seat the grant takes; the
             // person, whose address the invitation goes to and whose suspension blocks.
             &["projects/prj_421", "seats/org", "users/usr_92"],
@@ -137,12 +137,7 @@ async fn each_read_revision_moved_stops_its_plan() {
 #[tokio::test]
 async fn a_write_to_a_person_by_any_path_stops_the_plans_that_read_them() {
     let (gw, dana) = Gateway::with_approver("Dana").await;
-    let grant = preview(
-        &gw,
-        "memberships.grant",
-        &json!({"project": "prj_421", "subject": "usr_92", "role": "editor"}),
-    )
-    .await;
+    let grant = preview(&gw, GRANT, &grant("prj_421", "usr_92", "editor")).await;
     let removal = preview(
         &gw,
         "groups.members.remove",

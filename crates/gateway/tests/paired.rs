@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::common::{approve_by, journal_rows, retention, world_diff, Gateway};
+use crate::common::{approve_by, grant, journal_rows, retention, world_diff, Gateway, GRANT};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
@@ -180,12 +180,7 @@ async fn bulk_removal_does_what_it_previewed() {
 #[tokio::test]
 async fn grant_does_what_it_previewed() {
     let gw = Gateway::new().await;
-    paired(
-        &gw,
-        "memberships.grant",
-        json!({"project": "prj_184", "subject": "usr_92", "role": "admin"}),
-    )
-    .await;
+    paired(&gw, GRANT, grant("prj_184", "usr_92", "admin")).await;
     let role = column(
         &gw,
         "SELECT role FROM project_members WHERE project_id = 'prj_184' AND user_id = 'usr_92'",
@@ -264,14 +259,8 @@ async fn no_preview_of_any_capability_changes_the_world() {
             "groups.members.remove",
             json!({"group": "grp_all_staff", "filter": {"employment": "contractor"}}),
         ),
-        (
-            "memberships.grant",
-            json!({"project": "prj_184", "subject": "usr_92", "role": "admin"}),
-        ),
-        (
-            "memberships.grant",
-            json!({"project": "prj_184", "subject": "usr_40", "role": "admin"}),
-        ),
+        (GRANT, grant("prj_184", "usr_92", "admin")),
+        (GRANT, grant("prj_184", "usr_40", "admin")),
         (
             "storage.quota.update",
             json!({"quota": "sq_product", "quota_bytes": 1}),

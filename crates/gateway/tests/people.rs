@@ -3,7 +3,7 @@
 //! a quorum counts people, and nobody approves a grant to themselves or a plan made on their
 //! behalf; the plan record says why an approver may not approve.
 
-use crate::common::{approve_by, assert_error, Gateway};
+use crate::common::{approve_by, assert_error, grant, Gateway, GRANT};
 use countersign_engine::{accounts, approval::approvals, approval::revocation, plan::plans};
 use countersign_proto::approvals::PlanStatus;
 use serde_json::json;
@@ -114,10 +114,7 @@ async fn nobody_approves_a_grant_to_themselves_and_the_record_says_why() {
     let sam = gw.enroll_as("Sam", "usr_92").await;
     let dana = gw.enroll("Dana").await;
     let plan = gw
-        .preview(
-            "memberships.grant",
-            json!({"project": "prj_421", "subject": "usr_92", "role": "editor"}),
-        )
+        .preview(GRANT, grant("prj_421", "usr_92", "editor"))
         .await;
     let plan_id = plan["plan_id"].as_str().unwrap();
 

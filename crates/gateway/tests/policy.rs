@@ -16,7 +16,7 @@ use countersign_proto::plan::Preview;
 use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
 use serde_json::{json, Value};
 
-use crate::common::{approve_by, assert_error, on_disk, Gateway};
+use crate::common::{approve_by, assert_error, grant, on_disk, Gateway, GRANT};
 
 fn policy(rego: &str) -> Policy {
     let text = format!("package countersign.approval\n\nimport rego.v1\n\n{rego}\n");
@@ -190,11 +190,8 @@ deny contains "Retention changes are frozen this week." if {
         .await;
     assert_eq!(queue.body["items"], json!([]));
     // Another capability is not refused.
-    gw.preview(
-        "memberships.grant",
-        json!({"project": "prj_200", "subject": "usr_41", "role": "editor"}),
-    )
-    .await;
+    gw.preview(GRANT, grant("prj_200", "usr_41", "editor"))
+        .await;
 }
 
 #[tokio::test]

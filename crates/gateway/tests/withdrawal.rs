@@ -14,16 +14,6 @@ fn reject(statement: &mut countersign_proto::decision::Statement) {
     statement.nonce = new_nonce();
 }
 
-async fn refresh(gw: &Gateway, token: &str, plan_id: &str) -> crate::common::Reply {
-    gw.call(
-        "POST",
-        &format!("/v1/plans/{plan_id}/refresh"),
-        Some(token),
-        None,
-    )
-    .await
-}
-
 fn plan_id(plan: &Value) -> &str {
     plan["plan_id"].as_str().unwrap()
 }
@@ -115,14 +105,14 @@ async fn an_executed_plan_cannot_be_withdrawn() {
 async fn an_approver_refreshes_pending_and_stale_plans_but_not_a_current_approved_one() {
     let (gw, dana) = Gateway::with_approver("Dana").await;
     let pending = gw.preview(RETENTION, retention("prj_311", 7)).await;
-    let fresh = refresh(&gw, &dana.token, plan_id(&pending)).await;
+    let fresh = gw.refresh(&dana.token, plan_id(&pending)).await;
     assert_eq!(fresh.status, StatusCode::OK, "{}", fresh.body);
     assert_eq!(fresh.body["supersedes"], plan_id(&pending));
 
     let approved = gw
         .approved_by(RETENTION, retention("prj_184", 14), &[&dana])
         .await;
-    let refused = refresh(&gw, &dana.token, plan_id(&approved)).await;
+    let refused = gw.refresh(&dana.token, plan_id(&approved)).await;
     assert_error(&refused, "plan_not_pending", 409);
     let still = gw.record(&dana.token, plan_id(&approved)).await;
     assert_eq!(still.body["status"], "approved");
@@ -133,7 +123,7 @@ async fn an_approver_refreshes_pending_and_stale_plans_but_not_a_current_approve
         .execute(gw.state.store.pool())
         .await
         .unwrap();
-    let stale = refresh(&gw, &dana.token, plan_id(&approved)).await;
+    let stale = gw.refresh(&dana.token, plan_id(&approved)).await;
     assert_eq!(stale.status, StatusCode::OK, "{}", stale.body);
     assert_eq!(stale.body["supersedes"], plan_id(&approved));
 }
@@ -144,7 +134,7 @@ async fn the_owning_agent_may_refresh_its_current_approved_plan() {
     let approved = gw
         .approved_by(RETENTION, retention("prj_184", 14), &[&dana])
         .await;
-    let own = refresh(&gw, &gw.agent, plan_id(&approved)).await;
+    let own = gw.refresh(&gw.agent, plan_id(&approved)).await;
     assert_eq!(own.status, StatusCode::OK, "{}", own.body);
     assert_eq!(own.body["status"], "pending_approval");
 }

@@ -70,6 +70,13 @@ pub fn retention(project: &str, days: u32) -> Value {
     json!({"project": project, "retention_days": days})
 }
 
+pub const GRANT: &str = "memberships.grant";
+
+/// The params of a grant of `role` on `project` to `subject`.
+pub fn grant(project: &str, subject: &str, role: &str) -> Value {
+    json!({"project": project, "subject": subject, "role": role})
+}
+
 pub async fn database(sqlite: &str) -> TestDatabase {
     test_database(sqlite, false).await
 }
@@ -571,6 +578,12 @@ impl Gateway {
 
     pub async fn dry_run(&self, params: Value) -> Value {
         self.preview(RETENTION, params).await
+    }
+
+    /// `POST /v1/plans/{id}/refresh` as `token`.
+    pub async fn refresh(&self, token: &str, plan_id: &str) -> Reply {
+        let uri = format!("/v1/plans/{plan_id}/refresh");
+        self.call("POST", &uri, Some(token), None).await
     }
 
     /// `GET /v1/plans/{id}` as `token`.

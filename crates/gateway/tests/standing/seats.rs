@@ -8,7 +8,7 @@ use countersign_proto::statement::Signed as _;
 use serde_json::json;
 
 use super::{agent_id, create, listed, policy, send, statement, status, EVERY_PLAN};
-use crate::common::{approve_by, assert_error, retention, Gateway};
+use crate::common::{approve_by, assert_error, grant, retention, Gateway, GRANT};
 
 /// A rule of two people, which standing approvals may sit in.
 const TWO: &str = r#"package countersign.approval
@@ -108,7 +108,7 @@ async fn it_never_approves_a_grant_to_its_signer() {
     let sam = gw.enroll_as("Sam", "usr_92").await;
     let agent = agent_id(&gw).await;
     let mut s = statement(&gw, &sam, &agent);
-    s.capability_id = "memberships.grant".into();
+    s.capability_id = GRANT.into();
     s.constraints.clear();
     s.resources.clear();
     s.risk_flags = vec![
@@ -120,17 +120,11 @@ async fn it_never_approves_a_grant_to_its_signer() {
     ];
     create(&gw, &sam, &s).await;
     let to_sam = gw
-        .preview(
-            "memberships.grant",
-            json!({"project": "prj_421", "subject": "usr_92", "role": "editor"}),
-        )
+        .preview(GRANT, grant("prj_421", "usr_92", "editor"))
         .await;
     assert!(to_sam.get("status").is_none(), "{to_sam}");
     let to_other = gw
-        .preview(
-            "memberships.grant",
-            json!({"project": "prj_421", "subject": "usr_38", "role": "editor"}),
-        )
+        .preview(GRANT, grant("prj_421", "usr_38", "editor"))
         .await;
     assert_eq!(to_other["status"], "approved", "{to_other}");
 }
