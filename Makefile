@@ -140,7 +140,7 @@ fuzz-quick: desktop
 ## The desktop end-to-end tests: the real binary through tauri-driver, one at a time.
 desktop-test: desktop
 	$(PHASE) desktop-e2e tests/with-keyring.sh tests/with-display.sh \
-		cargo nextest run --workspace -E '$(DESKTOP_SUITES)'
+		cargo nextest run --workspace --profile desktop -E '$(DESKTOP_SUITES)'
 
 # PostgreSQL, for the gateway's second store; Debian's package brings the `postgres` system user
 # that a cluster started as root runs as.
@@ -156,7 +156,7 @@ POSTGRES_CASES ?= 32
 postgres-test: system-deps desktop
 	@echo "PostgreSQL pass: $(POSTGRES_CASES) cases per property test (SQLite: 256), since each case makes a database"
 	COUNTERSIGN_PROPERTY_CASES=$(POSTGRES_CASES) $(PHASE) postgres tests/with-keyring.sh tests/with-postgres.sh \
-		cargo nextest run --workspace -E '$(POSTGRES_SUITES)'
+		cargo nextest run --workspace --profile postgres -E '$(POSTGRES_SUITES)'
 
 # --- MCP: the official Python SDK as the test client of tests/mcp.rs ---
 MCP_VENV := target/mcp-venv
