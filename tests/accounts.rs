@@ -13,7 +13,7 @@ use countersign_e2e::TestGateway;
 use countersign_embedded::{default_registry, seed_demo};
 use countersign_engine::{Limits, Store};
 use countersign_gateway::tls;
-use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
+use countersign_proto::decision::{self, Decision, Statement};
 use countersign_proto::dsse::encode_public_key;
 use countersign_proto::statement::Signed as _;
 use ed25519_dalek::SigningKey;
@@ -313,20 +313,17 @@ async fn history_verifies_against_the_keyring_not_the_journal_row() -> anyhow::R
     // A row written by someone else: signed by another key under this approver's key id, the
     // row's public key swapped to match.
     let forger = SigningKey::generate(&mut rand::rngs::OsRng);
-    let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
-    let statement = Statement {
-        kind: STATEMENT_TYPE.to_owned(),
-        plan_id: "plan_forged".to_owned(),
-        plan_digest: view.digest.clone(),
-        decision: Decision::Approve,
-        reason: None,
-        approver_id: console.signer().approver_id().to_owned(),
-        key_id: console.signer().key_id().to_owned(),
-        audience: gateway_id.clone(),
-        nonce: new_nonce(),
-        issued_at: now,
-        expires_at: now + chrono::Duration::minutes(5),
-    };
+    let signer = console.signer();
+    let statement = Statement::new(
+        decision::Signer {
+            audience: &gateway_id,
+            ..signer.signs_as()
+        },
+        ("plan_forged", &view.digest),
+        Decision::Approve,
+        None,
+        chrono::Utc::now() + chrono::Duration::minutes(5),
+    );
     let forged = statement.sign(&forger)?;
     let forger_public = encode_public_key(&forger.verifying_key());
     journal

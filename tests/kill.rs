@@ -11,7 +11,7 @@ use countersign_console::client::GatewayClient;
 use countersign_console::signing::journal::Journal;
 use countersign_e2e::{enroll, gateway_binary, get, post, Approver};
 use countersign_engine::{accounts, Store};
-use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
+use countersign_proto::decision::Decision;
 use countersign_proto::dsse::encode_public_key;
 use countersign_proto::statement::Signed as _;
 use rand::rngs::StdRng;
@@ -88,20 +88,7 @@ impl Drop for Gateway {
 
 /// Records an approval of `plan` in the console's outbox, signed, before anything is sent.
 async fn record_approval(journal: &Journal, approver: &Approver, gateway_id: &str, plan: &Value) {
-    let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
-    let statement = Statement {
-        kind: STATEMENT_TYPE.to_owned(),
-        plan_id: plan["plan_id"].as_str().unwrap().to_owned(),
-        plan_digest: plan["plan_digest"].as_str().unwrap().to_owned(),
-        decision: Decision::Approve,
-        reason: None,
-        approver_id: approver.id.clone(),
-        key_id: approver.key_id.clone(),
-        audience: gateway_id.to_owned(),
-        nonce: new_nonce(),
-        issued_at: now,
-        expires_at: now + chrono::Duration::minutes(10),
-    };
+    let statement = approver.statement(gateway_id, plan);
     let envelope = statement.sign(&approver.key).unwrap();
     let public_key = encode_public_key(&approver.key.verifying_key());
     journal

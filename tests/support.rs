@@ -15,7 +15,7 @@ use countersign_embedded::{listen, registry, seed_demo, state_with_policy};
 use countersign_engine::{accounts, queue, Limits, Store};
 use countersign_pack::Handle;
 pub use countersign_policy::Policy;
-use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
+use countersign_proto::decision::{Decision, Signer, Statement};
 use countersign_proto::dsse::{encode_public_key, Envelope};
 use countersign_proto::statement::Signed as _;
 use countersign_providers::local::LocalProviders;
@@ -303,21 +303,27 @@ impl Approver {
 
     /// This approver's signed approval of `plan`, addressed to gateway `gateway_id`.
     pub fn approval(&self, gateway_id: &str, plan: &Value) -> Envelope {
-        let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
-        let statement = Statement {
-            kind: STATEMENT_TYPE.to_owned(),
-            plan_id: plan["plan_id"].as_str().unwrap().to_owned(),
-            plan_digest: plan["plan_digest"].as_str().unwrap().to_owned(),
-            decision: Decision::Approve,
-            reason: None,
-            approver_id: self.id.clone(),
-            key_id: self.key_id.clone(),
-            audience: gateway_id.to_owned(),
-            nonce: new_nonce(),
-            issued_at: now,
-            expires_at: now + chrono::Duration::minutes(5),
+        self.statement(gateway_id, plan).sign(&self.key).unwrap()
+    }
+
+    /// This approver's approval of `plan`, addressed to gateway `gateway_id`, good for five
+    /// minutes.
+    pub fn statement(&self, gateway_id: &str, plan: &Value) -> Statement {
+        let signer = Signer {
+            approver_id: &self.id,
+            key_id: &self.key_id,
+            audience: gateway_id,
         };
-        statement.sign(&self.key).unwrap()
+        let plan_id = plan["plan_id"].as_str().unwrap();
+        let digest = plan["plan_digest"].as_str().unwrap();
+        let expires_at = chrono::Utc::now() + chrono::Duration::minutes(5);
+        Statement::new(
+            signer,
+            (plan_id, digest),
+            Decision::Approve,
+            None,
+            expires_at,
+        )
     }
 }
 

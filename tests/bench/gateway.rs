@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context as _};
-use chrono::{DateTime, SubsecRound as _, Utc};
-use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
+use chrono::{DateTime, Utc};
+use countersign_proto::decision::{Decision, Signer, Statement};
 use countersign_proto::dsse::{encode_public_key, Envelope};
 use countersign_proto::statement::Signed as _;
 use ed25519_dalek::SigningKey;
@@ -337,19 +337,19 @@ impl BenchApprover {
             Ok(preview[field].as_str().context("a preview")?.to_owned())
         };
         let expires_at: DateTime<Utc> = text("expires_at")?.parse()?;
-        let statement = Statement {
-            kind: STATEMENT_TYPE.to_owned(),
-            plan_id: text("plan_id")?,
-            plan_digest: text("plan_digest")?,
-            decision: Decision::Approve,
-            reason: None,
-            approver_id: self.approver_id.clone(),
-            key_id: self.key_id.clone(),
-            audience: self.gateway_id.clone(),
-            nonce: new_nonce(),
-            issued_at: Utc::now().trunc_subsecs(0),
-            expires_at,
+        let signer = Signer {
+            approver_id: &self.approver_id,
+            key_id: &self.key_id,
+            audience: &self.gateway_id,
         };
+        let plan = (text("plan_id")?, text("plan_digest")?);
+        let statement = Statement::new(
+            signer,
+            (&plan.0, &plan.1),
+            Decision::Approve,
+            None,
+            expires_at,
+        );
         Ok(statement.sign(&self.key)?)
     }
 }

@@ -7,11 +7,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use chrono::SubsecRound as _;
 use countersign_proto::approvals::{
     ApprovalList, EnrollResponse, PlanRecord, PlanStatus, PlanSummary, RiskFlag,
 };
-use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
+use countersign_proto::decision::{Decision, Signer, Statement};
 use countersign_proto::digest::plan_digest;
 use countersign_proto::dsse::encode_public_key;
 use ed25519_dalek::SigningKey;
@@ -216,20 +215,18 @@ impl Running {
         if record.status != PlanStatus::PendingApproval {
             return Ok(());
         }
-        let now = chrono::Utc::now().trunc_subsecs(0);
-        let statement = Statement {
-            kind: STATEMENT_TYPE.to_owned(),
-            plan_id: plan_id.to_owned(),
-            plan_digest: digest,
-            decision: Decision::Approve,
-            reason: Some("Seconded in the demo after another approver approved.".to_owned()),
-            approver_id: self.approver_id.clone(),
-            key_id: self.key_id.clone(),
-            audience: self.gateway_id.clone(),
-            nonce: new_nonce(),
-            issued_at: now,
-            expires_at: record.plan.expires_at,
+        let signer = Signer {
+            approver_id: &self.approver_id,
+            key_id: &self.key_id,
+            audience: &self.gateway_id,
         };
+        let statement = Statement::new(
+            signer,
+            (plan_id, &digest),
+            Decision::Approve,
+            Some("Seconded in the demo after another approver approved.".to_owned()),
+            record.plan.expires_at,
+        );
         let envelope = statement.sign(&self.key)?;
         let response = self
             .client

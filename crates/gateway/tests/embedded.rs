@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::JsonReply;
+use crate::common::{approval_of, JsonReply};
 use countersign_embedded::Embedded;
 use countersign_proto::statement::Signed as _;
 
@@ -90,7 +90,7 @@ async fn the_simulated_agent_mixes_capabilities_and_executes_what_needs_nobody()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_co_approver_seconds_an_approval_and_never_approves_alone() {
     use countersign_embedded::CoApprover;
-    use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
+    use countersign_proto::decision::Signer;
     use serde_json::{json, Value};
 
     let dir = tempfile::tempdir().unwrap();
@@ -139,20 +139,12 @@ async fn the_demo_co_approver_seconds_an_approval_and_never_approves_alone() {
         .await;
     let token = dana["token"].as_str().unwrap().to_owned();
     let approve = |plan: &Value| {
-        let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
-        let statement = Statement {
-            kind: STATEMENT_TYPE.to_owned(),
-            plan_id: plan["plan_id"].as_str().unwrap().to_owned(),
-            plan_digest: plan["plan_digest"].as_str().unwrap().to_owned(),
-            decision: Decision::Approve,
-            reason: None,
-            approver_id: dana["approver_id"].as_str().unwrap().to_owned(),
-            key_id: dana["key_id"].as_str().unwrap().to_owned(),
-            audience: gateway.gateway_id().to_owned(),
-            nonce: new_nonce(),
-            issued_at: now,
-            expires_at: now + chrono::Duration::minutes(5),
+        let signer = Signer {
+            approver_id: dana["approver_id"].as_str().unwrap(),
+            key_id: dana["key_id"].as_str().unwrap(),
+            audience: gateway.gateway_id(),
         };
+        let statement = approval_of(signer, plan);
         let (http, url, token) = (http.clone(), url.clone(), token.clone());
         let signed = statement.sign(&key).unwrap();
         async move {

@@ -1,6 +1,6 @@
 //! The decision statement an approver signs (PROTOCOL section 3).
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound as _, Utc};
 use rand::RngCore as _;
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +41,40 @@ pub fn new_nonce() -> String {
     let mut bytes = [0u8; 16];
     rand::thread_rng().fill_bytes(&mut bytes);
     hex::encode(bytes)
+}
+
+/// Who signs a decision, and the gateway it is addressed to.
+#[derive(Debug, Clone, Copy)]
+pub struct Signer<'a> {
+    pub approver_id: &'a str,
+    pub key_id: &'a str,
+    pub audience: &'a str,
+}
+
+impl Statement {
+    /// `signer`'s `decision` on plan `plan_id` at `plan_digest`, issued now in whole seconds
+    /// (the time signed is compared to the second), with a fresh nonce, good until `expires_at`.
+    pub fn new(
+        signer: Signer<'_>,
+        (plan_id, plan_digest): (&str, &str),
+        decision: Decision,
+        reason: Option<String>,
+        expires_at: DateTime<Utc>,
+    ) -> Statement {
+        Statement {
+            kind: STATEMENT_TYPE.to_owned(),
+            plan_id: plan_id.to_owned(),
+            plan_digest: plan_digest.to_owned(),
+            decision,
+            reason,
+            approver_id: signer.approver_id.to_owned(),
+            key_id: signer.key_id.to_owned(),
+            audience: signer.audience.to_owned(),
+            nonce: new_nonce(),
+            issued_at: Utc::now().trunc_subsecs(0),
+            expires_at,
+        }
+    }
 }
 
 pub(crate) fn is_lower_hex(text: &str, len: usize) -> bool {

@@ -2,9 +2,9 @@
 //! confirmed on its consequence before anything is signed or written, and each envelope goes
 //! through the outbox (written first, sent until answered).
 
-use chrono::{SubsecRound, Utc};
+use chrono::Utc;
 use countersign_proto::approvals::DecisionResponse;
-use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
+use countersign_proto::decision::{Decision, Statement};
 use countersign_proto::digest::plan_digest;
 
 use crate::client::FetchedPlan;
@@ -135,20 +135,14 @@ impl Console {
     ) -> Result<DecisionResponse, ConsoleError> {
         let plan = &checked.fetched.record.plan;
         let signer = self.signer();
-        let statement = Statement {
-            kind: STATEMENT_TYPE.to_owned(),
-            plan_id: plan.plan_id.clone(),
-            plan_digest: checked.digest.clone(),
+        let statement = Statement::new(
+            signer.signs_as(),
+            (&plan.plan_id, &checked.digest),
             decision,
-            reason: reason.filter(|r| !r.trim().is_empty()),
-            approver_id: signer.approver_id().to_owned(),
-            key_id: signer.key_id().to_owned(),
-            audience: signer.gateway_id().to_owned(),
-            nonce: new_nonce(),
-            issued_at: Utc::now().trunc_subsecs(0),
+            reason.filter(|r| !r.trim().is_empty()),
             // As long as the plan: a decision waiting in the outbox stays good while the plan is.
-            expires_at: plan.expires_at,
-        };
+            plan.expires_at,
+        );
         let Some(journal) = self.journal() else {
             let envelope = signer.sign(&statement)?;
             return self.client().decide(&plan.plan_id, &envelope).await;

@@ -342,6 +342,15 @@ impl Signer {
         &self.key_id
     }
 
+    /// Who signs this credential's decisions, and the gateway they are addressed to.
+    pub fn signs_as(&self) -> countersign_proto::decision::Signer<'_> {
+        countersign_proto::decision::Signer {
+            approver_id: &self.approver_id,
+            key_id: &self.key_id,
+            audience: &self.gateway_id,
+        }
+    }
+
     pub fn display_name(&self) -> &str {
         &self.display_name
     }

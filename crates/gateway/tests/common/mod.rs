@@ -14,7 +14,7 @@ use countersign_api::AppState;
 use countersign_embedded::{default_registry, seed_demo};
 use countersign_engine::store::{database_url, scratch_postgres, Dialect};
 use countersign_engine::{accounts, Limits, Registry, Store};
-use countersign_proto::decision::{new_nonce, Decision, Statement, STATEMENT_TYPE};
+use countersign_proto::decision::{Decision, Signer, Statement};
 use countersign_proto::dsse::{encode_public_key, Envelope};
 use countersign_proto::statement::Signed as _;
 use ed25519_dalek::SigningKey;
@@ -703,20 +703,12 @@ impl Approver {
 
     /// An approval of `plan` addressed to the gateway `audience` (one in another process).
     pub fn statement_to(&self, audience: &str, plan: &Value) -> Statement {
-        let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
-        Statement {
-            kind: STATEMENT_TYPE.to_owned(),
-            plan_id: plan["plan_id"].as_str().unwrap().to_owned(),
-            plan_digest: plan["plan_digest"].as_str().unwrap().to_owned(),
-            decision: Decision::Approve,
-            reason: None,
-            approver_id: self.id.clone(),
-            key_id: self.key_id.clone(),
-            audience: audience.to_owned(),
-            nonce: new_nonce(),
-            issued_at: now,
-            expires_at: now + chrono::Duration::minutes(5),
-        }
+        let signer = Signer {
+            approver_id: &self.id,
+            key_id: &self.key_id,
+            audience,
+        };
+        approval_of(signer, plan)
     }
 
     pub fn sign(&self, statement: &Statement) -> Envelope {
@@ -749,6 +741,20 @@ impl Approver {
 }
 
 /// Asserts the seed 002 error envelope with `code`, its status, and the trace id in both places.
+/// `signer`'s approval of the plan record `plan`, good for five minutes.
+pub fn approval_of(signer: Signer<'_>, plan: &Value) -> Statement {
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let digest = plan["plan_digest"].as_str().unwrap();
+    let expires_at = chrono::Utc::now() + chrono::Duration::minutes(5);
+    Statement::new(
+        signer,
+        (plan_id, digest),
+        Decision::Approve,
+        None,
+        expires_at,
+    )
+}
+
 pub fn assert_error(reply: &Reply, code: &str, status: u16) {
     assert_eq!(reply.status.as_u16(), status, "{code}: {}", reply.body);
     assert_eq!(reply.body["success"], false);
