@@ -106,13 +106,7 @@ async fn with_probe(limits: Limits) -> (Gateway, Arc<Held>) {
 }
 
 async fn probe(gw: &Gateway) -> crate::common::Reply {
-    gw.call(
-        "POST",
-        "/v1/capabilities/probe.held/dry_run",
-        Some(&gw.agent),
-        Some(json!({"params": {}})),
-    )
-    .await
+    gw.try_preview("probe.held", json!({})).await
 }
 
 /// A probe that should be answered without being evaluated (so without waiting to be let go).

@@ -266,11 +266,9 @@ async fn an_upload_costs_its_flat_price_and_the_guard_sees_it() {
         "/params/estimated_cost_credits"
     );
     let preview = gw
-        .call(
-            "POST",
-            "/v1/capabilities/wallet.agent_budget.guard.check/dry_run",
-            Some(&gw.agent),
-            Some(json!({"params": {"estimated_cost_credits": 1}})),
+        .try_preview(
+            "wallet.agent_budget.guard.check",
+            json!({"estimated_cost_credits": 1}),
         )
         .await;
     assert_error(&preview, "validation_error", 422);

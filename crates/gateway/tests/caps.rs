@@ -24,16 +24,6 @@ async fn count(gw: &Gateway, sql: &str) -> i64 {
         .unwrap()
 }
 
-async fn dry_run(gw: &Gateway, capability: &str, params: Value) -> crate::common::Reply {
-    gw.call(
-        "POST",
-        &format!("/v1/capabilities/{capability}/dry_run"),
-        Some(&gw.agent),
-        Some(json!({ "params": params })),
-    )
-    .await
-}
-
 #[tokio::test]
 async fn the_pending_plan_cap_refuses_and_writes_nothing() {
     let gw = Gateway::limited(Limits {
@@ -50,7 +40,7 @@ async fn the_pending_plan_cap_refuses_and_writes_nothing() {
     }
     let plans = count(&gw, "SELECT COUNT(*) FROM plans").await;
     let audits = count(&gw, "SELECT COUNT(*) FROM preview_audit").await;
-    let refused = dry_run(&gw, RETENTION, retention("prj_311", 12)).await;
+    let refused = gw.try_preview(RETENTION, retention("prj_311", 12)).await;
     assert_error(&refused, "quota_exceeded", 429);
     let details = &refused.body["error"]["details"];
     assert_eq!(details["quota"], "pending_plans");
@@ -65,8 +55,7 @@ async fn the_pending_plan_cap_refuses_and_writes_nothing() {
     );
 
     // A plan that needs nobody is not a pending plan, and is not capped by it.
-    let upload = dry_run(
-        &gw,
+    let upload = gw.try_preview(
         "documents.document.upload",
         json!({"project": "prj_421", "filename": "a.md", "mime_type": "text/markdown", "size_bytes": 1}),
     )
@@ -85,12 +74,12 @@ async fn a_decided_plan_frees_its_place_under_the_pending_cap() {
     let first = gw.preview(RETENTION, retention("prj_311", 10)).await;
     let second = retention("prj_311", 11);
     assert_error(
-        &dry_run(&gw, RETENTION, second.clone()).await,
+        &gw.try_preview(RETENTION, second.clone()).await,
         "quota_exceeded",
         429,
     );
     approve_by(&gw, &first, &[&dana]).await;
-    let reply = dry_run(&gw, RETENTION, second).await;
+    let reply = gw.try_preview(RETENTION, second).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
 }
 
@@ -102,11 +91,11 @@ async fn the_subject_row_cap_refuses_a_plan_that_would_overflow_it() {
         ..Limits::default()
     })
     .await;
-    let first = dry_run(&gw, REMOVE, contractors()).await;
+    let first = gw.try_preview(REMOVE, contractors()).await;
     assert_eq!(first.status, StatusCode::OK, "{}", first.body);
     let held = count(&gw, "SELECT COUNT(*) FROM plan_subjects").await;
     assert!(held > 0 && held <= 100, "{held}");
-    let second = dry_run(&gw, REMOVE, contractors()).await;
+    let second = gw.try_preview(REMOVE, contractors()).await;
     assert_error(&second, "quota_exceeded", 429);
     assert_eq!(second.body["error"]["details"]["quota"], "subject_rows");
     assert_eq!(second.body["error"]["details"]["in_use"], held);
@@ -127,7 +116,7 @@ async fn a_large_plans_staged_subject_rows_are_its_own_or_gone() {
         ..Limits::default()
     })
     .await;
-    let first = dry_run(&gw, REMOVE, all_staff_contractors()).await;
+    let first = gw.try_preview(REMOVE, all_staff_contractors()).await;
     assert_eq!(first.status, StatusCode::OK, "{}", first.body);
     let plan_id = first.body["plan_id"].as_str().unwrap();
     let held = count(&gw, "SELECT COUNT(*) FROM plan_subjects").await;
@@ -143,7 +132,7 @@ async fn a_large_plans_staged_subject_rows_are_its_own_or_gone() {
     );
 
     // The second one is staged too, then refused by the cap: what it staged goes with it.
-    let second = dry_run(&gw, REMOVE, all_staff_contractors()).await;
+    let second = gw.try_preview(REMOVE, all_staff_contractors()).await;
     assert_error(&second, "quota_exceeded", 429);
     assert_eq!(count(&gw, "SELECT COUNT(*) FROM plan_subjects").await, held);
     assert_eq!(count(&gw, staging).await, 0);

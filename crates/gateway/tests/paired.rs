@@ -275,14 +275,7 @@ async fn no_preview_of_any_capability_changes_the_world() {
         ),
     ];
     for (capability, params) in requests {
-        let reply = gw
-            .call(
-                "POST",
-                &format!("/v1/capabilities/{capability}/dry_run"),
-                Some(&gw.agent),
-                Some(json!({ "params": params })),
-            )
-            .await;
+        let reply = gw.try_preview(capability, params).await;
         assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     }
     assert_eq!(gw.snapshot().await, before);

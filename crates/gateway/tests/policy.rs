@@ -163,12 +163,7 @@ deny contains "Retention changes are frozen this week." if {
     .await;
     let dana = gw.enroll("Dana").await;
     let reply = gw
-        .call(
-            "POST",
-            "/v1/capabilities/projects.settings.update/dry_run",
-            Some(&gw.agent),
-            Some(json!({"params": settings(7)})),
-        )
+        .try_preview("projects.settings.update", settings(7))
         .await;
     assert_error(&reply, "policy_denied", 403);
     assert_eq!(
@@ -410,12 +405,7 @@ rules contains {"id": "one", "count": 1} if input.plan.request.params.retention_
     ))
     .await;
     let greedy = gw
-        .call(
-            "POST",
-            "/v1/capabilities/projects.settings.update/dry_run",
-            Some(&gw.agent),
-            Some(json!({"params": settings(999)})),
-        )
+        .try_preview("projects.settings.update", settings(999))
         .await;
     assert_error(&greedy, "policy_error", 500);
     let message = greedy.body["error"]["message"].as_str().unwrap();

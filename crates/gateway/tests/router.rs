@@ -114,11 +114,9 @@ async fn the_demo_preview_is_the_small_fixture() {
     let gw = Gateway::new().await;
     let fixture = fixture("plan-small.json");
     let reply = gw
-        .call(
-            "POST",
-            "/v1/capabilities/projects.settings.update/dry_run",
-            Some(&gw.agent),
-            Some(json!({"params": fixture["request"]["params"]})),
+        .try_preview(
+            "projects.settings.update",
+            fixture["request"]["params"].clone(),
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK);
@@ -149,11 +147,9 @@ async fn the_demo_preview_is_the_small_fixture() {
 async fn invalid_params_name_every_field_and_store_no_plan() {
     let gw = Gateway::new().await;
     let reply = gw
-        .call(
-            "POST",
-            "/v1/capabilities/projects.settings.update/dry_run",
-            Some(&gw.agent),
-            Some(json!({"params": {"project": 5, "retention_days": "14", "colour": "red"}})),
+        .try_preview(
+            "projects.settings.update",
+            json!({"project": 5, "retention_days": "14", "colour": "red"}),
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK);

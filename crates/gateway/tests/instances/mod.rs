@@ -516,11 +516,9 @@ async fn two_instances_evaluate_the_same_policy_digest() {
     // A third instance starts with another policy: it is in force, the others refuse.
     let three = Gateway::acting_as(start(policy(2)).await, one.agent.clone());
     let refused = one
-        .call(
-            "POST",
-            &format!("/v1/capabilities/{RETENTION}/dry_run"),
-            Some(&one.agent),
-            Some(json!({"params": {"project": "prj_184", "retention_days": 30}})),
+        .try_preview(
+            RETENTION,
+            json!({"project": "prj_184", "retention_days": 30}),
         )
         .await;
     crate::common::assert_error(&refused, "policy_error", 500);

@@ -60,12 +60,7 @@ async fn a_full_store_refuses_writes_whole_and_recovers() {
     let mut made = 0;
     let refused = loop {
         let reply = gw
-            .call(
-                "POST",
-                "/v1/capabilities/projects.settings.update/dry_run",
-                Some(&gw.agent),
-                Some(json!({"params": retention("prj_184", 7 + made)})),
-            )
+            .try_preview("projects.settings.update", retention("prj_184", 7 + made))
             .await;
         if reply.status != StatusCode::OK {
             break reply;
@@ -105,12 +100,7 @@ async fn a_read_only_store_refuses_every_write_and_a_restart_recovers() {
     writer_pragma(&gw, "PRAGMA query_only = 1").await;
 
     let preview = gw
-        .call(
-            "POST",
-            "/v1/capabilities/projects.settings.update/dry_run",
-            Some(&gw.agent),
-            Some(json!({"params": retention("prj_184", 21)})),
-        )
+        .try_preview("projects.settings.update", retention("prj_184", 21))
         .await;
     assert_error(&preview, "storage_unavailable", 503);
     let decision = dana
@@ -167,11 +157,9 @@ async fn previews_on_a_full_disk(disk: Disk) {
     let mut made = 0;
     let refused = loop {
         let reply = gw
-            .call(
-                "POST",
-                "/v1/capabilities/projects.settings.update/dry_run",
-                Some(&gw.agent),
-                Some(json!({"params": retention("prj_184", 7 + made % 300)})),
+            .try_preview(
+                "projects.settings.update",
+                retention("prj_184", 7 + made % 300),
             )
             .await;
         if reply.status != StatusCode::OK {
