@@ -45,7 +45,8 @@ struct Args {
 }
 
 fn main() {
-    memory::purge_freed_pages_at_once();
+    // SAFETY: the first line of main: no other thread exists yet.
+    unsafe { memory::purge_freed_pages_at_once() };
     let args = Args::parse();
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))

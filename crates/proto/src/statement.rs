@@ -1,7 +1,7 @@
 //! What a decision and a standing approval share: a statement an approver signs in a DSSE
 //! envelope, whose payload is the RFC 8785 JSON of the statement itself, of one payload type and
 //! one statement type, with fields a signature alone does not make valid checked before it is
-//! believed. One implementation, so that the two cannot drift apart in how they are opened.
+//! believed. Written once, so that the two are opened the same way.
 
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde::de::DeserializeOwned;
