@@ -7,7 +7,6 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
-use countersign_e2e::procmem;
 use countersign_e2e::webdriver::{plan_pane, queue_row, wait_for, Driver};
 use fantoccini::elements::Element;
 use fantoccini::{Client, Locator};
@@ -95,7 +94,7 @@ impl<'a> Launch<'a> {
 /// A running app with its own data and config directories.
 pub struct App {
     pub client: Client,
-    driver: Driver,
+    _driver: Driver,
     _dirs: (TempDir, TempDir),
 }
 
@@ -123,21 +122,13 @@ impl App {
         let client = driver.session_with(&desktop_binary(), &launch.args).await?;
         let app = App {
             client,
-            driver,
+            _driver: driver,
             _dirs: (data, config),
         };
         app.find("[data-testid='link-state'][data-link='online']")
             .await
             .context("the app never came online")?;
         Ok(app)
-    }
-
-    /// The app's own process (WebKit's web process is another, below it).
-    pub fn pid(&self) -> anyhow::Result<u32> {
-        let name = desktop_binary();
-        let name = name.file_name().context("the app's file name")?;
-        procmem::find_below(self.driver.pid(), &name.to_string_lossy())
-            .context("the app's process under tauri-driver")
     }
 
     pub async fn find(&self, css: &str) -> anyhow::Result<Element> {
