@@ -257,12 +257,12 @@ impl Agent {
     }
 }
 
-/// `countersign-gateway`, built beside the test binary (`target/<profile>/deps/..`).
 /// The params of a retention change of `project` to `days` (`projects.settings.update`).
 pub fn retention(project: &str, days: u32) -> Value {
     json!({"project": project, "retention_days": days})
 }
 
+/// `countersign-gateway`, built beside the test binary (`target/<profile>/deps/..`).
 pub fn gateway_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let path = exe

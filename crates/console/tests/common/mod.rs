@@ -133,12 +133,12 @@ impl Gateway {
     }
 }
 
-/// A console whose keyring entry goes when the test ends.
 /// The params of a retention change of `project` to `days` (`projects.settings.update`).
 pub fn retention(project: &str, days: u32) -> Value {
     json!({"project": project, "retention_days": days})
 }
 
+/// A console whose keyring entry goes when the test ends.
 pub struct Enrolled {
     pub console: Arc<Console>,
     pub gateway_id: String,

@@ -2,9 +2,12 @@
 
 pub mod journal_rows;
 pub mod props;
+mod requests;
 pub mod smtp;
 pub mod sse;
 pub mod world_diff;
+
+pub use requests::{approval_of, grant, retention, JsonReply, GRANT, RETENTION};
 
 use std::sync::Arc;
 
@@ -14,7 +17,7 @@ use countersign_api::AppState;
 use countersign_embedded::{default_registry, seed_demo};
 use countersign_engine::store::{database_url, scratch_postgres, Dialect};
 use countersign_engine::{accounts, Limits, Registry, Store};
-use countersign_proto::decision::{Decision, Signer, Statement};
+use countersign_proto::decision::{Signer, Statement};
 use countersign_proto::dsse::{encode_public_key, Envelope};
 use countersign_proto::statement::Signed as _;
 use ed25519_dalek::SigningKey;
@@ -62,21 +65,6 @@ impl std::ops::Deref for TestDatabase {
 /// The database a test runs on: `sqlite` as the test names it, or, when
 /// `COUNTERSIGN_TEST_POSTGRES` names a PostgreSQL server (as in `make test`'s second pass), a new
 /// database of its own there, its tables made.
-/// The capability most tests preview: a project's retention.
-pub const RETENTION: &str = "projects.settings.update";
-
-/// The params of a retention change of `project` to `days`.
-pub fn retention(project: &str, days: u32) -> Value {
-    json!({"project": project, "retention_days": days})
-}
-
-pub const GRANT: &str = "memberships.grant";
-
-/// The params of a grant of `role` on `project` to `subject`.
-pub fn grant(project: &str, subject: &str, role: &str) -> Value {
-    json!({"project": project, "subject": subject, "role": role})
-}
-
 pub async fn database(sqlite: &str) -> TestDatabase {
     test_database(sqlite, false).await
 }
@@ -246,8 +234,6 @@ impl Gateway {
         Gateway::serving(Limits::default(), default_registry()).await
     }
 
-    /// The demo gateway over the store at `url` (from [`database`]: a file, for tests that need
-    /// several connections or open the store again).
     /// A gateway on the demo world and one approver enrolled on it as `name`.
     pub async fn with_approver(name: &str) -> (Gateway, Approver) {
         let gw = Gateway::new().await;
@@ -255,6 +241,8 @@ impl Gateway {
         (gw, approver)
     }
 
+    /// The demo gateway over the store at `url` (from [`database`]: a file, for tests that need
+    /// several connections or open the store again).
     pub async fn at(url: &str) -> Gateway {
         let store = Store::open(url).await.unwrap();
         seed_demo(&store).await.unwrap();
@@ -741,20 +729,6 @@ impl Approver {
 }
 
 /// Asserts the seed 002 error envelope with `code`, its status, and the trace id in both places.
-/// `signer`'s approval of the plan record `plan`, good for five minutes.
-pub fn approval_of(signer: Signer<'_>, plan: &Value) -> Statement {
-    let plan_id = plan["plan_id"].as_str().unwrap();
-    let digest = plan["plan_digest"].as_str().unwrap();
-    let expires_at = chrono::Utc::now() + chrono::Duration::minutes(5);
-    Statement::new(
-        signer,
-        (plan_id, digest),
-        Decision::Approve,
-        None,
-        expires_at,
-    )
-}
-
 pub fn assert_error(reply: &Reply, code: &str, status: u16) {
     assert_eq!(reply.status.as_u16(), status, "{code}: {}", reply.body);
     assert_eq!(reply.body["success"], false);
@@ -790,16 +764,5 @@ pub fn assert_error(reply: &Reply, code: &str, status: u16) {
             reply.body.get(member).is_none(),
             "{member} in an error body"
         );
-    }
-}
-
-/// Sends a request and reads its answer as JSON, for tests that talk to a gateway over a socket.
-pub trait JsonReply {
-    async fn json_reply(self) -> Value;
-}
-
-impl JsonReply for reqwest::RequestBuilder {
-    async fn json_reply(self) -> Value {
-        self.send().await.unwrap().json().await.unwrap()
     }
 }
