@@ -21,6 +21,8 @@ pub mod store;
 
 use std::sync::Arc;
 
+use countersign_proto::describe::{ApprovalNeed, Describe};
+
 pub use accounts::limits::Limits;
 pub use countersign_pack::{ids, ApiError, ApiResult};
 pub use execution::builtin_pack;
@@ -87,6 +89,16 @@ impl Engine {
             })?;
         queue::spawn_sweeper(&engine);
         Ok(engine)
+    }
+
+    /// What `describe` tells an agent of `capability` under the policy in force: a policy of
+    /// the gateway's own may make any request wait, by rules no description can foresee.
+    pub fn describe(&self, capability: Capability) -> Describe {
+        let mut describe = capability.describe().clone();
+        if !self.policy.is_builtin() {
+            describe.approval.needed = ApprovalNeed::DependsOnRequest;
+        }
+        describe
     }
 
     /// The registered capability `id`, or `not_found`.

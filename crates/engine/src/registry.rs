@@ -7,7 +7,7 @@ use std::fmt;
 use countersign_pack::{
     ApprovalRule, Definition, Domain, EffectProfile, Handle, Kind, Pack, Planned, Target,
 };
-use countersign_proto::describe::{Describe, DryRunMode};
+use countersign_proto::describe::{ApprovalNeed, Describe, DryRunMode};
 use countersign_proto::plan::ViolationDetail;
 use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
@@ -53,7 +53,8 @@ impl Registry {
                         pack.name
                     ));
                 }
-                let describe = definition.describe();
+                let mut describe = definition.describe();
+                describe.approval.needed = builtin_need(definition);
                 // Seed 000: `dry_run` is required exactly when an invoke without a plan can
                 // fail for the want of one, and such an invoke always waits for a person.
                 if definition.approval() == ApprovalRule::Always
@@ -274,6 +275,18 @@ pub fn violations_of(
 /// `name` as one reference token of a JSON pointer (RFC 6901).
 fn pointer_token(name: &str) -> String {
     name.replace('~', "~0").replace('/', "~1")
+}
+
+/// When the built-in policy makes a capability's requests wait: its rule, and never for one
+/// that changes nothing (that policy holds only plans with effects).
+fn builtin_need(definition: &dyn Definition) -> ApprovalNeed {
+    if definition.effects().kinds.is_empty() {
+        ApprovalNeed::Never
+    } else if definition.approval() == ApprovalRule::Always {
+        ApprovalNeed::Always
+    } else {
+        ApprovalNeed::DependsOnRequest
+    }
 }
 
 #[cfg(test)]

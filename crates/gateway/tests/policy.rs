@@ -455,3 +455,82 @@ async fn mcp_tools_describe_the_policy_in_force() {
         "{policy_says}"
     );
 }
+
+/// Seed 000: `dry_run` is required exactly when describe says so. A capability whose requests
+/// may wait for a person says so in `approval.needed`, and a plan-less invoke of one that waits
+/// is told to preview (`dry_run_required`), never `approval_required` for a plan it never had.
+#[tokio::test]
+async fn describe_says_when_a_request_may_wait_and_a_plan_less_invoke_is_told_to_preview() {
+    let builtin = Gateway::new().await;
+    let list = builtin
+        .call("GET", "/v1/capabilities", Some(&builtin.agent), None)
+        .await
+        .body;
+    let needed = |id: &str| {
+        let item = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["capability_id"] == id)
+            .unwrap_or_else(|| panic!("{id}"));
+        (item["dry_run"].clone(), item["approval"]["needed"].clone())
+    };
+    assert_eq!(
+        needed("projects.settings.update"),
+        (json!("required"), json!("always"))
+    );
+    assert_eq!(
+        needed("storage.quota.update"),
+        (json!("supported"), json!("depends_on_request"))
+    );
+    assert_eq!(
+        needed("wallet.agent_budget.guard.check"),
+        (json!("not_applicable"), json!("never"))
+    );
+
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/policy");
+    let gw = Gateway::with_policy(Policy::load(std::path::Path::new(examples)).unwrap()).await;
+    let list = gw
+        .call("GET", "/v1/capabilities", Some(&gw.agent), None)
+        .await
+        .body;
+    for item in list["items"].as_array().unwrap() {
+        assert_eq!(item["approval"]["needed"], "depends_on_request", "{item}");
+    }
+    let one = gw
+        .call(
+            "GET",
+            "/v1/capabilities/wallet.agent_budget.guard.check",
+            Some(&gw.agent),
+            None,
+        )
+        .await;
+    assert_eq!(one.body["approval"]["needed"], "depends_on_request");
+
+    // The example's supported capabilities wait only for risk or cost the demo world's requests
+    // do not reach; a policy that sends every change to finance makes the upload wait.
+    let gw = Gateway::with_policy(policy(FINANCE_SIGNS)).await;
+    let upload = json!({"project": "prj_311", "filename": "runbook.md",
+                        "mime_type": "text/markdown", "size_bytes": 120_000});
+    let plan = gw
+        .preview("documents.document.upload", upload.clone())
+        .await;
+    assert_eq!(plan["would_require_approval"], true, "{plan}");
+    let reply = gw
+        .invoke_as(
+            &gw.agent,
+            "documents.document.upload",
+            json!({ "params": upload }),
+        )
+        .await;
+    assert_error(&reply, "dry_run_required", 428);
+    // Under the built-in policy the same request needs nobody and runs without a plan.
+    let reply = builtin
+        .invoke_as(
+            &builtin.agent,
+            "documents.document.upload",
+            json!({ "params": upload }),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+}

@@ -399,3 +399,35 @@ async fn every_answer_says_no_store_errors_included() {
         );
     }
 }
+
+/// Seed 000: a body member outside `params` is named by its own pointer, so an agent that sent
+/// `dry: true` beside its params (how an accidental dry-run flag arrives) learns which one.
+#[tokio::test]
+async fn a_member_outside_params_is_named_by_its_pointer() {
+    let gw = Gateway::new().await;
+    let uri = "/v1/capabilities/projects.settings.update/dry_run";
+    for (body, pointer) in [
+        (json!({"params": {}, "dry": true}), "/dry"),
+        (
+            json!({"params": {}, "expected_revisions": 5}),
+            "/expected_revisions",
+        ),
+        (
+            json!({"params": {}, "expected_revisions": {"project:5": 7}}),
+            "/expected_revisions/project:5",
+        ),
+        (
+            json!({"params": {}, "idempotency_key": []}),
+            "/idempotency_key",
+        ),
+        (json!({"params": {}, "a/b~": 1}), "/a~1b~0"),
+    ] {
+        let reply = gw
+            .call("POST", uri, Some(&gw.agent), Some(body.clone()))
+            .await;
+        assert_error(&reply, "validation_error", 422);
+        let violation = &reply.body["error"]["details"]["violations"][0];
+        assert_eq!(violation["schema_pointer"], pointer, "{body}");
+        assert_eq!(violation["details"][0]["schema_pointer"], pointer, "{body}");
+    }
+}

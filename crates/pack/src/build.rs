@@ -2,7 +2,7 @@
 //! and the digest of a notification's recipients.
 
 use countersign_proto::describe::{
-    ApprovalPolicy, Billing, CostClass, Describe, DryRunMode, Preflight,
+    ApprovalNeed, ApprovalPolicy, Billing, CostClass, Describe, DryRunMode, Preflight,
 };
 use countersign_proto::plan::{
     Change, Effect, EffectCost, EffectKind, EstimatedCost, Severity, Validation,
@@ -36,6 +36,8 @@ pub fn describe(
         approval: ApprovalPolicy {
             required_approvals,
             self_approval: false,
+            // The registry says what the policy in force makes of the capability's rule.
+            needed: ApprovalNeed::DependsOnRequest,
         },
     }
 }

@@ -43,6 +43,26 @@ pub struct Billing {
 pub struct ApprovalPolicy {
     pub required_approvals: u32,
     pub self_approval: bool,
+    /// Whether a request waits for a person under the policy in force: a capability whose
+    /// requests may wait says `dry_run: required`, or `depends_on_request` here, so an agent
+    /// knows that a plan-less invoke of it can be refused with `dry_run_required`.
+    #[serde(default)]
+    pub needed: ApprovalNeed,
+}
+
+/// When a capability's requests need an approval under the gateway's policy (docs/policy.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalNeed {
+    /// Every request that changes something.
+    Always,
+    /// Some requests, by what they would do (their risk, their cost, or a policy's own rules);
+    /// a gateway that cannot say more says this.
+    #[default]
+    DependsOnRequest,
+    /// No request: the capability changes nothing a policy could hold.
+    Never,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

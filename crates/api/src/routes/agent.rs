@@ -36,7 +36,7 @@ pub async fn capabilities(
     _caller: Auth<Caller>,
 ) -> Json<CapabilityList> {
     Json(CapabilityList {
-        items: state.registry.all().map(|c| c.describe().clone()).collect(),
+        items: state.registry.all().map(|c| state.describe(c)).collect(),
     })
 }
 
@@ -48,7 +48,7 @@ pub async fn describe(
     _caller: Auth<Caller>,
     Path(id): Path<String>,
 ) -> HttpResult<Json<Describe>> {
-    Ok(Json(state.capability(&id)?.describe().clone()))
+    Ok(Json(state.describe(state.capability(&id)?)))
 }
 
 /// Preview a request against the current state; writes nothing but the preview audit.

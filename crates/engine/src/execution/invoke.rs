@@ -348,10 +348,17 @@ async fn inline_plan(
     let asking = Asking::load(tx, agent, policy.reads()).await?;
     let requirement = policy::requirement(policy, capability, &plan, &asking)?;
     plans::seal(&mut plan, &requirement)?;
+    // No plan exists that could wait for approvals, and describe said this may happen
+    // (`approval.needed`): seed 000's refusal for a request that must be previewed first.
     if plan.would_require_approval {
+        let code = match capability.describe().dry_run {
+            DryRunMode::NotApplicable => ErrorCode::ApprovalRequired,
+            _ => ErrorCode::DryRunRequired,
+        };
         return Err(ApiError::new(
-            ErrorCode::ApprovalRequired,
-            "This request needs approval: dry_run it and have the plan approved.",
+            code,
+            "This request needs approval under the gateway's policy: dry_run it and have the \
+             plan approved.",
         ));
     }
     Ok(plan)

@@ -121,6 +121,11 @@ fn clip(key: &str) -> String {
     key.chars().take(MAX_KEY).collect()
 }
 
+/// A member name as a JSON pointer segment, clipped as every refusal clips it.
+pub fn pointer_segment(key: &str) -> String {
+    escape(&clip(key))
+}
+
 /// A JSON pointer segment (RFC 6901).
 fn escape(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
