@@ -5,6 +5,7 @@
 use countersign_console::amend::AmendDraft;
 use countersign_console::audit::history::HistoryEntry;
 use countersign_console::error::{ConsoleError, ErrorView};
+use countersign_console::mail::RemedyOutcome;
 use countersign_console::review::batch::{BatchItem, BatchOutcome, BatchView};
 use countersign_console::review::subjects::SubjectsPage;
 use countersign_console::review::{DecisionView, PlanView, QueueView, RefreshView, RowGist};
@@ -13,6 +14,7 @@ use countersign_console::settings::{Settings, SettingsView};
 use countersign_console::standing::{StandingDraft, StandingView};
 use countersign_desktop::memory::Release;
 use countersign_proto::decision::Decision;
+use countersign_proto::mail::Remedy;
 use tauri::{AppHandle, State};
 use tauri_plugin_dialog::DialogExt;
 
@@ -250,6 +252,27 @@ pub async fn revoke_standing(shell: State<'_, Shell>, id: String) -> Answer<Stan
     let running = shell.running()?;
     let console = running.session.console();
     console.revoke_standing(&id).await.map_err(view)
+}
+
+/// Signs and sends a remedy for one of an executed plan's held or failed emails, shown with
+/// `digest`, once the native confirmation (where it goes, or that it never does) is answered yes.
+#[tauri::command]
+pub async fn remedy_mail(
+    app: AppHandle,
+    shell: State<'_, Shell>,
+    plan_id: String,
+    message_id: i64,
+    remedy: Remedy,
+    digest: String,
+) -> Answer<RemedyOutcome> {
+    let running = shell.running()?;
+    let confirm = NativeConfirm::mail(&app);
+    let console = running.session.console();
+    console
+        .remedy_mail((&plan_id, message_id), remedy, &digest, &confirm)
+        .await
+        .map(RemedyOutcome::from)
+        .map_err(view)
 }
 
 #[tauri::command]

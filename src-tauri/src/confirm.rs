@@ -33,6 +33,15 @@ impl NativeConfirm {
         }
     }
 
+    /// The confirmation before a remedy for a held or failed email is signed.
+    pub fn mail(app: &AppHandle) -> NativeConfirm {
+        NativeConfirm {
+            app: app.clone(),
+            yes: "Sign remedy",
+            heading: "The email",
+        }
+    }
+
     /// The confirmation before an amended request is sent.
     pub fn amend(app: &AppHandle) -> NativeConfirm {
         NativeConfirm {

@@ -90,6 +90,7 @@ fn main() {
             commands::standing_draft,
             commands::create_standing,
             commands::revoke_standing,
+            commands::remedy_mail,
             commands::amend_draft,
             commands::amend,
             commands::snooze,

@@ -97,7 +97,7 @@ pub fn app(state: Arc<AppState>) -> Router {
 /// The HTTP API with `more` routes beside it (the server's `/mcp`), behind the same limits,
 /// trace ids and error contract.
 pub fn app_with(state: Arc<AppState>, more: Router<Arc<AppState>>) -> Router {
-    use routes::{agent, approver, decisions, events, invoke, plans, standing};
+    use routes::{agent, approver, decisions, events, invoke, mail, plans, standing};
     Router::new()
         .route("/v1/gateway", get(agent::gateway))
         .route("/v1/capabilities", get(agent::capabilities))
@@ -118,6 +118,7 @@ pub fn app_with(state: Arc<AppState>, more: Router<Arc<AppState>>) -> Router {
         .route("/v1/plans/{id}/decisions", post(decisions::decide))
         .route("/v1/plans/{id}/refresh", post(plans::refresh))
         .route("/v1/plans/{id}/amend", post(plans::amend))
+        .route("/v1/plans/{id}/mail/{message}", post(mail::remedy))
         .route("/v1/standing", post(standing::create).get(standing::list))
         .route("/v1/standing/{id}/revoke", post(standing::revoke))
         .route(

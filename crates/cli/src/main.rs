@@ -3,6 +3,7 @@
 
 mod audit;
 mod json;
+mod mail;
 mod outcome;
 mod render;
 mod standing;
@@ -106,6 +107,11 @@ enum Command {
     Standing {
         #[command(subcommand)]
         command: standing::StandingCommand,
+    },
+    /// An executed plan's emails that could not go as planned: list, release, resend, cancel.
+    Mail {
+        #[command(subcommand)]
+        command: mail::MailCommand,
     },
     /// The gateway's approver public keys (what `verify` checks against), fetched once.
     Keys {
@@ -407,6 +413,7 @@ async fn run(cli: Cli) -> Outcome {
             ))
         }
         Command::Standing { command } => standing::run(&open(&cli).await?, command, json).await?,
+        Command::Mail { command } => mail::run(&open(&cli).await?, command, json).await?,
         Command::Keys { out } => audit::keys(&open(&cli).await?, out.as_deref(), json).await?,
         Command::Verify { file, keys } => {
             let keys = match keys {

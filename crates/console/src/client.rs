@@ -166,7 +166,7 @@ impl GatewayClient {
         Ok(bytes)
     }
 
-    async fn call<B: Serialize, T: DeserializeOwned>(
+    pub(crate) async fn call<B: Serialize, T: DeserializeOwned>(
         &self,
         method: Method,
         path: &str,

@@ -7,6 +7,7 @@ pub mod client;
 pub mod console;
 pub mod error;
 pub mod live;
+pub mod mail;
 pub mod private_files;
 pub mod review;
 pub mod session;

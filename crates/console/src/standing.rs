@@ -443,7 +443,7 @@ impl Console {
         if !confirm::ask(confirm, title, &allows, &lines) {
             return Err(ConsoleError::Cancelled);
         }
-        let envelope = self.signer().sign_standing(&statement)?;
+        let envelope = self.signer().sign(&statement)?;
         let created = self.client().create_standing(&envelope).await?;
         self.checked_view(&created).await
     }

@@ -9,13 +9,14 @@ use countersign_console::console::SubjectCheck;
 use countersign_console::error::ErrorView;
 use countersign_console::live::notify::NotifyRules;
 use countersign_console::live::Link;
+use countersign_console::mail::RemedyOutcome;
 use countersign_console::review::batch::{
     BatchColumn, BatchItem, BatchOutcome, BatchResult, BatchView, Overlap,
 };
 use countersign_console::review::changed::{EffectChange, EffectRef, RevisionMove, WhatChanged};
 use countersign_console::review::diff::{DiffLine, JsonChange, Segment, ValueChange, ValueDiff};
 use countersign_console::review::execution::{
-    DeliveriesView, DeliveryIssue, ExecutionView, FailureView,
+    DeliveriesView, DeliveryIssue, ExecutionView, FailureView, RemedyTaken,
 };
 use countersign_console::review::media::{MediaKind, MediaView};
 use countersign_console::review::request::{ParamView, RequestView};
@@ -75,6 +76,8 @@ fn declarations() -> String {
         ApprovalView::decl(),
         WalletView::decl(),
         DeliveryIssue::decl(),
+        RemedyTaken::decl(),
+        RemedyOutcome::decl(),
         MediaKind::decl(),
         MediaView::decl(),
         FailureView::decl(),

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::common::smtp::Sink;
+use crate::common::smtp::{set_email, Sink};
 use crate::common::{assert_error, grant, Gateway, JsonReply, GRANT};
 use countersign_engine::mail::{self, Pass};
 use countersign_gateway::smtp::Relay;
@@ -35,17 +35,6 @@ async fn addresses(gw: &Gateway, users: &[String]) -> Vec<String> {
     }
     out.sort();
     out
-}
-
-async fn set_email(gw: &Gateway, user: &str, email: &str) {
-    let mut w = gw.state.store.write().await.unwrap();
-    sqlx::query("UPDATE users SET email = $1 WHERE id = $2")
-        .bind(email)
-        .bind(user)
-        .execute(&mut *w.tx)
-        .await
-        .unwrap();
-    w.commit().await.unwrap();
 }
 
 async fn outbox(gw: &Gateway) -> Vec<(String, String, i64)> {
@@ -124,7 +113,7 @@ async fn an_execution_delivers_exactly_the_planned_messages_once() {
     let record = gw.record(&approver.token, plan_id).await;
     assert_eq!(
         record.body["execution"]["deliveries"],
-        json!({"counts": {"sent": 37}, "attention": []})
+        json!({"counts": {"sent": 37}, "attention": [], "remedies": []})
     );
 }
 
@@ -220,7 +209,7 @@ async fn an_address_changed_after_execution_is_held_for_a_person() {
     let deliveries = &record.body["execution"]["deliveries"];
     assert_eq!(deliveries["counts"], json!({"held": 1}));
     assert_eq!(deliveries["attention"][0]["user_id"], "usr_92");
-    let why = deliveries["attention"][0]["last_error"].as_str().unwrap();
+    let why = deliveries["attention"][0]["reason"].as_str().unwrap();
     assert!(why.starts_with("recipient_changed"), "{why}");
     assert!(why.contains("sam@elsewhere.example"), "{why}");
     let later = mail::dispatch(

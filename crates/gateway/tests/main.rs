@@ -22,6 +22,7 @@ mod hostile;
 mod instances;
 mod lifecycle;
 mod mail;
+mod mail_remedies;
 mod mcp_http;
 mod moved_reads;
 mod openapi;

@@ -42,6 +42,7 @@ async fn every_route_is_described() {
         "/v1/plans/{id}",
         "/v1/plans/{id}/decisions",
         "/v1/plans/{id}/refresh",
+        "/v1/plans/{id}/mail/{message}",
         "/v1/plans/{id}/effects/{effect}/subjects",
         "/v1/events",
         "/v1/audit",
@@ -80,7 +81,7 @@ async fn every_route_is_described() {
     }
     assert_eq!(
         paths.len(),
-        21 + previewed.len() + direct.len(),
+        22 + previewed.len() + direct.len(),
         "a described route that app() does not serve"
     );
 }

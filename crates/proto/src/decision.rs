@@ -86,22 +86,9 @@ impl Signed for Statement {
     const STATEMENT_TYPE: &'static str = STATEMENT_TYPE;
     const NAME: &'static str = "decision statement";
 
-    fn kind(&self) -> &str {
-        &self.kind
-    }
-
-    fn key_id(&self) -> &str {
-        &self.key_id
-    }
+    crate::statement_names!();
 
     fn well_formed(&self) -> Result<(), &'static str> {
-        if !is_lower_hex(&self.nonce, 32) {
-            return Err("the nonce must be 32 lowercase hex digits");
-        }
-        let digest_hex = self.plan_digest.strip_prefix("sha256:").unwrap_or_default();
-        if !is_lower_hex(digest_hex, 64) {
-            return Err("plan_digest must be sha256:<64 lowercase hex>");
-        }
-        Ok(())
+        crate::statement::nonce_and_digest(&self.nonce, &self.plan_digest)
     }
 }

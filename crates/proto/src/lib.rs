@@ -13,6 +13,7 @@ pub mod error;
 pub mod guard;
 pub mod keys;
 pub mod loopback;
+pub mod mail;
 pub mod plan;
 pub mod receipt;
 pub mod risk;

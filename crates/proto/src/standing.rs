@@ -178,13 +178,7 @@ impl Signed for StandingStatement {
     const STATEMENT_TYPE: &'static str = STANDING_STATEMENT_TYPE;
     const NAME: &'static str = "standing statement";
 
-    fn kind(&self) -> &str {
-        &self.kind
-    }
-
-    fn key_id(&self) -> &str {
-        &self.key_id
-    }
+    crate::statement_names!();
 
     fn well_formed(&self) -> Result<(), &'static str> {
         let id_hex = self.standing_id.strip_prefix("sa_").unwrap_or_default();

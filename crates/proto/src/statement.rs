@@ -28,6 +28,45 @@ pub enum StatementError {
     BadField(&'static str),
 }
 
+/// The members every statement has, by which it is opened and checked.
+pub struct Names<'a> {
+    /// Its `type` field.
+    pub kind: &'a str,
+    /// Who signed it, by its own word.
+    pub approver_id: &'a str,
+    /// The signer's key id.
+    pub key_id: &'a str,
+    /// The gateway it is addressed to.
+    pub audience: &'a str,
+}
+
+/// `names()` of a statement type whose members are called as [`Names`]'s.
+#[macro_export]
+macro_rules! statement_names {
+    () => {
+        fn names(&self) -> $crate::statement::Names<'_> {
+            $crate::statement::Names {
+                kind: &self.kind,
+                approver_id: &self.approver_id,
+                key_id: &self.key_id,
+                audience: &self.audience,
+            }
+        }
+    };
+}
+
+/// A nonce of 16 random bytes and a `sha256:` digest, as a decision and a mail remedy carry them.
+pub(crate) fn nonce_and_digest(nonce: &str, digest: &str) -> Result<(), &'static str> {
+    if !crate::decision::is_lower_hex(nonce, 32) {
+        return Err("the nonce must be 32 lowercase hex digits");
+    }
+    let digest_hex = digest.strip_prefix("sha256:").unwrap_or_default();
+    if !crate::decision::is_lower_hex(digest_hex, 64) {
+        return Err("the digest must be sha256:<64 lowercase hex>");
+    }
+    Ok(())
+}
+
 /// A statement an approver signs.
 pub trait Signed: Serialize + DeserializeOwned {
     /// The envelope's `payloadType`.
@@ -37,10 +76,8 @@ pub trait Signed: Serialize + DeserializeOwned {
     /// What it is, in the error that says a payload is not one.
     const NAME: &'static str;
 
-    /// Its `type` field.
-    fn kind(&self) -> &str;
-    /// The signer's key id.
-    fn key_id(&self) -> &str;
+    /// What every statement names: its type, its signer and key, and its gateway.
+    fn names(&self) -> Names<'_>;
     /// The checks of its fields, beyond their types.
     fn well_formed(&self) -> Result<(), &'static str>;
 
@@ -52,7 +89,7 @@ pub trait Signed: Serialize + DeserializeOwned {
     fn sign(&self, key: &SigningKey) -> Result<Envelope, DigestError> {
         Ok(dsse::sign(
             key,
-            self.key_id(),
+            self.names().key_id,
             Self::PAYLOAD_TYPE,
             &self.canonical_bytes()?,
         ))
@@ -66,7 +103,7 @@ pub trait Signed: Serialize + DeserializeOwned {
         if statement.canonical_bytes()? != payload {
             return Err(StatementError::NotCanonical);
         }
-        if statement.kind() != Self::STATEMENT_TYPE {
+        if statement.names().kind != Self::STATEMENT_TYPE {
             return Err(StatementError::StatementType(Self::STATEMENT_TYPE));
         }
         statement.well_formed().map_err(StatementError::BadField)?;

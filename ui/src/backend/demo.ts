@@ -134,9 +134,14 @@ export function execution(): ExecutionView {
     journal: [{ effect_id: 'eff_1', resource: 'projects/prj_184', before: 'retention_days = 30', after: 'retention_days = 7' },
       { effect_id: 'eff_2', resource: 'items/prj_184', before: '22 items, latest expiry 2026-12-30', after: '22 items, latest expiry 2026-12-07' }],
     executed_at: minutesFromNow(-2),
-    deliveries: { sent: 21, pending: 0, held: 1, failed: 0,
-      attention: [{ user_id: 'usr_07', recipient: 'dana@example.com', state: 'held',
-        reason: 'recipient_changed: usr_07 is now dana@elsewhere.example, not dana@example.com as planned' }] },
+    deliveries: { sent: 21, pending: 0, held: 1, failed: 0, cancelled: 0,
+      attention: [{ message_id: 22, user_id: 'usr_07', recipient: 'dana@example.com',
+        subject: 'Your access changed', state: 'held',
+        reason: 'recipient_changed: usr_07 is now dana@elsewhere.example, not dana@example.com as planned',
+        release_to: 'dana@elsewhere.example', charge: '0.01',
+        digest: 'sha256:5e1d0c2b9a8f7e6d5c4b3a29180716253443526170819a8b7c6d5e4f3a2b1c0d',
+        remedies: ['release', 'cancel'] }],
+      remedies: [] },
   };
 }
 

@@ -21,6 +21,7 @@ import type {
   QueueView,
   RowGist,
   RefreshView,
+  RemedyOutcome,
   Settings,
   SettingsView,
   StandingDraft,
@@ -385,6 +386,26 @@ export class FakeBackend implements Backend {
     };
     this.standings.push(view);
     return this.checked(view);
+  }
+
+  async remedyMail(planId: string, messageId: number, remedy: 'release' | 'resend' | 'cancel', digest: string): Promise<RemedyOutcome> {
+    const deliveries = this.find(planId).execution?.deliveries;
+    const mail = deliveries?.attention.find((m) => m.message_id === messageId);
+    if (!deliveries || !mail) throw new BackendError('not_approvable', `message ${messageId} of ${planId} needs no remedy now`);
+    if (mail.digest !== digest) throw new BackendError('not_approvable', `message ${messageId} changed since it was shown: read it again`);
+    if (!mail.remedies.includes(remedy)) throw new BackendError('not_approvable', `a ${mail.state} message cannot be given ${remedy}`);
+    if (this.offline) throw new BackendError('unreachable', 'The gateway does not answer.');
+    deliveries.attention = deliveries.attention.filter((m) => m !== mail);
+    if (mail.state === 'held') deliveries.held -= 1;
+    else deliveries.failed -= 1;
+    const cancelled = remedy === 'cancel';
+    if (cancelled) deliveries.cancelled += 1;
+    else deliveries.pending += 1;
+    const refunded = cancelled ? mail.charge : '0.00';
+    deliveries.remedies = [...deliveries.remedies, { user_id: mail.user_id, remedy, approver: 'Dana',
+      refunded, decided_at: new Date().toISOString() }];
+    const recipient = cancelled ? null : remedy === 'release' ? mail.release_to : mail.recipient;
+    return { message_id: messageId, remedy, state: cancelled ? 'cancelled' : 'pending', recipient, refunded };
   }
 
   async revokeStanding(id: string): Promise<StandingView> {

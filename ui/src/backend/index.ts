@@ -10,6 +10,7 @@ import type {
   QueueChange,
   QueueView,
   RefreshView,
+  RemedyOutcome,
   RowGist,
   Settings,
   SettingsView,
@@ -55,6 +56,10 @@ export interface Backend {
   createStanding(draft: StandingDraft): Promise<StandingView>;
   /** Revokes it at once; the approvals it gave to plans not yet run stop counting. */
   revokeStanding(id: string): Promise<StandingView>;
+  /** Signs and sends a remedy for message `messageId` of an executed plan, shown with `digest`,
+   *  after a native confirmation of where it goes or that it never does (declined: BackendError
+   *  code `cancelled`). */
+  remedyMail(planId: string, messageId: number, remedy: 'release' | 'resend' | 'cancel', digest: string): Promise<RemedyOutcome>;
   /** What the amend editor starts from. */
   amendDraft(planId: string): Promise<AmendDraft>;
   /** Sends the amended params; the gateway previews them as the plan's successor. Bad params:

@@ -47,6 +47,7 @@ describe('the Tauri backend', () => {
     await b.standingDraft('p1');
     await b.createStanding(draft);
     await b.revokeStanding('sa_1');
+    await b.remedyMail('p1', 22, 'release', 'sha256:bb');
     await b.amendDraft('p1');
     await b.amend('p1', { retention_days: 21 });
     await b.snooze('p1', 15);
@@ -72,6 +73,7 @@ describe('the Tauri backend', () => {
       ['standing_draft', { planId: 'p1' }],
       ['create_standing', { draft }],
       ['revoke_standing', { id: 'sa_1' }],
+      ['remedy_mail', { planId: 'p1', messageId: 22, remedy: 'release', digest: 'sha256:bb' }],
       ['amend_draft', { planId: 'p1' }],
       ['amend', { planId: 'p1', params: { retention_days: 21 } }],
       ['snooze', { planId: 'p1', minutes: 15 }],

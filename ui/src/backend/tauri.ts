@@ -13,6 +13,7 @@ import type {
   QueueChange,
   QueueView,
   RefreshView,
+  RemedyOutcome,
   RowGist,
   Settings,
   SettingsView,
@@ -78,6 +79,9 @@ export class TauriBackend implements Backend {
   }
   revokeStanding(id: string): Promise<StandingView> {
     return call('revoke_standing', { id });
+  }
+  remedyMail(planId: string, messageId: number, remedy: 'release' | 'resend' | 'cancel', digest: string): Promise<RemedyOutcome> {
+    return call('remedy_mail', { planId, messageId, remedy, digest });
   }
   amendDraft(planId: string): Promise<AmendDraft> {
     return call('amend_draft', { planId });

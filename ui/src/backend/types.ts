@@ -290,7 +290,27 @@ export type WalletView = { agent_id: string, remaining: string, limit: string,
  */
 after_max: string, can_pay: boolean, };
 
-export type DeliveryIssue = { user_id: string, recipient: string, state: string, reason: string, };
+export type DeliveryIssue = { message_id: number, user_id: string, recipient: string, subject: string, state: string, reason: string, 
+/**
+ * Where a release sends it: the address its recipient has now.
+ */
+release_to: string | null, 
+/**
+ * Refunded to the agent if it is cancelled.
+ */
+charge: string, digest: string, 
+/**
+ * `release`, `resend`, `cancel`: what fits it as it stands; none when it did not check.
+ */
+remedies: Array<string>, };
+
+export type RemedyTaken = { user_id: string, remedy: string, approver: string, refunded: string, decided_at: string, };
+
+export type RemedyOutcome = { message_id: number, remedy: string, 
+/**
+ * `pending` (it goes out again) or `cancelled`.
+ */
+state: string, recipient: string | null, refunded: string, };
 
 export type MediaKind = "image" | "video" | "audio" | "file";
 
@@ -310,11 +330,15 @@ link: string | null, };
 
 export type FailureView = { code: string, message: string, retryable: boolean, };
 
-export type DeliveriesView = { sent: number, pending: number, held: number, failed: number, 
+export type DeliveriesView = { sent: number, pending: number, held: number, failed: number, cancelled: number, 
 /**
  * Held or failed messages: who, where, and why, in the gateway's words.
  */
-attention: Array<DeliveryIssue>, };
+attention: Array<DeliveryIssue>, 
+/**
+ * Releases, resends and cancellations, oldest first.
+ */
+remedies: Array<RemedyTaken>, };
 
 export type ExecutionView = { success: boolean, content: string, provider: string, usage: { input_tokens: number, output_tokens: number, credits: string | null, units: Array<[string, number]> }, 
 /**

@@ -6,5 +6,6 @@ pub mod approver;
 pub mod decisions;
 pub mod events;
 pub mod invoke;
+pub mod mail;
 pub mod plans;
 pub mod standing;

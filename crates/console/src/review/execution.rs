@@ -1,6 +1,7 @@
 //! An executed plan's result as the gateway recorded it: the seed 002 envelope (content, usage,
 //! modalities, metadata with unknown keys kept) and the execution journal, before → after.
 
+use countersign_proto::mail::HeldMail;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use ts_rs::TS;
@@ -36,7 +37,8 @@ pub struct ExecutionView {
     pub deliveries: Option<DeliveriesView>,
 }
 
-/// The emails of an execution: a count per state, and the ones a person must look at.
+/// The emails of an execution: a count per state, the ones a person must look at, and what
+/// approvers did about them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, TS)]
 pub struct DeliveriesView {
     #[ts(type = "number")]
@@ -47,16 +49,41 @@ pub struct DeliveriesView {
     pub held: u64,
     #[ts(type = "number")]
     pub failed: u64,
+    #[ts(type = "number")]
+    pub cancelled: u64,
     /// Held or failed messages: who, where, and why, in the gateway's words.
     pub attention: Vec<DeliveryIssue>,
+    /// Releases, resends and cancellations, oldest first.
+    pub remedies: Vec<RemedyTaken>,
+}
+
+/// A held or failed message, shown exactly as the digest a remedy signs covers it: a message
+/// whose members do not hash to the digest the gateway lists is not offered a remedy.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct DeliveryIssue {
+    #[ts(type = "number")]
+    pub message_id: i64,
+    pub user_id: String,
+    pub recipient: String,
+    pub subject: String,
+    pub state: String,
+    pub reason: String,
+    /// Where a release sends it: the address its recipient has now.
+    pub release_to: Option<String>,
+    /// Refunded to the agent if it is cancelled.
+    pub charge: String,
+    pub digest: String,
+    /// `release`, `resend`, `cancel`: what fits it as it stands; none when it did not check.
+    pub remedies: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
-pub struct DeliveryIssue {
+pub struct RemedyTaken {
     pub user_id: String,
-    pub recipient: String,
-    pub state: String,
-    pub reason: String,
+    pub remedy: String,
+    pub approver: String,
+    pub refunded: String,
+    pub decided_at: String,
 }
 
 /// `None` when the execution queued no email: the gateway reports empty counts then.
@@ -66,16 +93,21 @@ fn deliveries(value: &Value) -> Option<DeliveriesView> {
         .as_object()
         .filter(|c| c.values().any(|n| n.as_u64() > Some(0)))?;
     let count = |state: &str| counts.get(state).and_then(Value::as_u64).unwrap_or(0);
-    let attention = value
-        .get("attention")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice)
+    let list = |key: &str| {
+        value
+            .get(key)
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+    };
+    let attention = list("attention").iter().map(issue).collect();
+    let remedies = list("remedies")
         .iter()
-        .map(|m| DeliveryIssue {
-            user_id: text(&m["user_id"]),
-            recipient: text(&m["recipient"]),
-            state: text(&m["state"]),
-            reason: text(&m["last_error"]),
+        .map(|r| RemedyTaken {
+            user_id: text(&r["user_id"]),
+            remedy: text(&r["remedy"]),
+            approver: text(&r["approver"]),
+            refunded: text(&r["refunded"]),
+            decided_at: text(&r["decided_at"]),
         })
         .collect();
     Some(DeliveriesView {
@@ -83,8 +115,38 @@ fn deliveries(value: &Value) -> Option<DeliveriesView> {
         pending: count("pending"),
         held: count("held"),
         failed: count("failed"),
+        cancelled: count("cancelled"),
         attention,
+        remedies,
     })
+}
+
+fn issue(item: &Value) -> DeliveryIssue {
+    let checked = held_mail(item);
+    let remedies = checked.as_ref().map_or_else(Vec::new, |mail| {
+        mail.remedies()
+            .iter()
+            .map(|r| r.as_str().to_owned())
+            .collect()
+    });
+    DeliveryIssue {
+        message_id: item["message_id"].as_i64().unwrap_or_default(),
+        user_id: text(&item["user_id"]),
+        recipient: text(&item["recipient"]),
+        subject: text(&item["subject"]),
+        state: text(&item["state"]),
+        reason: text(&item["reason"]),
+        release_to: item["release_to"].as_str().map(str::to_owned),
+        charge: text(&item["charge"]),
+        digest: text(&item["digest"]),
+        remedies,
+    }
+}
+
+/// The message as its members say, if they hash to the digest the gateway lists beside them.
+pub(crate) fn held_mail(item: &Value) -> Option<HeldMail> {
+    let mail: HeldMail = serde_json::from_value(item.clone()).ok()?;
+    (mail.digest().ok()? == text(&item["digest"])).then_some(mail)
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -317,24 +379,44 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn held_and_failed_emails_are_named_with_why() {
+    fn held_and_failed_emails_are_named_with_why_and_offered_a_remedy_only_as_signed() {
+        let mail = countersign_proto::mail::HeldMail {
+            message_id: 4,
+            plan_id: "plan_1".to_owned(),
+            user_id: "usr_92".to_owned(),
+            recipient: "sam@example.com".to_owned(),
+            subject: "You were invited".to_owned(),
+            body: "Role: admin".to_owned(),
+            state: "held".to_owned(),
+            attempts: 1,
+            reason: "recipient_changed: usr_92 is now x@y.z".to_owned(),
+            release_to: Some("x@y.z".to_owned()),
+            charge: countersign_proto::Credits::cents(0),
+        };
+        let mut item = serde_json::to_value(&mail).unwrap();
+        item["digest"] = json!(mail.digest().unwrap());
+        let mut lying = item.clone();
+        lying["release_to"] = json!("mallory@example.com");
         let record = json!({
             "result": {"success": true, "content": "Granted."},
-            "deliveries": {"counts": {"sent": 36, "held": 1},
-                           "attention": [{"user_id": "usr_92", "recipient": "sam@example.com",
-                                          "state": "held", "attempts": 1,
-                                          "last_error": "recipient_changed: usr_92 is now x@y.z"}]}
+            "deliveries": {"counts": {"sent": 36, "held": 2}, "attention": [item, lying],
+                           "remedies": [{"user_id": "usr_7", "remedy": "cancel",
+                                         "approver": "Dana", "refunded": "0.01",
+                                         "decided_at": "2026-12-06T05:00:00Z"}]}
         });
         let view = execution_view(&record).unwrap();
         let deliveries = view.deliveries.unwrap();
         assert_eq!(
             (deliveries.sent, deliveries.held, deliveries.pending),
-            (36, 1, 0)
+            (36, 2, 0)
         );
-        assert_eq!(
-            deliveries.attention[0].reason,
-            "recipient_changed: usr_92 is now x@y.z"
-        );
+        let shown = &deliveries.attention[0];
+        assert_eq!(shown.reason, "recipient_changed: usr_92 is now x@y.z");
+        assert_eq!(shown.release_to.as_deref(), Some("x@y.z"));
+        assert_eq!(shown.remedies, ["release", "cancel"]);
+        // Members that do not hash to the listed digest: shown, but nothing to sign.
+        assert!(deliveries.attention[1].remedies.is_empty());
+        assert_eq!(deliveries.remedies[0].approver, "Dana");
         assert!(!view.metadata.iter().any(|(k, _)| k == "deliveries"));
         assert!(execution_view(&json!({"result": {}}))
             .unwrap()

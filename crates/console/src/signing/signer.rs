@@ -2,12 +2,10 @@
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use countersign_proto::decision::Statement;
 use countersign_proto::dsse::{decode_public_key, encode_public_key, Envelope};
 use countersign_proto::enrollment::{self, BoundEnrollRequest, Invite, Receipt};
 use countersign_proto::keys::KeyRotation;
-use countersign_proto::standing::StandingStatement;
-use countersign_proto::statement::Signed as _;
+use countersign_proto::statement::Signed;
 use countersign_proto::ErrorCode;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
@@ -433,13 +431,8 @@ impl Signer {
         self.save()
     }
 
-    pub fn sign(&self, statement: &Statement) -> Result<Envelope, ConsoleError> {
-        statement
-            .sign(&self.key)
-            .map_err(|e| ConsoleError::Invalid(e.to_string()))
-    }
-
-    pub fn sign_standing(&self, statement: &StandingStatement) -> Result<Envelope, ConsoleError> {
+    /// Any statement this approver signs: a decision, a standing approval, a mail remedy.
+    pub fn sign<S: Signed>(&self, statement: &S) -> Result<Envelope, ConsoleError> {
         statement
             .sign(&self.key)
             .map_err(|e| ConsoleError::Invalid(e.to_string()))

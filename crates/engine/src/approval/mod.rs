@@ -1,7 +1,8 @@
 //! Who must approve a plan and whether they have: the policy's rules (`policy`, `policy_change`,
 //! `teams`, `requirement`), who may decide (`eligibility`), signed decisions (`decisions`) and where
 //! they leave a plan (`approvals`), standing approvals (`standing`), revocation, escalation, and the
-//! gateway's receipts for what it accepted (`receipts`).
+//! gateway's receipts for what it accepted (`receipts`), and how any signed statement is opened
+//! (`signed`).
 
 pub mod approvals;
 pub mod decisions;
@@ -12,5 +13,6 @@ pub mod policy_change;
 pub mod receipts;
 pub mod requirement;
 pub mod revocation;
+pub mod signed;
 pub mod standing;
 pub mod teams;

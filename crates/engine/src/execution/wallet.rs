@@ -95,11 +95,21 @@ pub async fn ensure(conn: &mut AnyConnection, agent_id: &str, amount: Credits) -
 
 /// Adds `amount` to what the agent has spent.
 pub async fn charge(conn: &mut AnyConnection, agent_id: &str, amount: Credits) -> ApiResult<()> {
-    if amount.value().is_zero() {
+    add_spent(conn, agent_id, amount.value()).await
+}
+
+/// Gives back `amount` of what the agent has spent: a charge for something that never happened
+/// (a cancelled notification). Never below nothing spent.
+pub async fn refund(conn: &mut AnyConnection, agent_id: &str, amount: Credits) -> ApiResult<()> {
+    add_spent(conn, agent_id, -amount.value()).await
+}
+
+async fn add_spent(conn: &mut AnyConnection, agent_id: &str, amount: Decimal) -> ApiResult<()> {
+    if amount.is_zero() {
         return Ok(());
     }
     let wallet = load(conn, agent_id).await?;
-    let spent = Credits::new(wallet.spent.value() + amount.value());
+    let spent = Credits::new((wallet.spent.value() + amount).max(Decimal::ZERO));
     sqlx::query(
         "INSERT INTO wallets (agent_id, limit_credits, spent_credits) VALUES ($1, $2, $3)
          ON CONFLICT (agent_id) DO UPDATE SET spent_credits = excluded.spent_credits",

@@ -135,3 +135,15 @@ async fn serve(stream: TcpStream, seen: Arc<Seen>, failing: usize) {
         }
     }
 }
+
+/// `user`'s address as if they changed it: after a plan ran, or before it runs.
+pub async fn set_email(gw: &super::Gateway, user: &str, email: &str) {
+    let mut w = gw.state.store.write().await.unwrap();
+    sqlx::query("UPDATE users SET email = $1 WHERE id = $2")
+        .bind(email)
+        .bind(user)
+        .execute(&mut *w.tx)
+        .await
+        .unwrap();
+    w.commit().await.unwrap();
+}

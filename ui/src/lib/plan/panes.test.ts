@@ -1,6 +1,7 @@
 import { fireEvent, render, screen } from '@testing-library/svelte';
 import { describe, expect, it } from 'vitest';
 import { demoPlans, execution } from '../../backend/demo';
+import { FakeBackend } from '../../backend/fake';
 import type { PlanView } from '../../backend';
 import Changes from './Changes.svelte';
 import Cost from './Cost.svelte';
@@ -11,6 +12,9 @@ import Rules from './Rules.svelte';
 import Validation from './Validation.svelte';
 
 const demo = (id: string): PlanView => demoPlans().find((p) => p.plan_id === id)!;
+/** The execution pane's props around `view`, on a fake gateway that holds the executed plan. */
+const executed = (view = execution(), backend = new FakeBackend(), onremedied = () => {}) =>
+  ({ props: { execution: view, planId: 'plan_0005', backend, onremedied } });
 
 describe('the changes pane', () => {
   it('groups changes per resource and renders each diff by kind', () => {
@@ -115,7 +119,7 @@ describe('the cost pane', () => {
 describe('the execution pane', () => {
   it('counts the emails and names each one held, with why', () => {
     const view = execution();
-    render(Execution, { props: { execution: view } });
+    render(Execution, executed(view));
     expect(screen.getByTestId('execution-deliveries').textContent).toContain('21 sent');
     expect(screen.getByTestId('execution-deliveries').textContent).toContain('1 held for you');
     const held = screen.getByTestId('execution-attention').textContent ?? '';
@@ -123,13 +127,35 @@ describe('the execution pane', () => {
     expect(held).toContain('recipient_changed');
   });
 
+  it('offers each held email the remedies that fit it, signs one, and reads the plan again', async () => {
+    const backend = new FakeBackend();
+    const shown = (await backend.plan('plan_0005')).execution!;
+    let reread = 0;
+    render(Execution, executed(shown, backend, () => { reread += 1; }));
+    const buttons = [...screen.getByTestId('attention-22').querySelectorAll('button')].map((b) => b.textContent);
+    expect(buttons).toEqual(['Send to dana@elsewhere.example', 'Cancel (refund 0.01 credits)']);
+    await fireEvent.click(screen.getByTestId('remedy-release'));
+    expect((await screen.findByTestId('remedy-answer')).textContent).toBe('Queued for dana@elsewhere.example.');
+    expect(reread).toBe(1);
+    const after = (await backend.plan('plan_0005')).execution!.deliveries!;
+    expect([after.held, after.pending, after.remedies[0].remedy]).toEqual([0, 1, 'release']);
+  });
+
+  it('offers no remedy for an email whose members do not match their digest', () => {
+    const view = execution();
+    view.deliveries!.attention[0].remedies = [];
+    render(Execution, executed(view));
+    expect(screen.getByTestId('attention-22').textContent).toContain('no remedy can be signed');
+    expect(screen.queryByTestId('remedy-release')).toBeNull();
+  });
+
   it('says nothing about emails when the execution queued none', () => {
-    render(Execution, { props: { execution: { ...execution(), deliveries: null } } });
+    render(Execution, executed({ ...execution(), deliveries: null }));
     expect(screen.queryByTestId('execution-deliveries')).toBeNull();
   });
 
   it('plays inline audio, shows a remote image only as its address, and the cost beside the estimate', () => {
-    const { container } = render(Execution, { props: { execution: execution() } });
+    const { container } = render(Execution, executed(execution()));
     expect(screen.getByTestId('media-audio').getAttribute('src')).toMatch(/^data:audio\/wav;base64,/);
     expect(screen.getByTestId('media-link').textContent).toBe('https://replicate.delivery/demo/out-0.png');
     expect(container.querySelector('img[src^="http"]')).toBeNull();
@@ -139,14 +165,14 @@ describe('the execution pane', () => {
     expect(cost).toContain('0.09 credits');
     expect(cost).toContain('22 subjects');
     const counted = { ...execution(), usage: { input_tokens: 0, output_tokens: 0, credits: '0.50', units: [['predict_ms', 5000]] as [string, number][] } };
-    render(Execution, { props: { execution: counted } });
+    render(Execution, executed(counted));
     expect(screen.getAllByTestId('execution-usage')[1].textContent).toBe('5000 predict ms');
   });
 
   it('shows a failed provider call as its error, not as content', () => {
     const failed = { ...execution(), success: false, content: '', media: [],
       error: { code: 'provider_rate_limited', message: 'openai: Rate limit reached.', retryable: true } };
-    render(Execution, { props: { execution: failed } });
+    render(Execution, executed(failed));
     expect(screen.getByTestId('execution-success').textContent).toContain('failed');
     expect(screen.getByTestId('execution-error').textContent).toContain('provider_rate_limited');
     expect(screen.getByTestId('execution-error').textContent).toContain('may succeed if tried again');

@@ -13,18 +13,15 @@ pub use list::{load, MAX_PAGE};
 pub use uses::take;
 
 use chrono::Duration;
-use countersign_proto::dsse::Envelope;
-use countersign_proto::standing::{
-    flag_text, StandingApproval, StandingStatement, StatementError, STANDING_PAYLOAD_TYPE,
-};
-use countersign_proto::statement::Signed as _;
+use countersign_proto::standing::{flag_text, StandingApproval, StandingStatement};
 use countersign_proto::ErrorCode;
 
 use crate::accounts::callers::Approver;
 use crate::approval::receipts::Signer;
+use crate::approval::{revocation, signed};
+use crate::ids;
 use crate::registry::Registry;
 use crate::store::{Store, Tx};
-use crate::{accounts, approval::revocation, ids};
 use crate::{ApiError, ApiResult, Engine};
 
 /// How far a signer's clock may run ahead.
@@ -48,53 +45,7 @@ pub async fn create(
     approver: &Approver,
     body: &[u8],
 ) -> ApiResult<StandingApproval> {
-    let text = std::str::from_utf8(body)
-        .map_err(|_| ApiError::validation("", "The envelope is not UTF-8 JSON."))?;
-    let envelope: Envelope = serde_json::from_str(text)
-        .map_err(|e| ApiError::validation("", format!("The body is not a DSSE envelope: {e}")))?;
-    let signature = envelope
-        .signature()
-        .map_err(|e| ApiError::validation("/signatures", e.to_string()))?;
-    if envelope.payload_type != STANDING_PAYLOAD_TYPE {
-        return Err(ApiError::validation(
-            "/payloadType",
-            format!("The payload type must be {STANDING_PAYLOAD_TYPE}."),
-        ));
-    }
-    let pool = engine.store.pool();
-    let key = accounts::active_key(pool, &approver.id, &signature.keyid)
-        .await?
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::BadSignature,
-                format!(
-                    "Key {} is not an active key of this approver.",
-                    signature.keyid
-                ),
-            )
-        })?;
-    let statement = match StandingStatement::open(&envelope, &key) {
-        Ok(statement) => statement,
-        Err(StatementError::Dsse(e)) => {
-            return Err(ApiError::new(ErrorCode::BadSignature, e.to_string()))
-        }
-        Err(e) => return Err(ApiError::validation("/payload", e.to_string())),
-    };
-    if statement.approver_id != approver.id || statement.key_id != signature.keyid {
-        return Err(ApiError::validation(
-            "/payload",
-            "The statement names another approver or key than the one that signed it.",
-        ));
-    }
-    if statement.audience != engine.gateway_id {
-        return Err(ApiError::new(
-            ErrorCode::AudienceMismatch,
-            format!(
-                "The statement is addressed to {}, not this gateway.",
-                statement.audience
-            ),
-        ));
-    }
+    let (statement, text) = signed::open::<StandingStatement>(engine, approver, body).await?;
     let now = ids::now();
     if statement.expires_at <= now || statement.issued_at > now + CLOCK_SKEW {
         return Err(ApiError::new(
@@ -179,7 +130,7 @@ pub async fn create(
     .bind(capability.id())
     .bind(&statement.nonce)
     .bind(serde_json::to_string(&statement)?)
-    .bind(text)
+    .bind(&text)
     .bind(ids::to_text(statement.expires_at))
     .bind(ids::to_text(now))
     .bind(i64::from(statement.max_plans))

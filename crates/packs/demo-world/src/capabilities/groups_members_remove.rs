@@ -356,9 +356,10 @@ pub async fn apply(
             JournalEntry::of(e, revoked, vec![])
         } else {
             let queued = sqlx::query_as(&format!(
-                "INSERT INTO email_outbox (user_id, recipient, subject, body, plan_id, created_at)
+                "INSERT INTO email_outbox (user_id, recipient, subject, body, plan_id, created_at,
+                                           charge)
                  SELECT id, email, 'Your access changed',
-                        'You are no longer a direct member of ' || $1, $2, $3
+                        'You are no longer a direct member of ' || $1, $2, $3, $5
                  FROM users WHERE id IN ({})
                  RETURNING user_id, recipient",
                 dialect.json_strings(4)
@@ -367,6 +368,8 @@ pub async fn apply(
             .bind(execution.plan_id)
             .bind(ids::to_text(ids::now()))
             .bind(&ids)
+            // Each message's share of the plan's price, refunded if it is cancelled unsent.
+            .bind(Credits::cents(NOTIFICATION_CENTS).to_string())
             .fetch_all(h.conn())
             .await?;
             build::notified(e, queued)

@@ -2,13 +2,16 @@
 //! after it commits, a dispatcher takes each due message, checks its recipient again (seed 004:
 //! an irreversible message is revalidated right before it is sent), hands it to a [`Sender`]
 //! (the server's SMTP relay), and records what happened: `sent`, retried later, `held` for a
-//! person, or `failed`. Leases let several dispatchers share one database.
+//! person, or `failed`. Leases let several dispatchers share one database. A message held or
+//! failed waits for an approver's signed remedy ([`remedy`]).
+
+mod remedy;
+
+pub use remedy::{apply_remedy, deliveries};
 
 use std::future::Future;
 
 use chrono::{DateTime, Utc};
-use serde_json::{json, Map, Value};
-use sqlx::AnyConnection;
 
 use crate::registry::Registry;
 use crate::{ids, Store};
@@ -141,12 +144,17 @@ async fn deliver(
         let Some((lease, current)) = claim(store, registry, &message).await? else {
             continue;
         };
+        let mut release_to = None;
         let outcome = match current {
             Some(address) if address == message.recipient => sender.send(&message).await,
-            Some(address) => Outcome::Held(format!(
-                "recipient_changed: {} is now {address}, not {} as planned",
-                message.user_id, message.recipient
-            )),
+            Some(address) => {
+                let why = format!(
+                    "recipient_changed: {} is now {address}, not {} as planned",
+                    message.user_id, message.recipient
+                );
+                release_to = Some(address);
+                Outcome::Held(why)
+            }
             None => Outcome::Held(format!(
                 "recipient_gone: {} no longer exists",
                 message.user_id
@@ -158,7 +166,7 @@ async fn deliver(
             Outcome::Retry(_) => pass.retrying += 1,
             Outcome::Failed(_) => pass.failed += 1,
         }
-        record(store, &message, &lease, outcome, now).await?;
+        record(store, &message, &lease, (outcome, release_to), now).await?;
     }
     Ok(())
 }
@@ -198,12 +206,13 @@ async fn claim(
 }
 
 /// Records what happened, if the lease is still this dispatcher's: one that outlived its lease
-/// and lost the message to another dispatcher changes nothing.
+/// and lost the message to another dispatcher changes nothing. A message held for a changed
+/// address keeps the address found, where a release would send it.
 async fn record(
     store: &Store,
     message: &Queued,
     lease: &str,
-    outcome: Outcome,
+    (outcome, release_to): (Outcome, Option<String>),
     pass_time: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
     let attempts = message.attempts + 1;
@@ -223,7 +232,7 @@ async fn record(
     let mut w = store.write().await?;
     sqlx::query(
         "UPDATE email_outbox SET state = $1, attempts = $2, last_error = $3, next_attempt_at = $4,
-                                 sent_at = $5
+                                 sent_at = $5, release_to = $8
          WHERE id = $6 AND state = 'pending' AND next_attempt_at = $7",
     )
     .bind(state)
@@ -233,38 +242,8 @@ async fn record(
     .bind(sent_at)
     .bind(message.id)
     .bind(lease)
+    .bind(release_to)
     .execute(&mut *w.tx)
     .await?;
     w.commit().await
-}
-
-/// Messages needing a person shown per plan record; the counts cover all of them.
-const ATTENTION_SHOWN: i64 = 100;
-
-/// How the messages of one plan stand, for its record: a count per state, and the messages held
-/// or failed, with why, since those need a person.
-pub async fn deliveries(conn: &mut AnyConnection, plan_id: &str) -> Result<Value, sqlx::Error> {
-    let counts: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT state, COUNT(*) FROM email_outbox WHERE plan_id = $1 GROUP BY state ORDER BY state",
-    )
-    .bind(plan_id)
-    .fetch_all(&mut *conn)
-    .await?;
-    let attention: Vec<(String, String, String, i64, Option<String>)> = sqlx::query_as(
-        "SELECT user_id, recipient, state, attempts, last_error FROM email_outbox
-         WHERE plan_id = $1 AND state IN ('held', 'failed') ORDER BY id LIMIT $2",
-    )
-    .bind(plan_id)
-    .bind(ATTENTION_SHOWN)
-    .fetch_all(&mut *conn)
-    .await?;
-    let counts: Map<String, Value> = counts.into_iter().map(|(s, n)| (s, json!(n))).collect();
-    let attention: Vec<Value> = attention
-        .into_iter()
-        .map(|(user, to, state, attempts, error)| {
-            json!({"user_id": user, "recipient": to, "state": state,
-                   "attempts": attempts, "last_error": error})
-        })
-        .collect();
-    Ok(json!({"counts": counts, "attention": attention}))
 }
