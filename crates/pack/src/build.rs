@@ -83,20 +83,43 @@ pub fn recipients<'a>(to: impl IntoIterator<Item = (&'a str, &'a str)>) -> Chang
     }
 }
 
-/// The journal of a notify effect, from the outbox rows its execution queued: who, and the digest
-/// of the addresses the rows hold, to hold against the planned one.
-pub fn notified(effect: &Effect, mut queued: Vec<(String, String)>) -> JournalEntry {
+/// The message a notify effect sends each recipient, as a change its plan signs: what the email
+/// carries is then part of what an approver reads and signs, not only that one is sent.
+pub fn message(subject: &str, body: &str) -> Change {
+    Change {
+        path: MESSAGE.to_owned(),
+        before: Value::Null,
+        after: json!({"subject": subject, "body": body}),
+    }
+}
+
+/// One outbox row an execution queued: user, address, subject, body.
+pub type QueuedMail = (String, String, String, String);
+
+/// The journal of a notify effect, from the outbox rows its execution queued: who, the digest of
+/// the addresses the rows hold, and the message they carry (when they all carry one), to hold
+/// against the planned ones.
+pub fn notified(effect: &Effect, mut queued: Vec<QueuedMail>) -> JournalEntry {
     queued.sort_unstable();
-    let to = recipients(queued.iter().map(|(u, a)| (u.as_str(), a.as_str())));
+    let to = recipients(queued.iter().map(|(u, a, _, _)| (u.as_str(), a.as_str())));
+    let mut changes = vec![to];
+    if let Some((_, _, subject, body)) = queued.first() {
+        if queued.iter().all(|(_, _, s, b)| s == subject && b == body) {
+            changes.push(message(subject, body));
+        }
+    }
     JournalEntry::of(
         effect,
-        queued.into_iter().map(|(u, _)| u).collect(),
-        vec![to],
+        queued.into_iter().map(|(u, _, _, _)| u).collect(),
+        changes,
     )
 }
 
 /// The path of [`recipients`]' change.
 pub const RECIPIENTS: &str = "/recipients_digest";
+
+/// The path under which a notify effect signs the message it sends (subject and body).
+pub const MESSAGE: &str = "/message";
 
 /// A direct, reversible, internal effect; derived ones override with struct update syntax.
 pub fn effect(

@@ -43,10 +43,12 @@ pub fn request_view(plan: &Preview) -> RequestView {
                 ParamView { path, text, long }
             })
             .collect(),
+        // The request itself leaves only for a call to an outside service: an email a plan
+        // sends, external too, carries its own words, never the request's.
         leaves: plan
             .effects
             .iter()
-            .any(|e| e.external || e.kind == EffectKind::ExternalCall),
+            .any(|e| e.kind == EffectKind::ExternalCall),
     }
 }
 
@@ -150,6 +152,20 @@ mod tests {
                 ("/model", "small", false),
             ]
         );
+    }
+
+    #[test]
+    fn the_request_leaves_only_for_a_call_to_an_outside_service() {
+        let bulk = format!(
+            "{}/../../../shared/fixtures/plan-bulk.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let bulk: Preview = serde_json::from_str(&std::fs::read_to_string(bulk).unwrap()).unwrap();
+        assert!(bulk.effects.iter().any(|e| e.external), "it emails people");
+        assert!(!request_view(&bulk).leaves);
+        let mut call = bulk.clone();
+        call.effects[0].kind = EffectKind::ExternalCall;
+        assert!(request_view(&call).leaves);
     }
 
     #[test]

@@ -13,18 +13,54 @@ fn name(resource: &str) -> &str {
     resource.rsplit('/').next().unwrap_or(resource)
 }
 
-fn short(value: &Value) -> String {
-    let text = match value {
+fn text_of(value: &Value) -> String {
+    match value {
         Value::String(s) => s.clone(),
         Value::Null => "∅".to_owned(),
         other => other.to_string(),
-    };
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    }
+}
+
+/// A value as it is, when it is short and one line: what the consequence quotes whole.
+fn whole(value: &Value) -> Option<String> {
+    let text = text_of(value);
+    (text.chars().count() <= GIST_VALUE && !text.contains('\n')).then_some(text)
+}
+
+/// A long value by its size, never a piece of it: "2 lines", "120 characters".
+fn size(value: &Value) -> String {
+    let text = text_of(value);
+    match text.lines().count() {
+        n if n > 1 => format!("{n} lines"),
+        _ => format!("{} characters", text.chars().count()),
+    }
+}
+
+/// A value for the one-line gist: whole when short; otherwise the words that fit and "…", never
+/// a word cut in two; a value whose first word does not fit is named by its size.
+fn short(value: &Value) -> String {
+    let flat: String = text_of(value)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     if flat.chars().count() <= GIST_VALUE {
         return flat;
     }
-    let cut: String = flat.chars().take(GIST_VALUE - 1).collect();
-    format!("{cut}…")
+    let mut cut = String::new();
+    for word in flat.split(' ') {
+        let len = cut.chars().count() + usize::from(!cut.is_empty()) + word.chars().count();
+        if len > GIST_VALUE - 1 {
+            break;
+        }
+        if !cut.is_empty() {
+            cut.push(' ');
+        }
+        cut.push_str(word);
+    }
+    match cut.is_empty() {
+        true => format!("({})", size(value)),
+        false => format!("{cut}…"),
+    }
 }
 
 /// What a collection belongs to: `projects/prj_421/members` → `prj_421`.
@@ -150,34 +186,49 @@ fn clause(effect: &Effect) -> String {
                 None => format!("{n} subjects"),
             };
             // A grant that sets a role names it: "grants editor on prj_421 to usr_92".
-            match effect.changes.first().filter(|c| c.before.is_null()) {
-                Some(c) => format!(
-                    "grants {} on {} to {whom}",
-                    short(&c.after),
-                    owner(&effect.resource)
-                ),
+            let role = effect.changes.first().filter(|c| c.before.is_null());
+            match role.and_then(|c| whole(&c.after)) {
+                Some(role) => format!("grants {role} on {} to {whom}", owner(&effect.resource)),
                 None => format!("grants {} to {whom}", owner(&effect.resource)),
             }
         }
-        (EffectKind::Notify, Some(n)) => format!("notifies {n} by {target}"),
+        (EffectKind::Notify, Some(n)) => format!("notifies {n} by {target}{}", carries(effect)),
         (EffectKind::Delete, Some(n)) => format!("deletes {n} from {target}"),
         (EffectKind::Archive, Some(n)) => format!("archives {n} in {target}"),
         (_, _) if !effect.changes.is_empty() => effect
             .changes
             .iter()
-            .map(|c| {
-                format!(
-                    "changes {} {} from {} to {}",
+            .map(|c| match (whole(&c.before), whole(&c.after)) {
+                (Some(before), Some(after)) => format!(
+                    "changes {} {} from {before} to {after}",
+                    effect.resource,
+                    field(&c.path)
+                ),
+                // A value too long to quote is named by its size, never cut mid-word.
+                _ => format!(
+                    "changes {} {}, {}",
                     effect.resource,
                     field(&c.path),
-                    short(&c.before),
-                    short(&c.after)
-                )
+                    size(&c.after)
+                ),
             })
             .collect::<Vec<_>>()
             .join("; "),
         (kind, Some(n)) => format!("{} {target} for {n}", verb(kind)),
         (kind, None) => format!("{} {target}", verb(kind)),
+    }
+}
+
+/// What a notify effect's message says, where its plan signs one: ` (“Your access changed”)`.
+fn carries(effect: &Effect) -> String {
+    let message = effect.changes.iter().find(|c| c.path == MESSAGE);
+    let subject = message.map(|c| &c.after["subject"]);
+    match subject.filter(|s| s.is_string()) {
+        Some(subject) => match whole(subject) {
+            Some(text) => format!(" (“{text}”)"),
+            None => format!(" (a subject of {})", size(subject)),
+        },
+        None => String::new(),
     }
 }
 
@@ -270,6 +321,9 @@ pub fn for_subject(effect: &Effect) -> String {
 
 /// The path under which a notify effect binds its recipients' addresses (a digest of them).
 pub const RECIPIENTS: &str = "/recipients_digest";
+
+/// The path under which a notify effect signs the message it sends (subject and body).
+pub const MESSAGE: &str = "/message";
 
 /// A recipients digest in words: how many addresses it binds, and the digest as the header
 /// shortens digests ("37 addresses · sha256:96e5…b5bc").
@@ -413,6 +467,51 @@ mod tests {
         forged["effects"][0]["subjects"]["sample"] = json!(["usr_innocent"]);
         let forged: Preview = serde_json::from_value(forged).unwrap();
         assert!(consequence(&forged, true).starts_with("grants editor on prj_421 to 1 subject;"));
+    }
+
+    #[test]
+    fn long_values_are_cut_at_a_word_or_named_never_cut_mid_word() {
+        let note = json!("Keep the release notes for the whole of the audit period");
+        assert_eq!(short(&note), "Keep the release notes for the…");
+        let token = json!("a".repeat(40));
+        assert_eq!(short(&token), "(40 characters)");
+        let mut plan = serde_json::to_value(fixture("plan-small.json")).unwrap();
+        plan["effects"] = json!([
+            {"id": "eff_1", "type": "settings_changed", "kind": "update",
+             "resource": "projects/prj_184", "description": "", "reversible": true,
+             "external": false, "derived": false,
+             "changes": [{"path": "/retention_note", "before": "short",
+                          "after": "First line of the note\nand its second line"},
+                         {"path": "/retention_days", "before": 30, "after": 14}]}
+        ]);
+        plan["estimated_cost"]["amount_max"] = json!("0");
+        plan["assumptions"] = json!([]);
+        let plan: Preview = serde_json::from_value(plan).unwrap();
+        assert_eq!(
+            consequence(&plan, true),
+            "changes projects/prj_184 retention note, 2 lines; \
+             changes projects/prj_184 retention days from 30 to 14"
+        );
+    }
+
+    #[test]
+    fn a_notification_says_what_its_email_carries_where_the_plan_signs_it() {
+        let mut plan = fixture("plan-bulk.json");
+        let notify = plan
+            .effects
+            .iter_mut()
+            .find(|e| e.kind == EffectKind::Notify)
+            .unwrap();
+        notify.changes.push(countersign_proto::plan::Change {
+            path: MESSAGE.to_owned(),
+            before: Value::Null,
+            after: json!({"subject": "Your access changed", "body": "You are no longer…"}),
+        });
+        let sentence = consequence(&plan, true);
+        assert!(
+            sentence.contains("notifies 37 by email (“Your access changed”);"),
+            "{sentence}"
+        );
     }
 
     #[test]

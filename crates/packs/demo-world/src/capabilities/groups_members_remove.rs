@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use countersign_proto::describe::{CostClass, Describe, DryRunMode, Preflight};
-use countersign_proto::plan::{Assumption, Effect, EffectKind, ReadRevision, Severity};
+use countersign_proto::plan::{Assumption, Change, Effect, EffectKind, ReadRevision, Severity};
 use countersign_proto::Credits;
 use serde::Deserialize;
 use serde_json::json;
@@ -27,6 +27,17 @@ pub const EFFECTS: EffectProfile = EffectProfile {
     irreversible: true,
     external: true,
 };
+
+/// What each removed member is emailed: exactly what the plan signs (`notice`).
+const NOTICE_SUBJECT: &str = "Your access changed";
+
+fn notice_body(group: &str) -> String {
+    format!("You are no longer a direct member of {group}")
+}
+
+fn notice(group: &str) -> Change {
+    build::message(NOTICE_SUBJECT, &notice_body(group))
+}
 
 /// Each queued notification costs this many hundredths of a credit.
 const NOTIFICATION_CENTS: i64 = 1;
@@ -277,7 +288,7 @@ pub async fn plan(conn: &mut AnyConnection, p: &Params) -> ApiResult<Planned> {
             reversible: false,
             external: true,
             cost: effect_cost(cost),
-            changes: vec![to],
+            changes: vec![to, notice(&p.group)],
             ..derived(
                 planned.effects.len() + 1,
                 "notification_queued",
@@ -358,18 +369,18 @@ pub async fn apply(
             let queued = sqlx::query_as(&format!(
                 "INSERT INTO email_outbox (user_id, recipient, subject, body, plan_id, created_at,
                                            charge)
-                 SELECT id, email, 'Your access changed',
-                        'You are no longer a direct member of ' || $1, $2, $3, $5
+                 SELECT id, email, $1, $6, $2, $3, $5
                  FROM users WHERE id IN ({})
-                 RETURNING user_id, recipient",
+                 RETURNING user_id, recipient, subject, body",
                 dialect.json_strings(4)
             ))
-            .bind(&p.group)
+            .bind(NOTICE_SUBJECT)
             .bind(execution.plan_id)
             .bind(ids::to_text(ids::now()))
             .bind(&ids)
             // Each message's share of the plan's price, refunded if it is cancelled unsent.
             .bind(Credits::cents(NOTIFICATION_CENTS).to_string())
+            .bind(notice_body(&p.group))
             .fetch_all(h.conn())
             .await?;
             build::notified(e, queued)

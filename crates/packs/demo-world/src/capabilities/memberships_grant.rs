@@ -60,6 +60,19 @@ fn role_path(subject: &str) -> String {
     format!("/members/{subject}/role")
 }
 
+/// The invitation the grantee is emailed: exactly what the plan signs (`invitation`).
+fn invitation_subject(p: &Params) -> String {
+    format!("You were invited to {}", p.project)
+}
+
+fn invitation_body(p: &Params) -> String {
+    format!("Role: {}", p.role)
+}
+
+fn invitation(p: &Params) -> Change {
+    build::message(&invitation_subject(p), &invitation_body(p))
+}
+
 pub async fn plan(conn: &mut AnyConnection, p: &Params) -> ApiResult<Planned> {
     let mut planned = build::nothing(Credits::cents(0));
     let project = format!("projects/{}", p.project);
@@ -188,7 +201,10 @@ pub async fn plan(conn: &mut AnyConnection, p: &Params) -> ApiResult<Planned> {
             cause: Some(effect_id(1)),
             reversible: false,
             external: true,
-            changes: vec![build::recipients([(p.subject.as_str(), email.as_str())])],
+            changes: vec![
+                build::recipients([(p.subject.as_str(), email.as_str())]),
+                invitation(p),
+            ],
             ..effect(
                 3,
                 "invite_email_sent",
@@ -259,13 +275,13 @@ pub async fn apply(
         before: json!(used_before),
         after: json!(used),
     };
-    let invited: Vec<(String, String)> = sqlx::query_as(
+    let invited: Vec<build::QueuedMail> = sqlx::query_as(
         "INSERT INTO email_outbox (user_id, recipient, subject, body, plan_id, created_at)
-         SELECT id, email, 'You were invited to ' || $1, 'Role: ' || $2, $3, $4
-         FROM users WHERE id = $5 RETURNING user_id, recipient",
+         SELECT id, email, $1, $2, $3, $4
+         FROM users WHERE id = $5 RETURNING user_id, recipient, subject, body",
     )
-    .bind(&p.project)
-    .bind(&p.role)
+    .bind(invitation_subject(p))
+    .bind(invitation_body(p))
     .bind(execution.plan_id)
     .bind(ids::to_text(ids::now()))
     .bind(&p.subject)
