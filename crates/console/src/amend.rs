@@ -20,7 +20,10 @@ pub enum FormFieldKind {
     Integer,
     Number,
     Boolean,
+    /// One of the schema's `enum` of strings.
     Choice,
+    /// One of the schema's `enum` of numbers: chosen, never typed, and sent as the number.
+    NumberChoice,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
@@ -48,7 +51,7 @@ pub struct AmendDraft {
 }
 
 /// One input per property when `schema` is an object of scalar properties (strings, numbers,
-/// booleans, string enums); anything else is edited as JSON.
+/// booleans, enums of strings or of numbers); anything else is edited as JSON.
 pub fn form_of(schema: &Value) -> Option<Vec<FormField>> {
     if schema.get("type")? != "object" {
         return None;
@@ -62,18 +65,25 @@ pub fn form_of(schema: &Value) -> Option<Vec<FormField>> {
     properties
         .iter()
         .map(|(name, property)| {
-            let choices: Option<Vec<String>> = property.get("enum").and_then(|e| {
-                e.as_array()?
-                    .iter()
-                    .map(|v| v.as_str().map(str::to_owned))
+            let listed = property.get("enum").and_then(Value::as_array);
+            let strings: Option<Vec<String>> =
+                listed.and_then(|e| e.iter().map(|v| v.as_str().map(str::to_owned)).collect());
+            let numbers: Option<Vec<String>> = listed.and_then(|e| {
+                e.iter()
+                    .map(|v| v.as_number().map(|n| n.to_string()))
                     .collect()
             });
-            let kind = match (choices.is_some(), property.get("type")?.as_str()?) {
-                (true, _) => FormFieldKind::Choice,
-                (false, "string") => FormFieldKind::String,
-                (false, "integer") => FormFieldKind::Integer,
-                (false, "number") => FormFieldKind::Number,
-                (false, "boolean") => FormFieldKind::Boolean,
+            // An enum of neither all strings nor all numbers is edited as JSON.
+            if listed.is_some() && strings.is_none() && numbers.is_none() {
+                return None;
+            }
+            let kind = match (&strings, &numbers, property.get("type")?.as_str()?) {
+                (Some(_), _, _) => FormFieldKind::Choice,
+                (_, Some(_), _) => FormFieldKind::NumberChoice,
+                (None, None, "string") => FormFieldKind::String,
+                (None, None, "integer") => FormFieldKind::Integer,
+                (None, None, "number") => FormFieldKind::Number,
+                (None, None, "boolean") => FormFieldKind::Boolean,
                 _ => return None,
             };
             Some(FormField {
@@ -83,7 +93,7 @@ pub fn form_of(schema: &Value) -> Option<Vec<FormField>> {
                     .map_or_else(|| name.replace('_', " "), str::to_owned),
                 name: name.clone(),
                 kind,
-                choices: choices.unwrap_or_default(),
+                choices: strings.or(numbers).unwrap_or_default(),
                 required: required.contains(&name.as_str()),
                 description: property
                     .get("description")
@@ -194,6 +204,18 @@ mod tests {
             "group": {"type": "string"}, "filter": {"type": "object"}}});
         assert_eq!(form_of(&nested), None);
         assert_eq!(form_of(&json!({"type": "array"})), None);
+    }
+
+    #[test]
+    fn an_enum_of_numbers_is_a_choice_and_a_mixed_one_is_json() {
+        let numbers = json!({"type": "object", "properties": {
+            "retention_days": {"type": "integer", "enum": [7, 14, 30]}}});
+        let form = form_of(&numbers).unwrap();
+        assert_eq!(form[0].kind, FormFieldKind::NumberChoice);
+        assert_eq!(form[0].choices, ["7", "14", "30"]);
+        let mixed = json!({"type": "object", "properties": {
+            "size": {"type": ["integer", "string"], "enum": [7, "large"]}}});
+        assert_eq!(form_of(&mixed), None);
     }
 
     #[test]

@@ -106,6 +106,13 @@ impl Console {
         })
     }
 
+    /// Keeps this approver's snoozes in the file at `path`, starting from those an earlier run
+    /// kept there.
+    pub fn with_snoozes_kept_in(self, path: std::path::PathBuf) -> Console {
+        *self.snoozes() = Snoozes::kept_in(path);
+        self
+    }
+
     /// Judges snoozes and reminders by `clock`.
     pub fn with_clock(mut self, clock: Clock) -> Console {
         self.clock = clock;

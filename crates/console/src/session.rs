@@ -118,6 +118,19 @@ pub async fn connect(
     Ok((console.with_journal(journal), name))
 }
 
+/// Where the snoozes of this machine's approver at `gateway_id` are kept.
+fn snooze_file(data_dir: &Path, gateway_id: &str) -> PathBuf {
+    // The id is the gateway's word: never a path of its own.
+    let name: String = gateway_id
+        .chars()
+        .map(|c| match c.is_ascii_alphanumeric() || c == '-' {
+            true => c,
+            false => '_',
+        })
+        .collect();
+    data_dir.join(format!("snoozes-{name}.json"))
+}
+
 /// The gateway's name, once it says it is still the one `console`'s credential was enrolled with.
 async fn still_enrolled(console: &Console, url: &str) -> Result<String, ConsoleError> {
     let info = console.client().gateway().await?;
@@ -274,7 +287,13 @@ impl Session {
             remember(&config.data_dir, url, console.signer().gateway_id())?;
         }
         let journal = Journal::open(&config.data_dir.join(JOURNAL)).await?;
-        let console = Arc::new(console.with_journal(journal).with_clock(config.clock));
+        let snoozes = snooze_file(&config.data_dir, console.signer().gateway_id());
+        let console = Arc::new(
+            console
+                .with_journal(journal)
+                .with_clock(config.clock)
+                .with_snoozes_kept_in(snoozes),
+        );
         console.note_outbox().await;
         let changes = console.changes();
         let tasks = vec![tokio::spawn(

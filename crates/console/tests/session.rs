@@ -161,3 +161,55 @@ async fn the_header_and_queue_come_from_the_live_snapshot() -> anyhow::Result<()
     Signer::forget(&gateway_id)?;
     outcome
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snooze_survives_a_restart_of_the_app() -> anyhow::Result<()> {
+    require_secret_service();
+    let gateway = crate::common::Gateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let code = gateway.invite("Dana").await?;
+    let dir = tempfile::tempdir()?;
+    let config = || SessionConfig {
+        gateway_url: gateway.url.clone(),
+        enrollment_code: Some(code.clone()),
+        display_name: "ignored".to_owned(),
+        data_dir: dir.path().to_owned(),
+        demo: None,
+        clock: Default::default(),
+    };
+    let first = Session::start(config()).await?;
+    let gateway_id = first.console().signer().gateway_id().to_owned();
+    let outcome = async {
+        let snoozed = agent.plan(SETTINGS, retention("prj_184", 14)).await?;
+        let mut changes = first.changes();
+        until(&mut changes, "the plan listed", |s| s.items.len() == 1).await;
+        let queue = first.console().snooze(&snoozed, 10)?;
+        let until_then = queue.items[0].snoozed_until.clone();
+        assert!(until_then.is_some());
+        drop(first);
+
+        let again = Session::start(config()).await?;
+        let mut changes = again.changes();
+        until(&mut changes, "listed again", |s| s.items.len() == 1).await;
+        // Judged against the listing, it stays hidden and nothing is due.
+        assert!(again.console().due().is_empty());
+        let row = &again.queue().items[0];
+        assert_eq!(row.plan_id, snoozed);
+        assert_eq!(row.snoozed_until, until_then, "kept across the restart");
+        let queue = again.console().unsnooze(&snoozed);
+        assert_eq!(queue.items[0].snoozed_until, None);
+        drop(again);
+        let third = Session::start(config()).await?;
+        let mut changes = third.changes();
+        until(&mut changes, "listed a third time", |s| s.items.len() == 1).await;
+        assert_eq!(
+            third.queue().items[0].snoozed_until,
+            None,
+            "unsnoozed is kept too"
+        );
+        anyhow::Ok(())
+    }
+    .await;
+    Signer::forget(&gateway_id)?;
+    outcome
+}

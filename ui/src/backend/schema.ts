@@ -87,7 +87,11 @@ export function formOf(schema: Schema): FormField[] | null {
   if (schema.type !== 'object' || !schema.properties) return null;
   const fields: FormField[] = [];
   for (const [name, p] of Object.entries(schema.properties)) {
-    const kind: FormFieldKind | undefined = p.enum ? 'choice' : SCALAR[p.type ?? ''];
+    // As the console reads a schema: an enum of strings or of numbers is a choice, a mixed one JSON.
+    const enumKind = !p.enum ? undefined : p.enum.every((e) => typeof e === 'string') ? 'choice'
+      : p.enum.every((e) => typeof e === 'number') ? 'number_choice' : null;
+    if (enumKind === null) return null;
+    const kind: FormFieldKind | undefined = enumKind ?? SCALAR[p.type ?? ''];
     if (!kind) return null;
     fields.push({
       name, label: p.title ?? name, kind, choices: (p.enum ?? []).map(String),

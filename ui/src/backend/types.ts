@@ -509,7 +509,7 @@ uses: Array<StandingUseView>,
  */
 covered: Array<string>, };
 
-export type FormFieldKind = "string" | "integer" | "number" | "boolean" | "choice";
+export type FormFieldKind = "string" | "integer" | "number" | "boolean" | "choice" | "number_choice";
 
 export type FormField = { name: string, label: string, kind: FormFieldKind, choices: Array<string>, required: boolean, description: string | null, };
 

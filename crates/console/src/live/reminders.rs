@@ -4,11 +4,13 @@
 //! them is in `snooze`.
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 
 use chrono::{DateTime, Duration, Utc};
 use countersign_proto::approvals::{ApproverProfile, PlanSummary};
 
 use crate::error::ConsoleError;
+use crate::private_files;
 use crate::review::rules::{turn, Turn};
 
 /// A snooze ends this long before its plan expires, at the latest.
@@ -52,9 +54,41 @@ pub enum Due {
 pub struct Snoozes {
     until: HashMap<String, DateTime<Utc>>,
     reminded: HashSet<String>,
+    /// Where the snoozes are kept, so that they survive a restart of the app.
+    kept_in: Option<PathBuf>,
 }
 
 impl Snoozes {
+    /// The snoozes kept in the file at `path` by an earlier run, kept there from now on. A file
+    /// that does not read is left for the next snooze to replace: snoozes are a convenience, and
+    /// a plan that shows early is decided, not lost.
+    pub fn kept_in(path: PathBuf) -> Snoozes {
+        let until = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                tracing::warn!(error = %e, path = %path.display(), "the snoozes do not read");
+                HashMap::new()
+            }),
+            Err(_) => HashMap::new(),
+        };
+        Snoozes {
+            until,
+            reminded: HashSet::new(),
+            kept_in: Some(path),
+        }
+    }
+
+    fn keep(&self) {
+        let Some(path) = &self.kept_in else {
+            return;
+        };
+        let written = serde_json::to_vec(&self.until)
+            .map_err(|e| ConsoleError::Invalid(e.to_string()))
+            .and_then(|bytes| private_files::write(path, &bytes));
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "the snoozes could not be kept");
+        }
+    }
+
     /// Snoozes `plan_id` (expiring at `expires_at`) for `minutes` from `now`, cut to two minutes
     /// before it expires; a plan closer to its expiry than that is not snoozed.
     pub fn snooze(
@@ -76,11 +110,14 @@ impl Snoozes {
             )));
         }
         self.until.insert(plan_id.to_owned(), until);
+        self.keep();
         Ok(until)
     }
 
     pub fn unsnooze(&mut self, plan_id: &str) {
-        self.until.remove(plan_id);
+        if self.until.remove(plan_id).is_some() {
+            self.keep();
+        }
     }
 
     /// Until when `plan_id` is hidden, if it still is at `now`.
@@ -104,6 +141,7 @@ impl Snoozes {
         let is_listed = |id: &str| listed.iter().any(|p| p.plan_id == id);
         self.reminded.retain(|id| is_listed(id));
         let mut due = Vec::new();
+        let snoozed = self.until.len();
         self.until.retain(|id, until| {
             let over = *until <= now;
             if over && is_listed(id) {
@@ -111,6 +149,9 @@ impl Snoozes {
             }
             !over && is_listed(id)
         });
+        if self.until.len() != snoozed {
+            self.keep();
+        }
         for plan in listed {
             let soon = plan.expires_at > now && plan.expires_at - now <= REMIND_BEFORE;
             if soon

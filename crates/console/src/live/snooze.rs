@@ -34,10 +34,14 @@ impl Console {
         self.queue()
     }
 
-    /// The plans to bring to the approver again now.
+    /// The plans to bring to the approver again now; nothing before the queue was first listed,
+    /// so that snoozes kept from an earlier run are judged against the plans, not against none.
     pub fn due(&self) -> Vec<(String, Due)> {
         let due = {
             let snapshot = self.publisher().borrow();
+            if snapshot.last_sync.is_none() {
+                return Vec::new();
+            }
             self.snoozes()
                 .due(&snapshot.items, snapshot.me.as_ref(), self.clock().now())
         };
