@@ -19,6 +19,9 @@ use crate::notification::{self, Arrival};
 use crate::tray;
 
 pub const QUEUE_CHANGED: &str = "queue-changed";
+/// A plan changed at the gateway, whether or not the queue shows it (a plan ran, a standing
+/// approval was used): the Standing screen reads its list again.
+pub const PLANS_CHANGED: &str = "plans-changed";
 
 const FETCHES_AT_ONCE: usize = 4;
 
@@ -38,13 +41,14 @@ pub async fn follow(
     // Plans already waiting on me: one that starts to (a rule widened to my team) is a reminder.
     let mut mine = Seen::default();
     let mut shown = None;
+    let mut plan_events = 0;
     // The queue as the last event described it: the next event carries only what moved since.
     let mut sent = SentQueue::default();
     // Each arrival is fetched to be judged on its own flags; a burst of thousands (a busy agent)
     // must not become thousands of requests at once.
     let fetches = Arc::new(Semaphore::new(FETCHES_AT_ONCE));
     loop {
-        let (now, pending, arrivals) = {
+        let (now, pending, arrivals, events) = {
             let snapshot = changes.borrow_and_update();
             // The first look is the first listing, not the empty snapshot before it.
             let arrivals = match snapshot.last_sync {
@@ -83,8 +87,12 @@ pub async fn follow(
                 .iter()
                 .filter(|p| counting.counts(turn(p, me)))
                 .count();
-            (now, pending, arrivals)
+            (now, pending, arrivals, snapshot.plan_events)
         };
+        if events != plan_events {
+            plan_events = events;
+            let _ = app.emit(PLANS_CHANGED, ());
+        }
         if shown.as_ref() != Some(&now) {
             shown = Some(now);
             let _ = app.emit(QUEUE_CHANGED, sent.change_to(&console.queue()));

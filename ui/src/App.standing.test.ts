@@ -192,6 +192,17 @@ describe('standing approvals', () => {
     await shown('plan_0007');
   });
 
+  it('follows the gateway: a use made while the screen is open shows at once', async () => {
+    const backend = await renderApp();
+    await fireEvent.click(screen.getByTestId('nav-standing'));
+    const [mine] = await screen.findAllByTestId('standing-row');
+    expect(within(mine).getAllByTestId('standing-use-plan').map((b) => b.textContent)).toEqual(['plan_0005']);
+    backend.useStanding('sa_0003', 'plan_0007');
+    await waitFor(() => expect(within(screen.getAllByTestId('standing-row')[0]).getAllByTestId('standing-use-plan')
+      .map((b) => b.textContent)).toEqual(['plan_0005', 'plan_0007']));
+    expect(within(screen.getAllByTestId('standing-row')[0]).queryByTestId('standing-covered')).toBeNull();
+  });
+
   it('shows one whose signature does not match its terms as a warning, without its terms, still revocable', async () => {
     const backend = await renderApp();
     backend.tamperStanding('sa_0003', 'its signature does not verify: bad signature');

@@ -120,6 +120,7 @@ export class FakeBackend implements Backend {
   private generation = 0;
   private sent: QueueView = { items: [], total_credits: '0.00', generation: 0 };
   private openListeners = new Set<(planId: string) => void>();
+  private plansListeners = new Set<() => void>();
   private rows = new Map<string, SubjectRow[]>();
   private standings: StandingView[] = demoStanding();
   /** Plan id → until when it is snoozed. */
@@ -504,6 +505,21 @@ export class FakeBackend implements Backend {
   async onQueueChanged(listener: (change: QueueChange | null) => void): Promise<() => void> {
     this.queueListeners.add(listener);
     return () => this.queueListeners.delete(listener);
+  }
+
+  async onPlansChanged(listener: () => void): Promise<() => void> {
+    this.plansListeners.add(listener);
+    return () => this.plansListeners.delete(listener);
+  }
+
+  /** A standing approval of the list was used by a plan that ran, as the gateway's stream says. */
+  useStanding(id: string, planId: string) {
+    const found = this.standings.find((s) => s.id === id);
+    if (!found) throw new Error(`no standing approval ${id}`);
+    found.plans_used += 1;
+    found.uses = [...found.uses, { plan_id: planId, number: found.plans_used, credits: '0.00', at: new Date().toISOString() }];
+    found.covered = found.covered.filter((p) => p !== planId);
+    this.plansListeners.forEach((l) => l());
   }
 
   async onOpenPlan(listener: (planId: string) => void): Promise<() => void> {

@@ -78,6 +78,9 @@ export interface Backend {
   /** Calls `listener` whenever the queue may have changed, with what moved in it (null: ask for
    *  the whole queue); returns an unsubscribe function. */
   onQueueChanged(listener: (change: QueueChange | null) => void): Promise<() => void>;
+  /** Calls `listener` whenever a plan changed at the gateway, shown in the queue or not (a plan
+   *  ran, a standing approval was used); returns an unsubscribe function. */
+  onPlansChanged(listener: () => void): Promise<() => void>;
   /** Calls `listener` with a plan id to show (a deep link or a notification click). */
   onOpenPlan(listener: (planId: string) => void): Promise<() => void>;
 }

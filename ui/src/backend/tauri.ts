@@ -110,6 +110,9 @@ export class TauriBackend implements Backend {
   async onQueueChanged(listener: (change: QueueChange | null) => void): Promise<() => void> {
     return listen<QueueChange | null>('queue-changed', (event) => listener(event.payload ? visible(event.payload) : null));
   }
+  async onPlansChanged(listener: () => void): Promise<() => void> {
+    return listen('plans-changed', () => listener());
+  }
   async onOpenPlan(listener: (planId: string) => void): Promise<() => void> {
     const unlisten = await listen<string>('open-plan', (event) => listener(visible(event.payload)));
     // A link on the command line came before this page listened: the shell kept it.

@@ -142,6 +142,7 @@ impl Live {
         self.publish.send_modify(|s| {
             s.link = Link::Online;
             s.last_sync = Some(Utc::now());
+            s.plan_events += 1;
             let old = s
                 .items
                 .iter()
@@ -242,6 +243,21 @@ mod tests {
             "approvals": {"required": 1, "received": []}
         }))
         .unwrap()
+    }
+
+    #[tokio::test]
+    async fn every_plan_event_is_counted_though_the_queue_does_not_show_its_plan() {
+        let client = GatewayClient::new("http://127.0.0.1:9", None).unwrap();
+        let (mut live, snapshots) = Live::new(client, Timing::default());
+        live.apply(summary(
+            "plan_ran",
+            "2026-11-30T10:20:00Z",
+            PlanStatus::Executed,
+        ));
+        let snapshot = snapshots.borrow();
+        assert!(snapshot.items.is_empty());
+        assert_eq!(snapshot.generation, 0, "the queue did not change");
+        assert_eq!(snapshot.plan_events, 1, "but a plan did");
     }
 
     #[tokio::test]

@@ -37,6 +37,9 @@ pub struct Snapshot {
     pub last_error: Option<ErrorView>,
     /// Who this approver is to the gateway's approval policy, once it said.
     pub me: Option<ApproverProfile>,
+    /// Plan events the stream delivered, the queue's or not (a plan that ran, a standing
+    /// approval's use): what screens beside the queue follow.
+    pub plan_events: u64,
 }
 
 impl Default for Snapshot {
@@ -50,6 +53,7 @@ impl Default for Snapshot {
             queued: BTreeSet::new(),
             last_error: None,
             me: None,
+            plan_events: 0,
         }
     }
 }
