@@ -166,6 +166,7 @@ impl App {
         let set = "const root = document.documentElement; const was = root.dataset.theme;
             root.dataset.theme = arguments[0]; return was ?? 'system';";
         let mut was = None;
+        let mut found = Vec::new();
         for theme in ["light", "dark"] {
             let before = self.client.execute(set, vec![json!(theme)]).await?;
             was.get_or_insert(before);
@@ -179,12 +180,76 @@ impl App {
             self.client.execute(KEEP_PAINTING, vec![]).await?;
             let png = self.client.screenshot().await?;
             std::fs::write(dir.join(format!("{name}-{theme}.png")), png)?;
+            let report = self.audit().await?;
+            std::fs::write(
+                dir.join(format!("{name}-{theme}-axe.json")),
+                serde_json::to_vec_pretty(&report)?,
+            )?;
+            found.extend(violations(&report, theme));
         }
         self.client
             .execute(set, vec![was.unwrap_or(json!("system"))])
             .await?;
+        if !found.is_empty() {
+            bail!(
+                "axe-core finds {} WCAG 2.2 A/AA violation(s) on {name} (report beside its \
+                 screenshots):\n{}",
+                found.len(),
+                found.join("\n")
+            );
+        }
         Ok(())
     }
+
+    /// axe-core, as npm ships it (pinned in ui/package.json), run on the window as it is now,
+    /// for WCAG 2.2 A and AA: its report.
+    async fn audit(&self) -> anyhow::Result<serde_json::Value> {
+        let loaded = self
+            .client
+            .execute("return typeof window.axe === 'object';", vec![])
+            .await?;
+        if loaded != json!(true) {
+            let path = repo().join("ui/node_modules/axe-core/axe.min.js");
+            let source = std::fs::read_to_string(&path).with_context(|| {
+                format!("{}: run npm ci in ui (make test does)", path.display())
+            })?;
+            self.client.execute(&source, vec![]).await?;
+        }
+        let run = "const done = arguments[0];
+            axe.run(document, {
+              runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa']},
+              resultTypes: ['violations'],
+            }).then((r) => done(JSON.stringify({url: r.url, violations: r.violations.map((v) => ({
+                id: v.id, impact: v.impact, help: v.help,
+                nodes: v.nodes.map((n) => ({target: n.target, html: n.html.slice(0, 400),
+                                            summary: n.failureSummary})),
+              }))})))
+              .catch((e) => done(JSON.stringify({error: String(e)})));";
+        let answer = self.client.execute_async(run, vec![]).await?;
+        let report: serde_json::Value = serde_json::from_str(answer.as_str().unwrap_or("{}"))?;
+        if let Some(error) = report.get("error") {
+            bail!("axe-core did not run: {error}");
+        }
+        Ok(report)
+    }
+}
+
+/// Each violation in an axe-core report, one line per element: rule, impact, element, why.
+fn violations(report: &serde_json::Value, theme: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    for v in report["violations"].as_array().into_iter().flatten() {
+        for node in v["nodes"].as_array().into_iter().flatten() {
+            lines.push(format!(
+                "  [{theme}] {} ({}): {} — {} — {}",
+                v["id"].as_str().unwrap_or("?"),
+                v["impact"].as_str().unwrap_or("?"),
+                node["target"],
+                node["html"].as_str().unwrap_or(""),
+                node["summary"].as_str().unwrap_or("").replace('\n', " "),
+            ));
+        }
+    }
+    lines
 }
 
 /// Polls `check` until it holds.
@@ -232,31 +297,41 @@ fn confirmation(wait: Duration) -> anyhow::Result<Option<String>> {
 /// Escape cancels. Returns the dialog's title.
 pub fn answer_confirmation(sign: bool) -> anyhow::Result<String> {
     let window = confirmation(WAIT)?.context("no confirmation dialog showed")?;
-    let title = Command::new("xdotool")
-        .args(["getwindowname", &window])
-        .output()?;
-    let title = String::from_utf8_lossy(&title.stdout).trim().to_owned();
-    let key = if sign { "Return" } else { "Escape" };
-    let status = Command::new("xdotool")
-        .args([
-            "windowfocus",
-            "--sync",
-            &window,
-            "key",
-            "--clearmodifiers",
-            key,
-        ])
-        .status()?;
-    anyhow::ensure!(status.success(), "xdotool could not answer {title}");
-    Ok(title)
+    answer_window(&window, sign)?.context("the confirmation closed before it was answered")
 }
 
 /// Answers with Return a confirmation that shows within a second, if one does: its title.
 pub fn answer_if_showing() -> anyhow::Result<Option<String>> {
     match confirmation(Duration::from_secs(1))? {
-        Some(_) => Ok(Some(answer_confirmation(true)?)),
+        Some(window) => answer_window(&window, true),
         None => Ok(None),
     }
+}
+
+/// Answers the dialog `window` found: its title, or `None` if it closed meanwhile (one answered
+/// a moment ago may still be listed while it closes).
+fn answer_window(window: &str, sign: bool) -> anyhow::Result<Option<String>> {
+    let title = Command::new("xdotool")
+        .args(["getwindowname", window])
+        .output()?;
+    if !title.status.success() {
+        return Ok(None);
+    }
+    let title = String::from_utf8_lossy(&title.stdout).trim().to_owned();
+    let key = if sign { "Return" } else { "Escape" };
+    let status = Command::new("timeout")
+        .args([
+            "10",
+            "xdotool",
+            "windowfocus",
+            "--sync",
+            window,
+            "key",
+            "--clearmodifiers",
+            key,
+        ])
+        .status()?;
+    Ok(status.success().then_some(title))
 }
 
 /// After a click that signs: answers the confirmation with Return if one shows (a risky plan

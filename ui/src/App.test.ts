@@ -242,7 +242,9 @@ describe('batch review', () => {
     await key('x');
     await fireEvent.click(row('plan_0002'), { shiftKey: true });
     const batch = await screen.findByTestId('batch');
-    expect(screen.getAllByTestId('select-plan').filter((c) => (c as HTMLInputElement).checked)).toHaveLength(4);
+    // What a screen reader hears: each row checked for the batch says aria-checked.
+    expect(screen.getAllByTestId('queue-row').filter((r) => r.getAttribute('aria-checked') === 'true')).toHaveLength(4);
+    expect(screen.getAllByTestId('select-plan').filter((c) => c.dataset.checked === 'true')).toHaveLength(4);
     await waitFor(() => expect(within(batch).getByTestId('batch-apart').textContent).toContain('plan_0003'));
     expect(within(batch).getByTestId('batch-credits').textContent).toContain('0.37');
     expect(within(batch).getByTestId('batch-subjects').textContent).toContain('59');
