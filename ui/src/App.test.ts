@@ -153,6 +153,60 @@ describe('the console', () => {
     expect(screen.queryByTestId('keymap')).toBeNull();
   });
 
+  it('moves the focus predictably: to the plan on Enter, back to its row with q and after deciding', async () => {
+    await renderApp();
+    row('plan_0004').focus();
+    await fireEvent.keyDown(row('plan_0004'), { key: 'Enter' });
+    await shown('plan_0004');
+    await waitFor(() => expect(document.activeElement?.getAttribute('aria-label')).toBe('Plan'));
+    await key('q');
+    await waitFor(() => expect(document.activeElement).toBe(row('plan_0004')));
+    // With the focus on a row, j takes it to the next row.
+    await key('j');
+    await shown('plan_0001');
+    await waitFor(() => expect(document.activeElement).toBe(row('plan_0001')));
+    await key('k');
+    await shown('plan_0004');
+    await key('a');
+    await waitFor(() => expect(state().dataset.state).toBe('answered'));
+    await waitFor(() => expect(document.activeElement?.getAttribute('data-testid')).toBe('queue-row'));
+  });
+
+  it('gives the focus back where the keys dialog found it', async () => {
+    await renderApp();
+    row('plan_0003').focus();
+    await key('?');
+    await waitFor(() => expect(document.activeElement).toBe(screen.getByTestId('keymap')));
+    await fireEvent.keyDown(screen.getByTestId('keymap'), { key: 'Escape' });
+    await waitFor(() => expect(document.activeElement).toBe(row('plan_0003')));
+  });
+
+  it('opens the standing approval form with l, on its reason, and sends it with Ctrl+Enter', async () => {
+    const asked: string[] = [];
+    await renderApp({ confirm: (title) => (asked.push(title), true) });
+    await open('plan_0001');
+    await key('l');
+    const reason = await screen.findByTestId('standing-reason');
+    await waitFor(() => expect(document.activeElement).toBe(reason));
+    await fireEvent.input(reason, { target: { value: 'Retention work this week.' } });
+    await fireEvent.keyDown(reason, { key: 'Enter', ctrlKey: true });
+    await waitFor(() => expect(asked).toEqual(['Sign a standing approval for agt_ops?']));
+    await waitFor(() => expect(state().dataset.state).toBe('answered'));
+  });
+
+  it('announces a plan that arrives, politely, and not every change of the queue', async () => {
+    const backend = await renderApp();
+    const announcer = screen.getByTestId('announcer');
+    expect(announcer.getAttribute('aria-live')).toBe('polite');
+    await key('j');
+    await key('a');
+    await waitFor(() => expect(state().dataset.state).toBe('answered'));
+    expect(announcer.textContent).toBe('');
+    const arrived = { ...demoPlans()[0], plan_id: 'plan_0100', label: 'Rename a project' };
+    backend.arrive(arrived);
+    await waitFor(() => expect(announcer.textContent).toContain('New plan:'));
+  });
+
   it('focuses the filter with / and the subject search with s', async () => {
     await renderApp();
     await key('/');

@@ -159,6 +159,12 @@ export class FakeBackend implements Backend {
 
   /** The gateway serves standing approval `id` with terms its envelope does not sign (or an
    *  envelope its signer's key does not verify): the console shows it unverified, saying `why`. */
+  /** A new plan from an agent, as the gateway's stream brings it. */
+  arrive(plan: PlanView) {
+    this.plans.push(plan);
+    this.changed();
+  }
+
   tamperStanding(id: string, why = 'the terms the gateway shows are not the ones signed') {
     this.tampered.set(id, why);
   }

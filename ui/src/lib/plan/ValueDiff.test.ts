@@ -14,12 +14,20 @@ const TEXT: DiffLine[] = [
   line('equal', ['Escalate through the on-call channel.', false]),
 ];
 
+/** The text drawn: what a screen reader alone is told left out. */
+const seen = (el: Element): string => [...el.childNodes].map((n) => (n instanceof Element && n.classList.contains('sr-only') ? '' : n instanceof Element ? seen(n) : n.textContent)).join('');
+/** The text read out: what is drawn for the eye alone (aria-hidden) left out. */
+const heard = (el: Element): string => [...el.childNodes].map((n) => (n instanceof Element ? (n.getAttribute('aria-hidden') === 'true' ? '' : heard(n)) : n.textContent)).join('');
+
 describe('a value diff', () => {
   it('renders a text diff line by line, highlighting the changed words', () => {
     render(ValueDiff, { props: { diff: { kind: 'text', lines: TEXT, coarse: false } } });
     const lines = [...screen.getByTestId('diff-text').querySelectorAll('.line')];
     expect(lines.map((l) => l.getAttribute('data-tag'))).toEqual(['delete', 'insert', 'equal']);
-    expect(lines[0].textContent).toBe('-Support rota for all staff and contractors.');
+    expect(seen(lines[0])).toBe('-Support rota for all staff and contractors.');
+    // Removed and added said in words, not by colour and sign alone.
+    expect(lines[0].querySelector('.sr-only')!.textContent).toBe('removed: ');
+    expect(lines[1].querySelector('.sr-only')!.textContent).toBe('added: ');
     expect([...lines[0].querySelectorAll('mark.word')].map((m) => m.textContent)).toEqual(['all staff and contractors']);
     expect([...lines[1].querySelectorAll('mark.word')].map((m) => m.textContent)).toEqual(['staff']);
     expect(lines[2].querySelectorAll('mark')).toHaveLength(0);
@@ -51,13 +59,14 @@ describe('a value diff', () => {
 
   it('shows no difference for scalars that are not both numbers', () => {
     render(ValueDiff, { props: { diff: { kind: 'scalar', before: '(none)', after: '184320' } } });
-    expect(screen.getByTestId('diff-scalar').textContent).toBe('(none) → 184320');
+    expect(seen(screen.getByTestId('diff-scalar'))).toBe('(none) → 184320');
     expect(screen.queryByTestId('diff-delta')).toBeNull();
   });
 
   it('shows a scalar as before → after, with the difference of numbers', () => {
     render(ValueDiff, { props: { diff: { kind: 'scalar', before: '30', after: '14' } } });
-    expect(screen.getByTestId('diff-scalar').textContent).toBe('30 → 14 (−16)');
+    expect(seen(screen.getByTestId('diff-scalar'))).toBe('30 → 14 (−16)');
+    expect(heard(screen.getByTestId('diff-scalar'))).toBe('from 30 to 14 (−16)');
     expect(screen.getByText('30').className).toBe('before');
     expect(screen.getByText('14').className).toBe('after');
   });
