@@ -13,6 +13,7 @@ mod credentials;
 mod desktop;
 mod flow;
 mod fuzz_replay;
+mod keyboard;
 mod kill;
 mod mcp;
 mod notifications;
