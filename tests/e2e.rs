@@ -4,6 +4,7 @@
 mod app;
 mod demo_plans;
 
+mod access;
 mod accounts;
 mod console;
 mod console_edges;
@@ -13,7 +14,6 @@ mod credentials;
 mod desktop;
 mod flow;
 mod fuzz_replay;
-mod keyboard;
 mod kill;
 mod mcp;
 mod notifications;

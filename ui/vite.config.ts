@@ -11,5 +11,6 @@ export default defineConfig(({ mode }) => ({
     environment: 'jsdom',
     globals: true,
     include: ['src/**/*.test.ts'],
+    setupFiles: ['src/testSetup.ts'],
   },
 }));

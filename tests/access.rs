@@ -1,14 +1,16 @@
-//! The real window with the keyboard alone, as an approver who cannot use a pointer works: a plan
-//! decided, a batch decided and a standing approval signed by keys only (WebDriver's key actions
-//! into whatever has the focus; the native confirmations answered with Return), the focus where
-//! the next key expects it, and the keys' dialog left where it was opened.
+//! The real window for every approver. With the keyboard alone, as one who cannot use a pointer
+//! works: a plan decided, a batch decided and a standing approval signed by keys only
+//! (WebDriver's key actions into whatever has the focus; the native confirmations answered with
+//! Return), the focus where the next key expects it, and the keys' dialog left where it was
+//! opened. At 200 % zoom in the smallest window: nothing needs a sideways scroll, and the
+//! decision stays in reach.
 
 use countersign_e2e::TestGateway;
 use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::key::Key;
 
 use crate::app::{answer_if_showing, eventually, serial, App, Launch};
-use crate::demo_plans::{retention_plan, status};
+use crate::demo_plans::{contractors_of_support, retention_plan, status};
 
 /// Types `keys` into whatever has the focus, one key at a time; a `Key` code in `held` is held
 /// down around them (Ctrl + Enter).
@@ -177,5 +179,69 @@ async fn a_plan_a_batch_and_a_standing_approval_are_decided_with_the_keyboard_al
     assert_eq!(status(&agent, &last).await?, "approved");
     let created = app.text("[data-testid='standing-created']").await?;
     assert!(created.contains("sa_"), "{created}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_200_percent_zoom_in_the_smallest_window_the_plan_and_its_decision_stay_in_reach(
+) -> anyhow::Result<()> {
+    let _one = serial().await;
+    let gateway = TestGateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let bulk = contractors_of_support(&agent).await?;
+    let code = gateway.invite("Dana").await?;
+    let app = App::start(Launch::new(&gateway.url, &code)).await?;
+    // The window's minimum size (tauri.conf.json), then the page at twice its size, as the
+    // system's zoom or a large text setting would draw it.
+    // WebKitWebDriver does not set a window's size: the window manager's way, as a person would.
+    let resized = std::process::Command::new("xdotool")
+        .args([
+            "search",
+            "--onlyvisible",
+            "--name",
+            "^Countersign$",
+            "windowsize",
+            "1024",
+            "640",
+        ])
+        .status()?;
+    anyhow::ensure!(resized.success(), "xdotool could not resize the window");
+    eventually("the window at its minimum size", || async {
+        let size = app
+            .client
+            .execute("return [outerWidth, outerHeight];", vec![])
+            .await?;
+        Ok(size[0].as_f64().is_some_and(|w| w <= 1024.0))
+    })
+    .await?;
+    app.client
+        .execute("document.documentElement.style.zoom = '2';", vec![])
+        .await?;
+    // The only plan, shown from the start.
+    app.find(&countersign_e2e::webdriver::plan_pane(&bulk))
+        .await?;
+    let reach = "const approve = document.querySelector(\"[data-testid='approve']\");
+        approve.scrollIntoView({block: 'nearest'});
+        const box = approve.getBoundingClientRect();
+        const root = document.documentElement;
+        return {sideways: root.scrollWidth - root.clientWidth,
+                approve: [box.left, box.top, box.right, box.bottom],
+                window: [innerWidth, innerHeight]};";
+    let answer = app.client.execute(reach, vec![]).await?;
+    assert!(
+        answer["sideways"].as_f64().unwrap_or(f64::MAX) <= 1.0,
+        "the page scrolls sideways: {answer}"
+    );
+    let at = |key: &str, n: usize| answer[key][n].as_f64().unwrap_or(f64::NAN);
+    // getBoundingClientRect is in the page's own pixels, innerWidth in the zoomed ones.
+    let (width, height) = (at("window", 0), at("window", 1));
+    assert!(
+        at("approve", 0) >= 0.0
+            && at("approve", 1) >= 0.0
+            && at("approve", 2) * 2.0 <= width + 1.0
+            && at("approve", 3) * 2.0 <= height + 1.0,
+        "Approve is out of reach: {answer}"
+    );
+    app.shoot("zoom-200").await?;
     Ok(())
 }
