@@ -22,6 +22,7 @@ const COMMANDS: &[&str] = &[
     "standing_draft",
     "create_standing",
     "revoke_standing",
+    "remedy_mail",
     "amend_draft",
     "amend",
     "snooze",

@@ -281,8 +281,9 @@ fn confirmation(wait: Duration) -> anyhow::Result<Option<String>> {
             "--sync",
             "--onlyvisible",
             "--name",
-            // The titles of the confirmations before a signature and before an amendment.
-            "^(Approve |Change this request)",
+            // The titles of the confirmations before a signature, an amendment, and a remedy
+            // for an email (sent elsewhere, again, or never).
+            "^(Approve |Change this request|Send |Cancel )",
         ])
         .output()
         .context("running xdotool (make deps installs it)")?;

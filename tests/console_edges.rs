@@ -1,6 +1,7 @@
 //! The console at its edges, on the real desktop binary against a real gateway: a rejection and
 //! the history it leaves, a string an agent wrote, a provider's outputs (audio inline, remote
-//! images as addresses) and a gateway that goes away and comes back.
+//! images as addresses), a gateway that goes away and comes back, and an invitation held for a
+//! changed address released from the execution view.
 //! Run under `tests/with-keyring.sh` and `tests/with-display.sh` (as `make test` does).
 
 use countersign_e2e::proxy::FaultProxy;
@@ -194,5 +195,89 @@ async fn a_decision_made_offline_goes_out_when_the_gateway_returns() -> anyhow::
         .await?;
     assert_eq!(gateway.decisions(&plan).await?.len(), 1, "delivered once");
     assert_eq!(status(&agent, &plan).await?, "approved");
+    Ok(())
+}
+
+/// The relay's part, recorded: where each message went.
+#[derive(Default)]
+struct Recorded(std::sync::Mutex<Vec<String>>);
+
+impl countersign_engine::mail::Sender for Recorded {
+    async fn send(
+        &self,
+        message: &countersign_engine::mail::Queued,
+    ) -> countersign_engine::mail::Outcome {
+        self.0.lock().unwrap().push(message.recipient.clone());
+        countersign_engine::mail::Outcome::Sent
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_invitation_is_released_from_the_execution_view_by_a_signed_remedy(
+) -> anyhow::Result<()> {
+    let _one = serial().await;
+    let gateway = TestGateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let grant = preview(
+        &agent,
+        "memberships.grant",
+        json!({"project": "prj_184", "subject": "usr_92", "role": "admin"}),
+    )
+    .await?;
+    let code = gateway.invite("Dana").await?;
+    let app = App::start(Launch::new(&gateway.url, &code)).await?;
+    app.open(&grant).await?;
+    app.click("[data-testid='approve']").await?;
+    answer_if_asked(&app, "[data-testid='decision-state']").await?;
+    eventually("the grant approved", || async {
+        Ok(status(&agent, &grant).await? == "approved")
+    })
+    .await?;
+    assert_eq!(agent.invoke("memberships.grant", &grant).await?.status, 200);
+    // The grantee's address changes after the plan ran: the invitation is held for a person.
+    let state = &gateway.state;
+    let mut w = state.store.write().await?;
+    sqlx::query("UPDATE users SET email = 'sam@elsewhere.example' WHERE id = 'usr_92'")
+        .execute(&mut *w.tx)
+        .await?;
+    w.commit().await?;
+    let relay = Recorded::default();
+    let now = countersign_engine::ids::now();
+    let pass =
+        countersign_engine::mail::dispatch(&state.store, state.registry, &relay, now).await?;
+    assert_eq!(pass.held, 1);
+
+    app.click("[data-testid='nav-history']").await?;
+    app.click("[data-testid='history-row'] button.link").await?;
+    let release = "[data-testid='remedy-release']";
+    let button = app.find(release).await?;
+    assert_eq!(button.text().await?, "Send to sam@elsewhere.example");
+    let held = app.text("[data-testid='execution-attention']").await?;
+    assert!(
+        held.contains("recipient_changed") && held.contains("You were invited to prj_184"),
+        "{held}"
+    );
+    // In view, as the approver scrolls to it: the email, why it waits, and what may be done.
+    let into_view = "document.querySelector(\"[data-testid='execution-attention']\")
+        .scrollIntoView({block: 'center'});";
+    app.client.execute(into_view, vec![]).await?;
+    app.shoot("held-email").await?;
+    button.click().await?;
+    answer_if_asked(&app, "[data-testid='execution-remedies']").await?;
+    let pass =
+        countersign_engine::mail::dispatch(&state.store, state.registry, &relay, now).await?;
+    assert_eq!(pass.sent, 1);
+    assert_eq!(*relay.0.lock().unwrap(), ["sam@elsewhere.example"]);
+    let taken = app.text("[data-testid='execution-remedies']").await?;
+    assert!(taken.contains("release by Dana"), "{taken}");
+    app.client
+        .execute(
+            into_view
+                .replace("execution-attention", "execution-remedies")
+                .as_str(),
+            vec![],
+        )
+        .await?;
+    app.shoot("held-email-released").await?;
     Ok(())
 }

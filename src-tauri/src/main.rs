@@ -142,3 +142,36 @@ fn main() {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    /// A command the window may call is declared (build.rs) and granted to the window
+    /// (capabilities/default.json): one registered alone is refused at run time, "not allowed".
+    #[test]
+    fn every_registered_command_is_declared_and_granted() {
+        let main = include_str!("main.rs");
+        let declared = include_str!("../build.rs");
+        let granted = include_str!("../capabilities/default.json");
+        let handler = main
+            .split("generate_handler![")
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .expect("the invoke handler's list");
+        let registered: Vec<&str> = handler
+            .split(',')
+            .filter_map(|item| item.trim().strip_prefix("commands::"))
+            .collect();
+        assert!(registered.len() > 20, "{registered:?}");
+        for command in registered {
+            assert!(
+                declared.contains(&format!("\"{command}\"")),
+                "{command} is not in build.rs's COMMANDS"
+            );
+            let permission = format!("\"allow-{}\"", command.replace('_', "-"));
+            assert!(
+                granted.contains(&permission),
+                "{command} is not granted in capabilities/default.json"
+            );
+        }
+    }
+}
