@@ -77,10 +77,6 @@ impl Statement {
     }
 }
 
-pub(crate) fn is_lower_hex(text: &str, len: usize) -> bool {
-    text.len() == len && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
 impl Signed for Statement {
     const PAYLOAD_TYPE: &'static str = DECISION_PAYLOAD_TYPE;
     const STATEMENT_TYPE: &'static str = STATEMENT_TYPE;

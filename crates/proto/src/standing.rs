@@ -10,10 +10,10 @@ use serde_json::Value;
 
 use crate::approvals::RiskFlag;
 use crate::credits::Credits;
-use crate::decision::is_lower_hex;
 use crate::dsse::Envelope;
 use crate::plan::Preview;
 use crate::risk::{default_high_cost_threshold, risk_flags};
+use crate::statement::is_lower_hex;
 pub use crate::statement::{Signed, StatementError};
 
 pub const STANDING_STATEMENT_TYPE: &str = "countersign.standing/v1";

@@ -55,13 +55,18 @@ macro_rules! statement_names {
     };
 }
 
+/// `len` lowercase hex digits.
+pub(crate) fn is_lower_hex(text: &str, len: usize) -> bool {
+    text.len() == len && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// A nonce of 16 random bytes and a `sha256:` digest, as a decision and a mail remedy carry them.
 pub(crate) fn nonce_and_digest(nonce: &str, digest: &str) -> Result<(), &'static str> {
-    if !crate::decision::is_lower_hex(nonce, 32) {
+    if !is_lower_hex(nonce, 32) {
         return Err("the nonce must be 32 lowercase hex digits");
     }
     let digest_hex = digest.strip_prefix("sha256:").unwrap_or_default();
-    if !crate::decision::is_lower_hex(digest_hex, 64) {
+    if !is_lower_hex(digest_hex, 64) {
         return Err("the digest must be sha256:<64 lowercase hex>");
     }
     Ok(())
