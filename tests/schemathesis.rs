@@ -78,9 +78,10 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", 401, 403, 404, 409, 
 
 # What is signed is opaque to a schema (a payload in base64, a signature), and so is whether an
 # amendment changes its plan's request: a signed statement for another plan, under another key, or
-# an amendment to the same params is refused as a request of the right shape can be.
+# an amendment to the same params is refused as a request of the right shape can be; so is a
+# remedy for an email (a statement over a message's digest).
 [[operations]]
-include-operation-id-regex = "^(decide|amend|create)$"
+include-operation-id-regex = "^(decide|amend|create|remedy)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", 401, 403, 404, 409, 422, 429]
 "#;
 /// Requests and 2xx answers per operation (`GET /v1/plans/{id}`), read from a HAR report.

@@ -241,3 +241,16 @@ async fn a_cancelled_message_is_never_sent_and_its_charge_goes_back_to_the_agent
     let again = remedy(&gw, &dana, &held, Remedy::Release).await;
     assert_error(&again, "digest_mismatch", 422);
 }
+
+#[tokio::test]
+async fn a_message_id_that_is_not_a_number_names_no_message() {
+    let gw = Gateway::new().await;
+    let dana = gw.enroll("Dana").await;
+    for id in ["9223372036854775808", "abc", "-"] {
+        let uri = format!("/v1/plans/plan_0123456789abcdef/mail/{id}");
+        let reply = gw
+            .call("POST", &uri, Some(&dana.token), Some(json!({})))
+            .await;
+        assert_error(&reply, "not_found", 404);
+    }
+}

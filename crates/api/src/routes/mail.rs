@@ -7,7 +7,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::Json;
 use countersign_engine::accounts::Approver;
-use countersign_engine::mail;
+use countersign_engine::{mail, ApiError};
 use countersign_proto::dsse::Envelope;
 use countersign_proto::mail::Remedied;
 
@@ -22,9 +22,13 @@ use crate::{AppState, Auth, HttpResult};
 pub async fn remedy(
     State(state): State<Arc<AppState>>,
     Auth(approver): Auth<Approver>,
-    Path((plan_id, message_id)): Path<(String, i64)>,
+    Path((plan_id, message)): Path<(String, String)>,
     body: Bytes,
 ) -> HttpResult<Json<Remedied>> {
+    // A message id is a number the plan record gave; anything else names no message.
+    let message_id: i64 = message
+        .parse()
+        .map_err(|_| ApiError::not_found("message"))?;
     let remedied = mail::apply_remedy(&state, &approver, (&plan_id, message_id), &body).await?;
     Ok(Json(remedied))
 }
