@@ -85,11 +85,13 @@ async fn a_plan_a_batch_and_a_standing_approval_are_decided_with_the_keyboard_al
     let gateway = TestGateway::start().await?;
     let agent = gateway.agent("ops").await?;
     let mut plans = Vec::new();
+    // None of them bulk, so that whichever is left may be approved "like this" (the policy lets
+    // no standing approval cover a bulk plan, and `l` does nothing then).
     for (project, days) in [
-        ("prj_311", 60),
-        ("prj_420", 45),
-        ("prj_421", 40),
         ("prj_184", 14),
+        ("prj_184", 21),
+        ("prj_420", 45),
+        ("prj_184", 28),
     ] {
         plans.push(retention_plan(&agent, project, days).await?);
     }
@@ -152,6 +154,12 @@ async fn a_plan_a_batch_and_a_standing_approval_are_decided_with_the_keyboard_al
     })
     .await?;
     assert_ne!(status(&agent, &one).await?, "pending_approval");
+    // Answered: the results shown, and the focus back on the queue for the next plan.
+    eventually("the batch's answers, the focus on the queue", || async {
+        Ok(app.count("[data-testid='batch-result']").await? == 2
+            && focused(&app).await?.0 == "queue-row")
+    })
+    .await?;
 
     // A standing approval: Esc leaves the batch, l opens the form on its reason, Ctrl+Enter
     // signs it (after the plan's own approval).
@@ -166,10 +174,18 @@ async fn a_plan_a_batch_and_a_standing_approval_are_decided_with_the_keyboard_al
     app.find(&countersign_e2e::webdriver::plan_pane(&last))
         .await?;
     press(&app, None, "l").await?;
-    eventually("the focus on the reason", || async {
-        Ok(focused(&app).await?.0 == "standing-reason")
+    let seen = std::sync::Mutex::new(Vec::new());
+    let waited = eventually("the focus on the reason", || async {
+        let now = focused(&app).await?;
+        let form = app.count("[data-testid='standing-form']").await?;
+        seen.lock().unwrap().push(format!("{now:?} form={form}"));
+        Ok(now.0 == "standing-reason")
     })
-    .await?;
+    .await;
+    if let Err(e) = waited {
+        let seen = seen.into_inner().unwrap();
+        anyhow::bail!("{e}: {:?}", &seen[..seen.len().min(6)]);
+    }
     press(&app, None, "Retention tuning this week").await?;
     press(&app, Some(Key::Control), &Key::Enter.to_string()).await?;
     confirm_until("the standing approval signed", || async {

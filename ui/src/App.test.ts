@@ -311,6 +311,33 @@ describe('batch review', () => {
     await waitFor(() => expect(screen.queryByTestId('batch')).toBeNull());
   });
 
+  it('selects a range with the keyboard alone: x, moves, then Shift+x', async () => {
+    await renderApp();
+    await key('x');
+    await key('j');
+    await key('j');
+    await key('X', { shiftKey: true });
+    await screen.findByTestId('batch');
+    const checked = screen.getAllByTestId('queue-row').filter((r) => r.getAttribute('aria-checked') === 'true');
+    expect(checked.map((r) => r.dataset.planId)).toEqual(ORDER.slice(0, 3));
+  });
+
+  it('leaves the batch for good on Esc, even while its answer is on the way, and the plan keys work again', async () => {
+    const backend = await renderApp();
+    // x asks for the batch; Esc clears it before the answer comes.
+    const real = backend.batch.bind(backend);
+    let answer = () => {};
+    backend.batch = (ids) => new Promise((resolve) => (answer = () => resolve(real(ids))));
+    await key('x');
+    await key('Escape');
+    answer();
+    await new Promise((r) => setTimeout(r, 10));
+    expect(screen.queryByTestId('batch')).toBeNull();
+    await open('plan_0001');
+    await key('l');
+    await screen.findByTestId('standing-form');
+  });
+
   it('names the subjects two selected plans share', async () => {
     await renderApp();
     await fireEvent.click(row('plan_0002').querySelector('[data-testid=select-plan]')!);

@@ -12,7 +12,7 @@ export const KEYS: { keys: string; what: string }[] = [
   { keys: 'e', what: 'Change the request: the gateway previews it as a new plan' },
   { keys: 'f', what: 'Refresh: a new preview and what changed' },
   { keys: 'z / u', what: 'Snooze the plan for 15 minutes / unsnooze it' },
-  { keys: 'x', what: 'Select the plan for batch review' },
+  { keys: 'x / Shift + x', what: 'Select the plan for batch review / every plan from the last one selected to it' },
   { keys: 'Shift / Ctrl + click', what: 'Select a range / one more plan' },
   { keys: '/', what: 'Filter the queue' },
   { keys: 's', what: 'All subjects: search the list' },
