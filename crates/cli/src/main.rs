@@ -5,6 +5,7 @@ mod audit;
 mod json;
 mod mail;
 mod outcome;
+mod prompt;
 mod render;
 mod standing;
 mod style;
@@ -19,7 +20,8 @@ use countersign_console::review;
 use countersign_console::review::rules::Turn;
 use countersign_console::session::{self, JOURNAL};
 use countersign_console::signing::signer::Signer;
-use countersign_console::{Confirm, Console, ConsoleError};
+use countersign_console::{Console, ConsoleError};
+use prompt::Prompt;
 use serde::Serialize;
 
 #[derive(Parser)]
@@ -516,36 +518,6 @@ async fn budget(
     Some(serde_json::json!(format!(
         "{remaining} of {limit} credits left to {agent}"
     )))
-}
-
-/// Risky plans are approved on purpose: `--yes`, or a yes on the terminal to the consequence.
-struct Prompt {
-    yes: bool,
-}
-
-impl Confirm for Prompt {
-    fn confirm(&self, title: &str, consequence: &str, lines: &[String]) -> bool {
-        if self.yes {
-            return true;
-        }
-        let listed: String = lines
-            .iter()
-            .map(|l| format!("  {}\n", style::clean(l)))
-            .collect();
-        let consequence: Vec<String> = consequence.lines().map(style::clean).collect();
-        eprint!(
-            "{}\n{}{} [y/N] ",
-            style::clean(title),
-            listed,
-            consequence.join("\n")
-        );
-        let mut answer = String::new();
-        if std::io::stdin().lock().read_line(&mut answer).is_err() {
-            return false;
-        }
-        let answer = answer.trim();
-        answer.eq_ignore_ascii_case("y") || answer.eq_ignore_ascii_case("yes")
-    }
 }
 
 async fn watch(console: Console, json: bool) -> Outcome {

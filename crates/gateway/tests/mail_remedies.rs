@@ -59,6 +59,15 @@ async fn send(gw: &Gateway, approver: &Approver, mail: &HeldMail, envelope: &Env
         .await
 }
 
+/// An approved grant of admin on prj_184 to usr_92, run: its invitation queued. Its id.
+async fn invited(gw: &Gateway) -> String {
+    let plan = gw
+        .approved(GRANT, grant("prj_184", "usr_92", "admin"))
+        .await;
+    assert_eq!(gw.execute(&plan).await.status, 200);
+    plan["plan_id"].as_str().unwrap().to_owned()
+}
+
 async fn spent(gw: &Gateway, agent_id: &str) -> String {
     sqlx::query_scalar("SELECT spent_credits FROM wallets WHERE agent_id = $1")
         .bind(agent_id)
@@ -72,11 +81,7 @@ async fn a_message_held_for_a_changed_address_is_released_there_once_by_a_signed
     let sink = Sink::start().await;
     let relay = Relay::new(&sink.url, FROM).unwrap();
     let gw = Gateway::new().await;
-    let plan = gw
-        .approved(GRANT, grant("prj_184", "usr_92", "admin"))
-        .await;
-    let plan_id = plan["plan_id"].as_str().unwrap();
-    assert_eq!(gw.execute(&plan).await.status, 200);
+    let plan_id = &invited(&gw).await;
     set_email(&gw, "usr_92", "sam@elsewhere.example").await;
     assert_eq!(dispatch(&gw, &relay, 0).await.held, 1);
 
@@ -160,11 +165,7 @@ async fn a_message_the_relay_gave_up_on_is_resent_by_a_signed_remedy() {
         .port();
     let down = Relay::new(&format!("smtp://127.0.0.1:{port}"), FROM).unwrap();
     let gw = Gateway::new().await;
-    let plan = gw
-        .approved(GRANT, grant("prj_184", "usr_92", "admin"))
-        .await;
-    let plan_id = plan["plan_id"].as_str().unwrap();
-    assert_eq!(gw.execute(&plan).await.status, 200);
+    let plan_id = &invited(&gw).await;
     for attempt in 1..=mail::MAX_ATTEMPTS {
         dispatch(&gw, &down, 2 * attempt).await;
     }
