@@ -97,7 +97,7 @@ pub fn app(state: Arc<AppState>) -> Router {
 /// The HTTP API with `more` routes beside it (the server's `/mcp`), behind the same limits,
 /// trace ids and error contract.
 pub fn app_with(state: Arc<AppState>, more: Router<Arc<AppState>>) -> Router {
-    use routes::{agent, approver, decisions, events, invoke, mail, plans, standing};
+    use routes::{agent, approver, decisions, events, health, invoke, mail, plans, standing};
     Router::new()
         .route("/v1/gateway", get(agent::gateway))
         .route("/v1/capabilities", get(agent::capabilities))
@@ -136,5 +136,8 @@ pub fn app_with(state: Arc<AppState>, more: Router<Arc<AppState>>) -> Router {
             throttle::limit,
         ))
         .layer(axum::middleware::from_fn(error::trace))
+        // Outside the limits: a supervisor's probe never waits behind agents, nor counts as one.
+        .route("/healthz", get(health::live))
+        .route("/readyz", get(health::ready))
         .with_state(state)
 }

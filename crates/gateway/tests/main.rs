@@ -18,6 +18,7 @@ mod embedded;
 mod envelope;
 mod error_table;
 mod example_pack;
+mod health;
 mod hostile;
 mod instances;
 mod lifecycle;

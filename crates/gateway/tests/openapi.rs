@@ -47,6 +47,8 @@ async fn every_route_is_described() {
         "/v1/events",
         "/v1/audit",
         "/v1/openapi.json",
+        "/healthz",
+        "/readyz",
     ] {
         assert!(paths.contains_key(route), "{route} is not described");
     }
@@ -81,7 +83,7 @@ async fn every_route_is_described() {
     }
     assert_eq!(
         paths.len(),
-        22 + previewed.len() + direct.len(),
+        24 + previewed.len() + direct.len(),
         "a described route that app() does not serve"
     );
 }

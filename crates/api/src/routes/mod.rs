@@ -5,6 +5,7 @@ pub mod agent;
 pub mod approver;
 pub mod decisions;
 pub mod events;
+pub mod health;
 pub mod invoke;
 pub mod mail;
 pub mod plans;

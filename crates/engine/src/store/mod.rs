@@ -270,6 +270,30 @@ impl Store {
 }
 
 impl Store {
+    /// Whether the store answers within `within`, and which of the migrations this binary
+    /// carries it has not applied (`/readyz`): a store another binary migrated further, or
+    /// one whose migration failed half-way, is not one this gateway may serve from.
+    pub async fn readiness(&self, within: Duration) -> Result<Vec<i64>, sqlx::Error> {
+        let migrator = match self.dialect {
+            Dialect::Sqlite => &*migrations::SQLITE,
+            Dialect::Postgres => &*migrations::POSTGRES,
+        };
+        let applied = sqlx::query_scalar::<_, i64>(
+            "SELECT version FROM _sqlx_migrations WHERE success = TRUE",
+        )
+        .fetch_all(&self.reads);
+        let applied = tokio::time::timeout(within, applied)
+            .await
+            .map_err(|_| sqlx::Error::PoolTimedOut)??;
+        Ok(migrator
+            .iter()
+            .map(|m| m.version)
+            .filter(|v| !applied.contains(v))
+            .collect())
+    }
+}
+
+impl Store {
     /// Closes every connection now, rather than as the pools wind down.
     pub async fn close(&self) {
         if let Some(listener) = &self.listener {
