@@ -33,7 +33,7 @@ test: phases-start deps ui ui-test fmt layering
 	@$(SUB) PREPARED=1 rust-test
 	@echo "The PostgreSQL pass runs beside the desktop lane; its output follows the lane's."
 	@$(SUB) PREPARED=1 postgres-test >$(TARGET_DIR)/postgres.log 2>&1 & pg=$$!; \
-	$(SUB) PREPARED=1 fuzz-quick desktop-test deb-check; lane=$$?; \
+	$(SUB) PREPARED=1 fuzz-quick desktop-test deb-check container-check; lane=$$?; \
 	wait $$pg; pg_status=$$?; cat $(TARGET_DIR)/postgres.log; \
 	$(SUB) phases; [ $$lane = 0 ] && [ $$pg_status = 0 ]
 
@@ -197,6 +197,8 @@ deb_config = --config src-tauri/tauri.deb.conf.json --config '{"bundle":{"linux"
 	"/usr/bin/countersign-gateway":"$(TARGET_DIR)/$(1)/countersign-gateway", \
 	"/usr/bin/countersign-cli":"$(TARGET_DIR)/$(1)/countersign-cli"}}}}}'
 .PHONY: package deb-check
+# deb-check verifies the gateway's unit and probes the service it starts.
+APT_PACKAGES += systemd curl
 
 ## The release .deb, in target/release/bundle/deb/.
 package: deps ui
@@ -209,6 +211,18 @@ deb-check: desktop
 	$(PHASE) deb $(TAURI) bundle --ci --no-sign --no-binary-patching --debug --bundles deb \
 		$(call deb_config,debug)
 	$(PHASE) deb tests/deb-check.sh $(TARGET_DIR)/debug/bundle/deb/*.deb
+
+## The gateway's container image (Containerfile), built and its settings checked where a container
+## engine answers; where none does, it says so and builds nothing.
+.PHONY: container-check
+container-check:
+	@engine=$$(for e in podman docker; do $$e info >/dev/null 2>&1 && { echo $$e; break; }; done); \
+	if [ -z "$$engine" ]; then \
+		echo "container-check: skipped: no container engine answers here (podman, docker)"; \
+	else \
+		$(PHASE) container $$engine build -f Containerfile -t countersign-gateway:check . && \
+		$$engine run --rm countersign-gateway:check config check /etc/countersign/gateway.toml; \
+	fi
 
 ## The gateway's property tests at 10,000 cases per property (`make test` runs 256).
 soak: deps

@@ -5,8 +5,10 @@
 //! It composes what lies below it (`countersign-embedded`'s packs, the engine, the HTTP API) and
 //! nothing depends on it but its own binary and tests.
 
+pub mod config;
 pub mod mcp;
 pub mod policy_report;
+pub mod serve;
 pub mod smtp;
 pub mod standing_report;
 pub mod tls;

@@ -1,25 +1,19 @@
 //! `countersign-gateway`: serve, and the admin commands that print secrets.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use countersign_demo_world::sim::AgentSim;
-use countersign_embedded::seed_demo;
-use countersign_engine::accounts::limits::{self, RateSetting};
 use countersign_engine::accounts::scopes::Scope;
 use countersign_engine::approval::receipts::Signer;
-use countersign_engine::execution::external::recover_interrupted;
 use countersign_engine::{
     accounts, accounts::identity, approval::revocation, approval::standing, approval::teams,
     Limits, Registry, Store,
 };
-use countersign_gateway::{mcp, policy_report, smtp, standing_report, tls};
+use countersign_gateway::{config, mcp, policy_report, serve, standing_report};
 use countersign_policy::Policy;
 use countersign_proto::Credits;
-use countersign_providers::local::LocalProviders;
-use countersign_providers::{Endpoint, PackSettings, Provider, Providers};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -36,39 +30,15 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the HTTP API: HTTPS with --tls-cert and --tls-key, plain HTTP on loopback only.
+    /// Every setting may also come from a config file (--config) or COUNTERSIGN_<SETTING>.
     Serve {
-        #[arg(long, env = "COUNTERSIGN_ADDR", default_value = "127.0.0.1:7780")]
-        addr: SocketAddr,
-        /// PEM certificate chain to serve HTTPS with.
-        #[arg(long, env = "COUNTERSIGN_TLS_CERT", requires = "tls_key")]
-        tls_cert: Option<PathBuf>,
-        /// PEM private key of --tls-cert.
-        #[arg(long, env = "COUNTERSIGN_TLS_KEY", requires = "tls_cert")]
-        tls_key: Option<PathBuf>,
-        #[arg(long, env = "COUNTERSIGN_DATABASE")]
-        database: String,
-        /// Seed the demo world if the store is empty.
-        #[arg(long)]
-        demo: bool,
-        #[arg(long, default_value = "Countersign gateway")]
-        name: String,
         #[command(flatten)]
-        limits: LimitArgs,
-        /// The SMTP relay executed plans' emails leave through: smtp://host:port,
-        /// smtp://host?tls=required (STARTTLS) or smtps://host. Without it they stay queued.
-        #[arg(long, env = "COUNTERSIGN_SMTP_RELAY")]
-        smtp_relay: Option<String>,
-        /// The sender of those emails.
-        #[arg(
-            long,
-            env = "COUNTERSIGN_MAIL_FROM",
-            default_value = "Countersign <countersign@localhost>"
-        )]
-        mail_from: String,
-        #[command(flatten)]
-        providers: ProviderArgs,
-        #[command(flatten)]
-        policy: PolicyArg,
+        flags: Box<config::Flags>,
+    },
+    /// Check a config file: print the settings `serve` would run with, secrets redacted.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
     },
     /// Serve MCP on stdin/stdout for one agent, for MCP clients that start the gateway as a process.
     Mcp {
@@ -136,6 +106,13 @@ enum Command {
         #[arg(long, default_value_t = 3000)]
         interval_ms: u64,
     },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Validate FILE and print the effective settings under this environment, each with where
+    /// it came from; an unknown key fails, naming its line.
+    Check { file: PathBuf },
 }
 
 #[derive(Subcommand)]
@@ -224,11 +201,7 @@ struct PolicyArg {
 
 impl PolicyArg {
     fn load(&self) -> anyhow::Result<Policy> {
-        countersign_policy::limit_memory(Some(self.heap_limit_mb.saturating_mul(1 << 20)));
-        match &self.dir {
-            Some(dir) => Policy::load(dir).map_err(|e| anyhow::anyhow!("the policy: {e}")),
-            None => Ok(Policy::builtin()),
-        }
+        serve::load_policy(self.dir.as_deref(), self.heap_limit_mb)
     }
 }
 
@@ -309,66 +282,12 @@ struct ProviderArgs {
 }
 
 impl ProviderArgs {
-    /// The shipped packs, the providers' with this approval threshold and calling `providers`.
-    fn registry(&self, providers: Providers) -> anyhow::Result<&'static Registry> {
-        let settings = PackSettings {
-            approval_above: self.approve_provider_calls_above,
-        };
-        Ok(countersign_embedded::registry(&settings, providers)
-            .map_err(anyhow::Error::msg)?
-            .leak())
-    }
-
-    fn providers(&self) -> anyhow::Result<Providers> {
-        let endpoint = |provider, url: &Option<String>| {
-            url.as_deref()
-                .map(|url| Endpoint::with_stored_key(provider, url))
-                .transpose()
-        };
-        Ok(Providers::new(
-            endpoint(Provider::OpenAi, &self.openai_url)?,
-            endpoint(Provider::Replicate, &self.replicate_url)?,
-        ))
-    }
-}
-
-/// Caps per agent and rates per token (docs/decisions.md, "Agents: scopes, caps, rates").
-#[derive(clap::Args)]
-struct LimitArgs {
-    /// Plans one agent may have waiting for approval.
-    #[arg(long, default_value_t = limits::DEFAULT_MAX_PENDING_PLANS)]
-    max_pending_plans: u32,
-    /// Subject rows one agent's plans may hold.
-    #[arg(long, default_value_t = limits::DEFAULT_MAX_SUBJECT_ROWS)]
-    max_subject_rows: u64,
-    /// Requests per second per agent token and per address without a token: RATE[/BURST] or off.
-    #[arg(long, default_value_t = RateSetting(Some(limits::DEFAULT_RATE)))]
-    rate_limit: RateSetting,
-    /// Requests per second per approver token: RATE[/BURST] or off.
-    #[arg(long, default_value_t = RateSetting(Some(limits::DEFAULT_APPROVER_RATE)))]
-    approver_rate_limit: RateSetting,
-    /// Previews (dry runs, refreshes) one agent may have evaluated at once.
-    #[arg(long, default_value_t = limits::DEFAULT_MAX_PREVIEWS_IN_FLIGHT)]
-    max_previews_in_flight: usize,
-    /// Event streams one approver may hold open.
-    #[arg(long, default_value_t = limits::DEFAULT_MAX_STREAMS)]
-    max_streams: usize,
-    /// MCP waits (`countersign_wait`) one agent may hold open.
-    #[arg(long, default_value_t = limits::DEFAULT_MAX_WAITS)]
-    max_waits: usize,
-}
-
-impl LimitArgs {
-    fn limits(&self) -> Limits {
-        Limits {
-            max_pending_plans: self.max_pending_plans,
-            max_subject_rows: self.max_subject_rows,
-            rate: self.rate_limit.0,
-            approver_rate: self.approver_rate_limit.0,
-            max_previews_in_flight: self.max_previews_in_flight,
-            max_streams: self.max_streams,
-            max_waits: self.max_waits,
-        }
+    /// The shipped packs, the providers' with this approval threshold and calling the
+    /// configured providers.
+    fn registry(&self) -> anyhow::Result<&'static Registry> {
+        let providers =
+            serve::providers(self.openai_url.as_deref(), self.replicate_url.as_deref())?;
+        serve::registry(self.approve_provider_calls_above, providers)
     }
 }
 
@@ -379,79 +298,13 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
-        Command::Serve {
-            addr,
-            tls_cert,
-            tls_key,
-            database,
-            demo: with_demo,
-            name,
-            limits,
-            smtp_relay,
-            mail_from,
-            providers,
-            policy,
-        } => {
-            let policy = policy.load()?;
-            let tls = match (tls_cert, tls_key) {
-                (Some(cert), Some(key)) => Some(tls::server_config(&cert, &key)?),
-                _ => {
-                    tls::ensure_plain_http_allowed(addr)?;
-                    None
-                }
-            };
-            let store = Store::open(&database).await?;
-            if with_demo {
-                seed_demo(&store).await?;
-            }
-            let relay = smtp_relay
-                .map(|url| smtp::Relay::new(&url, &mail_from))
-                .transpose()?;
-            let configured = providers.openai_url.is_some() || providers.replicate_url.is_some();
-            // The demo's own provider, unless real ones are configured; it lives as long as main.
-            let local = match with_demo && !configured {
-                true => Some(LocalProviders::start().await?),
-                false => None,
-            };
-            let registry = providers.registry(match &local {
-                Some(local) => local.providers(),
-                None => providers.providers()?,
-            })?;
-            recover_interrupted(&store, registry).await?;
-            let state = countersign_embedded::state_with_policy(
-                store,
-                &name,
-                limits.limits(),
-                registry,
-                policy,
-            )
-            .await?;
-            match relay {
-                Some(relay) => smtp::spawn(&state, relay),
-                None => tracing::info!("no --smtp-relay: executed plans' emails stay queued"),
-            }
-            let gateway_id = state.gateway_id.clone();
-            let listener = tokio::net::TcpListener::bind(addr).await?;
-            let local = listener.local_addr()?;
-            let stop = async {
-                let _ = tokio::signal::ctrl_c().await;
-            };
-            let app = countersign_gateway::router(state);
-            match tls {
-                Some(config) => {
-                    println!("countersign-gateway {gateway_id} listening on https://{local}");
-                    let listener = tls::TlsListener::new(listener, config)?;
-                    tls::serve(listener, app, stop).await?;
-                }
-                None => {
-                    println!("countersign-gateway {gateway_id} listening on http://{local}");
-                    let service = app.into_make_service_with_connect_info::<SocketAddr>();
-                    axum::serve(listener, service)
-                        .with_graceful_shutdown(stop)
-                        .await?;
-                }
-            }
+        Command::Serve { flags } => {
+            let settings = config::load(flags.config.as_deref(), &flags.given())?;
+            serve::serve(settings).await?;
         }
+        Command::Config {
+            command: ConfigCommand::Check { file },
+        } => print!("{}", config::check(&file)?),
         Command::Mcp {
             database,
             token,
@@ -461,7 +314,7 @@ async fn main() -> anyhow::Result<()> {
         } => {
             let policy = policy.load()?;
             let store = Store::open(&database).await?;
-            let registry = providers.registry(providers.providers()?)?;
+            let registry = providers.registry()?;
             let state = countersign_embedded::state_with_policy(
                 store,
                 &name,

@@ -5,18 +5,27 @@ use std::process::{Command, Stdio};
 
 use crate::common::JsonReply;
 
-const BIN: &str = env!("CARGO_BIN_EXE_countersign-gateway");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_countersign-gateway");
 
-/// The line `serve` prints once it listens, naming its address.
-fn announced(server: &mut std::process::Child) -> String {
+/// `serve` started with `args` and `env`, and the line it printed once it listened, naming its
+/// address.
+pub(crate) fn serving(args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, String) {
+    let mut server = Command::new(BIN)
+        .arg("serve")
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let mut line = String::new();
     BufReader::new(server.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    line
+    (server, line)
 }
 
-fn last_line(args: &[&str]) -> String {
+pub(crate) fn last_line(args: &[&str]) -> String {
     let output = Command::new(BIN).args(args).output().unwrap();
     assert!(
         output.status.success(),
@@ -48,9 +57,8 @@ fn admin_commands_print_secrets_and_serve_accepts_them() {
         .unwrap();
     assert!(!refused.status.success(), "a second agent named ops");
 
-    let mut server = Command::new(BIN)
-        .args([
-            "serve",
+    let (mut server, line) = serving(
+        &[
             "--addr",
             "127.0.0.1:0",
             "--database",
@@ -64,12 +72,9 @@ fn admin_commands_print_secrets_and_serve_accepts_them() {
             "100",
             "--max-subject-rows",
             "2000000",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let line = announced(&mut server);
+        ],
+        &[],
+    );
     let url = line.trim().rsplit(' ').next().unwrap().to_owned();
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
 
@@ -129,15 +134,19 @@ fn serve_with_a_certificate_answers_over_https_only() {
     std::fs::write(&cert, certified.cert.pem()).unwrap();
     std::fs::write(&key, certified.key_pair.serialize_pem()).unwrap();
     let token = last_line(&["agents", "add", "--database", &database, "--name", "ops"]);
-    let mut server = Command::new(BIN)
-        .args(["serve", "--addr", "0.0.0.0:0", "--database", &database])
-        .args(["--tls-cert", cert.to_str().unwrap()])
-        .args(["--tls-key", key.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let line = announced(&mut server);
+    let (mut server, line) = serving(
+        &[
+            "--addr",
+            "0.0.0.0:0",
+            "--database",
+            &database,
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+        &[],
+    );
     let port = line.trim().rsplit(':').next().unwrap().to_owned();
     assert!(line.contains("https://"), "{line}");
 

@@ -11,6 +11,7 @@ mod bounds;
 mod capabilities;
 mod caps;
 mod cli;
+mod config_file;
 mod consequences;
 mod decisions;
 mod drift;
