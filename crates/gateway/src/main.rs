@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use countersign_demo_world::sim::AgentSim;
 use countersign_engine::accounts::scopes::Scope;
 use countersign_engine::approval::receipts::Signer;
+use countersign_engine::store::backup;
 use countersign_engine::{
     accounts, accounts::identity, approval::revocation, approval::standing, approval::teams,
     Limits, Registry, Store,
@@ -34,6 +35,24 @@ enum Command {
     Serve {
         #[command(flatten)]
         flags: Box<config::Flags>,
+    },
+    /// Copy a SQLite store while it serves, into a new file readable by its owner only (it
+    /// holds the gateway's identity key). PostgreSQL: pg_dump (docs/operations.md).
+    Backup {
+        #[arg(long, env = "COUNTERSIGN_DATABASE")]
+        database: String,
+        /// The file to write; never overwritten.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// Put a backup in place as a new SQLite store (the file must not exist, or be empty);
+    /// `serve` on it resumes where the backup was taken.
+    Restore {
+        /// The backup `backup` wrote.
+        #[arg(long, value_name = "FILE")]
+        from: PathBuf,
+        #[arg(long, env = "COUNTERSIGN_DATABASE")]
+        database: String,
     },
     /// Check a config file: print the settings `serve` would run with, secrets redacted.
     Config {
@@ -291,6 +310,20 @@ impl ProviderArgs {
     }
 }
 
+fn contents_line(c: &backup::Contents) -> String {
+    format!(
+        "{}: {} plans, {} decisions, {} audit rows, {} standing approvals",
+        match &c.gateway_id {
+            Some(id) => format!("gateway {id}"),
+            None => "a store no gateway has served yet".to_owned(),
+        },
+        c.plans,
+        c.decisions,
+        c.audit_rows,
+        c.standing_approvals
+    )
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -305,6 +338,22 @@ async fn main() -> anyhow::Result<()> {
         Command::Config {
             command: ConfigCommand::Check { file },
         } => print!("{}", config::check(&file)?),
+        Command::Backup { database, out } => {
+            let contents = backup::backup(&database, &out).await?;
+            println!(
+                "Backed up {} to {}.",
+                contents_line(&contents),
+                out.display()
+            );
+        }
+        Command::Restore { from, database } => {
+            let contents = backup::restore(&from, &database).await?;
+            println!(
+                "Restored {} into {}.",
+                contents_line(&contents),
+                countersign_engine::secrets::redacted_url(&database)
+            );
+        }
         Command::Mcp {
             database,
             token,

@@ -7,6 +7,7 @@ mod abandoned_begins;
 mod accounts;
 mod amend;
 mod availability;
+mod backup;
 mod bounds;
 mod capabilities;
 mod caps;

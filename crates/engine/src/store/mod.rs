@@ -1,6 +1,7 @@
 //! The store: SQLite (one process, the default) or PostgreSQL (several gateway instances on one
 //! database), behind one interface over sqlx's `Any` driver, so every query is written once.
 
+pub mod backup;
 mod migrations;
 mod notify;
 
