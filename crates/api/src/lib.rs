@@ -7,6 +7,7 @@
 
 mod auth;
 mod error;
+pub mod observe;
 pub mod openapi;
 mod routes;
 mod schemas;
@@ -89,6 +90,15 @@ impl AppState {
     }
 }
 
+/// `GET /metrics` alone, outside the limits like the probes: beside the API, or on a listener of
+/// its own (the server's `metrics_addr`). Recording starts when this is made.
+pub fn metrics(state: Arc<AppState>) -> Router {
+    observe::install();
+    Router::new()
+        .route("/metrics", get(observe::serve))
+        .with_state(state)
+}
+
 /// The HTTP API.
 pub fn app(state: Arc<AppState>) -> Router {
     app_with(state, Router::new())
@@ -135,6 +145,7 @@ pub fn app_with(state: Arc<AppState>, more: Router<Arc<AppState>>) -> Router {
             state.clone(),
             throttle::limit,
         ))
+        .layer(axum::middleware::from_fn(observe::http))
         .layer(axum::middleware::from_fn(error::trace))
         // Outside the limits: a supervisor's probe never waits behind agents, nor counts as one.
         .route("/healthz", get(health::live))

@@ -18,6 +18,7 @@ pub mod queue;
 pub mod registry;
 pub mod secrets;
 pub mod store;
+pub mod telemetry;
 
 use std::sync::Arc;
 

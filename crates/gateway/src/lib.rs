@@ -18,7 +18,12 @@ use std::sync::Arc;
 use axum::Router;
 use countersign_api::AppState;
 
-/// What `serve` answers: the HTTP API with MCP at `/mcp` beside it.
+/// What `serve` answers: the HTTP API with MCP at `/mcp` and `/metrics` beside it.
 pub fn router(state: Arc<AppState>) -> Router {
+    api(state.clone()).merge(countersign_api::metrics(state))
+}
+
+/// The HTTP API with MCP at `/mcp`, for a gateway that serves `/metrics` on a listener apart.
+pub fn api(state: Arc<AppState>) -> Router {
     countersign_api::app_with(state.clone(), mcp::routes(state))
 }

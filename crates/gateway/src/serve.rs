@@ -66,7 +66,16 @@ pub async fn serve(settings: Settings) -> anyhow::Result<()> {
     let stop = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    let app = crate::router(state);
+    let app = match settings.metrics_addr {
+        Some(addr) => {
+            let metrics = countersign_api::metrics(state.clone());
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            tracing::info!("metrics on http://{}/metrics", listener.local_addr()?);
+            tokio::spawn(async move { axum::serve(listener, metrics).await });
+            crate::api(state)
+        }
+        None => crate::router(state),
+    };
     match tls {
         Some(config) => {
             println!("countersign-gateway {gateway_id} listening on https://{local}");

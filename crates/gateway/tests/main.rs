@@ -27,6 +27,7 @@ mod lifecycle;
 mod mail;
 mod mail_remedies;
 mod mcp_http;
+mod metrics;
 mod moved_reads;
 mod openapi;
 mod paired;

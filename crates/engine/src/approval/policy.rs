@@ -122,15 +122,17 @@ pub fn requirement(
     preview: &Preview,
     asking: &Asking,
 ) -> ApiResult<Requirement> {
-    let verdict = policy
-        .evaluate(&input(capability, preview, asking)?)
-        .map_err(|e| {
-            ApiError::new(
-                ErrorCode::PolicyError,
-                format!("The approval policy could not decide this plan, so it is refused: {e}"),
-            )
-            .with_details(json!({ "policy_digest": policy.digest() }))
-        })?;
+    let input = input(capability, preview, asking)?;
+    let started = std::time::Instant::now();
+    let verdict = policy.evaluate(&input);
+    crate::telemetry::policy_evaluated(started.elapsed(), verdict.is_err());
+    let verdict = verdict.map_err(|e| {
+        ApiError::new(
+            ErrorCode::PolicyError,
+            format!("The approval policy could not decide this plan, so it is refused: {e}"),
+        )
+        .with_details(json!({ "policy_digest": policy.digest() }))
+    })?;
     if !verdict.deny.is_empty() {
         return Err(ApiError::new(
             ErrorCode::PolicyDenied,

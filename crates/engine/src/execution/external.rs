@@ -154,6 +154,13 @@ impl InFlight {
                 Err(e) => return Err(e),
             }
         }
+        let outcome = match (&answer, called.nothing_done) {
+            (Ok(_), _) => "succeeded",
+            (Err(_), false) => "failed",
+            (Err(_), true) => "nothing_done",
+        };
+        let spent = charged.value().to_string().parse().unwrap_or(0.0);
+        crate::telemetry::provider_called(&self.plan.capability_id, outcome, spent);
         answer.map_err(|failed| failed.0)
     }
 

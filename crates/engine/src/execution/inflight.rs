@@ -55,6 +55,12 @@ impl InFlight {
         })
     }
 
+    /// Open requests of every key now.
+    pub fn total(&self) -> usize {
+        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.values().sum()
+    }
+
     /// Open requests of `key` now.
     pub fn open(&self, key: &str) -> usize {
         let open = self.open.lock().unwrap_or_else(|p| p.into_inner());

@@ -10,7 +10,7 @@ use super::{cursors, events};
 use crate::plan::plans::StoredPlan;
 use crate::registry::Registry;
 use crate::store::Dialect;
-use crate::{ids, plan::plans, ApiError, ApiResult, Store};
+use crate::{ids, plan::plans, telemetry, ApiError, ApiResult, Store};
 
 /// The queue's page cursors (`cursors`).
 const QUEUE_CURSOR: &str = "q_";
@@ -56,6 +56,9 @@ pub async fn publish_plan(
 ) -> ApiResult<()> {
     let plan_id = plan.preview.plan_id.clone();
     let status = plan.status;
+    if kind == EventKind::Created {
+        telemetry::plan_created(&plan.preview.capability_id);
+    }
     if !plan.preview.executable {
         plans::set_status(conn, &plan_id, status).await?;
         return Ok(());
@@ -85,16 +88,28 @@ async fn store_summary(
     plan: StoredPlan,
     known: plans::Known,
 ) -> ApiResult<()> {
-    let status = plans::status_text(plan.status);
+    let (to, created) = (plan.status, plan.preview.created_at);
+    let capability = plan.preview.capability_id.clone();
     let subjects_total = plans::subjects_total(&plan);
     let record = plans::record_with(conn, registry, plan, known).await?;
     let summary = plans::summary(registry, &record, subjects_total);
-    sqlx::query("UPDATE plans SET summary = $1, status = $2 WHERE id = $3")
-        .bind(serde_json::to_string(&summary)?)
-        .bind(status)
-        .bind(&record.plan.plan_id)
-        .execute(&mut *conn)
-        .await?;
+    // The status it was last published with comes back from the same statement (migration 0020).
+    let from: Option<String> = sqlx::query_scalar(
+        "UPDATE plans SET previous_status = counted_status, counted_status = $2, summary = $1,
+                          status = $2
+         WHERE id = $3 RETURNING previous_status",
+    )
+    .bind(serde_json::to_string(&summary)?)
+    .bind(plans::status_text(to))
+    .bind(&record.plan.plan_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    telemetry::plan_changed(
+        &capability,
+        from.as_deref().map(plans::parse_status),
+        to,
+        created,
+    );
     Ok(())
 }
 
@@ -115,8 +130,14 @@ pub async fn mark_stale_readers(conn: &mut AnyConnection, resource: &str) -> Api
         if summary.status == PlanStatus::Stale {
             continue;
         }
+        telemetry::plan_changed(
+            &summary.capability_id,
+            Some(summary.status),
+            PlanStatus::Stale,
+            summary.created_at,
+        );
         summary.status = PlanStatus::Stale;
-        sqlx::query("UPDATE plans SET summary = $1 WHERE id = $2")
+        sqlx::query("UPDATE plans SET summary = $1, counted_status = 'stale' WHERE id = $2")
             .bind(serde_json::to_string(&summary)?)
             .bind(&plan_id)
             .execute(&mut *conn)

@@ -55,6 +55,8 @@ impl Apart<'_> {
 pub struct WriteTx<'a> {
     pub tx: Tx,
     store: &'a Store,
+    /// When the write lock was taken, for how long it is held.
+    began: std::time::Instant,
 }
 
 impl WriteTx<'_> {
@@ -67,6 +69,7 @@ impl WriteTx<'_> {
     /// transaction commits).
     pub async fn commit(self) -> Result<(), sqlx::Error> {
         self.tx.commit().await?;
+        crate::telemetry::write_held(self.began.elapsed());
         self.store.commits.send_modify(|n| *n += 1);
         Ok(())
     }
@@ -182,6 +185,14 @@ impl Store {
         self.dialect
     }
 
+    /// Each pool's connections, and how many of them are idle: `(pool, open, idle)`.
+    pub fn pools(&self) -> [(&'static str, u32, usize); 2] {
+        [
+            ("reads", self.reads.size(), self.reads.num_idle()),
+            ("writer", self.writer.size(), self.writer.num_idle()),
+        ]
+    }
+
     /// Read connections (on an in-memory store, the writer's one connection).
     pub fn pool(&self) -> &AnyPool {
         &self.reads
@@ -204,6 +215,7 @@ impl Store {
     }
 
     pub async fn write(&self) -> Result<WriteTx<'_>, sqlx::Error> {
+        let asked = std::time::Instant::now();
         let tx = match self.dialect {
             // IMMEDIATE: take SQLite's write lock now, so that a writer in another process makes
             // this wait at BEGIN instead of failing it half-way.
@@ -214,7 +226,12 @@ impl Store {
                 begin(&self.writer, Some(self.postgres_begin.clone().into())).await?
             }
         };
-        Ok(WriteTx { tx, store: self })
+        crate::telemetry::write_waited(asked.elapsed());
+        Ok(WriteTx {
+            tx,
+            store: self,
+            began: std::time::Instant::now(),
+        })
     }
 
     /// A write that needs no place among the others: rows under a key no other write touches

@@ -34,6 +34,10 @@ pub struct Flags {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     tls_key: Option<PathBuf>,
+    /// Serve /metrics on this address alone (plain HTTP) instead of beside the API.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metrics_addr: Option<SocketAddr>,
     /// Seed the demo world if the store is empty.
     #[arg(long)]
     #[serde(skip_serializing_if = "std::ops::Not::not")]

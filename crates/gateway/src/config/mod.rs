@@ -29,6 +29,9 @@ pub struct Settings {
     pub database: String,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// Serve `/metrics` on this address alone (plain HTTP: it carries no secret) instead of
+    /// beside the API.
+    pub metrics_addr: Option<SocketAddr>,
     /// Seed the demo world if the store is empty.
     pub demo: bool,
     pub name: String,
@@ -63,6 +66,7 @@ impl Default for Settings {
             database: String::new(),
             tls_cert: None,
             tls_key: None,
+            metrics_addr: None,
             demo: false,
             name: "Countersign gateway".into(),
             smtp_relay: None,
@@ -84,11 +88,12 @@ impl Default for Settings {
 }
 
 /// The keys of [`Settings`], in the order the file and `config check` list them.
-const KEYS: [&str; 20] = [
+const KEYS: [&str; 21] = [
     "addr",
     "database",
     "tls_cert",
     "tls_key",
+    "metrics_addr",
     "demo",
     "name",
     "smtp_relay",

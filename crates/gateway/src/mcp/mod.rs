@@ -107,14 +107,25 @@ impl ServerHandler for McpGateway {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let trace_id = ids::random_id("trc_", 8);
-        let result = match self.call(request, &context, &trace_id).await {
+        // A name no tool has is counted as `unknown`: agents choose it, and labels stay few.
+        let tool = match request.name.as_ref() {
+            tools::EXECUTE => tools::EXECUTE,
+            tools::WAIT => tools::WAIT,
+            name => self.state.registry.get(name).map_or("unknown", |c| c.id()),
+        };
+        let (result, outcome) = match self.call(request, &context, &trace_id).await {
             Ok(answer) => {
                 let mut result = CallToolResult::structured(answer.structured);
                 result.content = vec![ContentBlock::text(answer.text)];
-                result
+                (result, "ok".to_owned())
             }
-            Err(error) => refusal(error, &trace_id),
+            Err(error) => {
+                let code = error.code.to_string();
+                (refusal(error, &trace_id), code)
+            }
         };
+        metrics::counter!("countersign_mcp_calls_total", "tool" => tool, "outcome" => outcome)
+            .increment(1);
         Ok(result.into())
     }
 }

@@ -52,6 +52,7 @@ pub async fn take(
     let now = ids::now();
     let cost = plan.estimated_cost.amount_max;
     let mut lapsed = Vec::new();
+    let taken = rows.len();
     // A savepoint: when one use cannot be taken, the others taken before it are undone.
     let mut uses = tx.begin().await?;
     for (decision, standing_id, statement, credits_used, signer) in rows {
@@ -110,6 +111,9 @@ pub async fn take(
     }
     if lapsed.is_empty() {
         uses.commit().await?;
+        for _ in 0..taken {
+            crate::telemetry::standing_used(&plan.capability_id);
+        }
         return Ok(None);
     }
     uses.rollback().await?;
