@@ -2,7 +2,7 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{FromRequest, Query, Request};
+use axum::extract::{FromRequest, MatchedPath, Query, Request};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
@@ -13,6 +13,7 @@ use countersign_proto::error::ErrorEnvelope;
 use countersign_proto::strict_json;
 use countersign_proto::ErrorCode;
 use serde::de::DeserializeOwned;
+use tracing::Instrument as _;
 
 /// An [`ApiError`] as an HTTP answer: its status from its code, its body written by [`trace`],
 /// which knows the trace id. Handlers answer `HttpResult`, and `?` on an engine call converts.
@@ -50,7 +51,24 @@ pub async fn trace(mut request: Request, next: Next) -> Response {
     let trace_id = ids::random_id("trc_", 8);
     request.extensions_mut().insert(TraceId(trace_id.clone()));
     let method = request.method().clone();
-    let mut response = next.run(request).await;
+    let matched = request.extensions().get::<MatchedPath>().cloned();
+    let route = matched.as_ref().map_or("unmatched", |p| p.as_str());
+    // One span per request, in the trace and around every log line it writes; the route's
+    // template, never its path, which holds ids.
+    let span = tracing::info_span!(
+        "request",
+        otel.name = %format_args!("{method} {route}"),
+        otel.kind = "server",
+        http.request.method = %method,
+        http.route = route,
+        http.response.status_code = tracing::field::Empty,
+        countersign.trace_id = %trace_id,
+    );
+    let mut response = next.run(request).instrument(span.clone()).await;
+    span.record(
+        "http.response.status_code",
+        i64::from(response.status().as_u16()),
+    );
     let unrendered = response.extensions().get::<ApiError>().is_none();
     // The router's own answers (a body over the limit, a method the route lacks) speak the
     // error contract too; axum adds `Allow` to the latter outside this layer.

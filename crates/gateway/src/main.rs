@@ -12,10 +12,9 @@ use countersign_engine::{
     accounts, accounts::identity, approval::revocation, approval::standing, approval::teams,
     Limits, Registry, Store,
 };
-use countersign_gateway::{config, mcp, policy_report, serve, standing_report};
+use countersign_gateway::{config, mcp, policy_report, serve, standing_report, telemetry};
 use countersign_policy::Policy;
 use countersign_proto::Credits;
-use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
 #[command(
@@ -326,15 +325,15 @@ fn contents_line(c: &backup::Contents) -> String {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .init();
-    match Cli::parse().command {
-        Command::Serve { flags } => {
-            let settings = config::load(flags.config.as_deref(), &flags.given())?;
-            serve::serve(settings).await?;
-        }
+    let command = Cli::parse().command;
+    if let Command::Serve { flags } = command {
+        let settings = config::load(flags.config.as_deref(), &flags.given())?;
+        let _telemetry = telemetry::init(settings.log_format, settings.otlp_endpoint.as_deref())?;
+        return serve::serve(settings).await;
+    }
+    let _telemetry = telemetry::init(telemetry::LogFormat::Text, None)?;
+    match command {
+        Command::Serve { .. } => unreachable!("served above"),
         Command::Config {
             command: ConfigCommand::Check { file },
         } => print!("{}", config::check(&file)?),

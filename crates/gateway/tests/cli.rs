@@ -10,12 +10,21 @@ pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_countersign-gateway");
 /// `serve` started with `args` and `env`, and the line it printed once it listened, naming its
 /// address.
 pub(crate) fn serving(args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, String) {
+    serving_logged(args, env, Stdio::null())
+}
+
+/// [`serving`], its standard error going to `log`.
+pub(crate) fn serving_logged(
+    args: &[&str],
+    env: &[(&str, &str)],
+    log: Stdio,
+) -> (std::process::Child, String) {
     let mut server = Command::new(BIN)
         .arg("serve")
         .args(args)
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .unwrap();
     let mut line = String::new();

@@ -26,6 +26,8 @@ pub struct Standing {
     pub received: Vec<ApprovalEntry>,
     pub approving: Vec<Approving>,
     pub rejected: bool,
+    /// The store's ids of these decisions, in the same order.
+    pub ids: Vec<i64>,
 }
 
 /// The decisions standing on `plan_id`, in the order they were made.
@@ -55,6 +57,7 @@ pub async fn standing_decisions(conn: &mut AnyConnection, plan_id: &str) -> ApiR
         received: Vec::new(),
         approving: Vec::new(),
         rejected: false,
+        ids: Vec::new(),
     };
     let mut last = None;
     for (id, approver_id, display_name, decision, at, person, team, standing_id) in rows {
@@ -65,6 +68,7 @@ pub async fn standing_decisions(conn: &mut AnyConnection, plan_id: &str) -> ApiR
             continue;
         }
         last = Some(id);
+        standing.ids.push(id);
         let decision = if decision == "reject" {
             standing.rejected = true;
             Decision::Reject
@@ -94,6 +98,16 @@ pub async fn decisions(
     conn: &mut AnyConnection,
     plan: &StoredPlan,
 ) -> ApiResult<(Approvals, PlanStatus)> {
+    let (approvals, status, _) = tallied(conn, plan).await?;
+    Ok((approvals, status))
+}
+
+/// As [`decisions`], with the store's ids of the decisions standing, which an execution's trace
+/// names.
+pub async fn tallied(
+    conn: &mut AnyConnection,
+    plan: &StoredPlan,
+) -> ApiResult<(Approvals, PlanStatus, Vec<i64>)> {
     let standing = standing_decisions(conn, &plan.preview.plan_id).await?;
     let tally = Tally::new(&plan.requirement, plan.preview.created_at, ids::now());
     let (rules, met) = tally.count(&standing.approving);
@@ -111,5 +125,5 @@ pub async fn decisions(
         denied: plan.requirement.denied.clone(),
         requested_by: plan.amendment.as_ref().map(|a| a.approver_id.clone()),
     };
-    Ok((approvals, status))
+    Ok((approvals, status, standing.ids))
 }

@@ -124,7 +124,11 @@ pub fn requirement(
 ) -> ApiResult<Requirement> {
     let input = input(capability, preview, asking)?;
     let started = std::time::Instant::now();
-    let verdict = policy.evaluate(&input);
+    let span = tracing::info_span!(
+        "policy.evaluate",
+        countersign.policy.digest = policy.digest()
+    );
+    let verdict = span.in_scope(|| policy.evaluate(&input));
     crate::telemetry::policy_evaluated(started.elapsed(), verdict.is_err());
     let verdict = verdict.map_err(|e| {
         ApiError::new(

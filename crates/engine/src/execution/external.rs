@@ -16,6 +16,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tracing::Instrument as _;
 
 use countersign_proto::approvals::PlanStatus;
 use countersign_proto::envelope::{SuccessEnvelope, Usage};
@@ -113,7 +114,7 @@ pub async fn run(mut w: WriteTx<'_>, call: Call<'_>) -> ApiResult<SuccessEnvelop
     )
     .await?;
     w.commit().await?;
-    tokio::spawn(flight.finish())
+    tokio::spawn(flight.finish().in_current_span())
         .await
         .map_err(|e| ApiError::from(anyhow::anyhow!("the provider call's task ended: {e}")))?
 }
@@ -121,12 +122,18 @@ pub async fn run(mut w: WriteTx<'_>, call: Call<'_>) -> ApiResult<SuccessEnvelop
 impl InFlight {
     async fn finish(self) -> ApiResult<SuccessEnvelope> {
         let budget = self.plan.estimated_cost.amount_max;
+        let span = tracing::info_span!(
+            "provider.call",
+            countersign.capability = %self.plan.capability_id,
+            countersign.plan.id = %self.plan.plan_id,
+        );
         let called = self
             .external
             .call(ExternalCall {
                 params: &self.plan.request.params,
                 budget,
             })
+            .instrument(span)
             .await
             .unwrap_or_else(|error| Called {
                 provider: "system",

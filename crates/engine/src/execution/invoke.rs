@@ -22,6 +22,8 @@ use crate::plan::summaries::{self, SubjectSummaries};
 use crate::queue::events::EventKind;
 use crate::registry::{Capability, Registry};
 use crate::store::Tx;
+use tracing::Instrument as _;
+
 use crate::{
     accounts::scopes, approval::approvals, approval::standing, execution::external,
     execution::wallet, ids, plan::bounds, plan::plans, queue, ApiError, ApiResult, Engine,
@@ -95,131 +97,161 @@ pub async fn run(
         }
     }
 
-    let (plan, stored) = match &request.plan_id {
-        Some(plan_id) => (
-            approved_plan(&mut w.tx, registry, capability, agent, plan_id).await?,
-            true,
-        ),
+    let (plan, stored, decided_by) = match &request.plan_id {
+        Some(plan_id) => {
+            let (plan, decided_by) =
+                approved_plan(&mut w.tx, registry, capability, agent, plan_id).await?;
+            (plan, true, decided_by)
+        }
         None => (
             inline_plan(&mut w.tx, &engine.policy, capability, agent, &request).await?,
             false,
+            Vec::new(),
         ),
     };
-    if !plan.executable {
-        return Err(blocked(&plan));
-    }
-    let world = match capability.kind() {
-        Kind::World(world) => world.as_ref(),
-        Kind::External(external) => {
-            let call = external::Call {
-                engine,
-                capability,
-                external: external.as_ref(),
-                plan: &plan,
-                agent,
-                request: &request,
-                trace_id,
-                started,
-            };
-            return external::run(w, call).await;
+    let span = execution_span(&plan, &decided_by);
+    // The execution as one span, which the trace of the invoke holds (docs/operations.md).
+    async {
+        if !plan.executable {
+            return Err(blocked(&plan));
         }
-    };
-    let charged = plan.estimated_cost.amount_max;
-    wallet::ensure(&mut w.tx, &agent.id, charged).await?;
-    let execution = Execution {
-        agent_id: &agent.id,
-        plan_id: stored.then_some(plan.plan_id.as_str()),
-    };
-    let now_planned = match rederive(&mut w.tx, capability, &plan).await {
-        Ok(planned) => planned,
-        Err(e) if e.code == ErrorCode::PlanStale && stored => {
-            return Err(stale(w, registry, &plan, e).await?);
+        let world = match capability.kind() {
+            Kind::World(world) => world.as_ref(),
+            Kind::External(external) => {
+                let call = external::Call {
+                    engine,
+                    capability,
+                    external: external.as_ref(),
+                    plan: &plan,
+                    agent,
+                    request: &request,
+                    trace_id,
+                    started,
+                };
+                return external::run(w, call).await;
+            }
+        };
+        let charged = plan.estimated_cost.amount_max;
+        wallet::ensure(&mut w.tx, &agent.id, charged).await?;
+        let execution = Execution {
+            agent_id: &agent.id,
+            plan_id: stored.then_some(plan.plan_id.as_str()),
+        };
+        let now_planned = match rederive(&mut w.tx, capability, &plan).await {
+            Ok(planned) => planned,
+            Err(e) if e.code == ErrorCode::PlanStale && stored => {
+                return Err(stale(w, registry, &plan, e).await?);
+            }
+            Err(e) => return Err(e),
+        };
+        if stored {
+            if let Some(refused) = standing::take(&mut w.tx, registry, &plan).await? {
+                w.commit().await?;
+                return Err(refused);
+            }
         }
-        Err(e) => return Err(e),
-    };
-    if stored {
-        if let Some(refused) = standing::take(&mut w.tx, registry, &plan).await? {
-            w.commit().await?;
-            return Err(refused);
-        }
-    }
-    let applied = execute(&mut w.tx, world, &plan, now_planned, execution).await?;
-    wallet::charge(&mut w.tx, &agent.id, charged).await?;
+        let applied = execute(&mut w.tx, world, &plan, now_planned, execution).await?;
+        wallet::charge(&mut w.tx, &agent.id, charged).await?;
 
-    let audit_id = ids::random_id("aud_", 8);
-    let effects_applied: Vec<&str> = applied
-        .journal
-        .iter()
-        .map(|e| e.effect_id.as_str())
-        .collect();
-    let mut units = applied.units.clone();
-    let subjects: usize = applied.journal.iter().map(|e| e.subjects.len()).sum();
-    if subjects > 0 {
-        units.insert("subjects".to_owned(), subjects as u64);
-    }
-    let usage = Usage {
-        credits: charged,
-        units,
-        ..Usage::default()
-    };
-    let charged = json!({"amount": charged, "currency": plan.estimated_cost.currency});
-    let mut metadata = Map::new();
-    metadata.insert("trace_id".into(), json!(trace_id));
-    metadata.insert(
-        "latency_ms".into(),
-        json!(started.elapsed().as_millis() as u64),
-    );
-    if stored {
-        metadata.insert("plan_id".into(), json!(plan.plan_id));
-    }
-    metadata.insert("audit_id".into(), json!(audit_id));
-    metadata.insert("charged".into(), charged.clone());
-    metadata.insert("effects_applied".into(), json!(effects_applied));
-    metadata.extend(applied.metadata.clone());
-    let mut response = SuccessEnvelope::new(applied.content.clone(), metadata);
-    response.usage = usage;
-    response.files = applied.files.clone();
+        let audit_id = ids::random_id("aud_", 8);
+        let effects_applied: Vec<&str> = applied
+            .journal
+            .iter()
+            .map(|e| e.effect_id.as_str())
+            .collect();
+        let mut units = applied.units.clone();
+        let subjects: usize = applied.journal.iter().map(|e| e.subjects.len()).sum();
+        if subjects > 0 {
+            units.insert("subjects".to_owned(), subjects as u64);
+        }
+        let usage = Usage {
+            credits: charged,
+            units,
+            ..Usage::default()
+        };
+        let charged = json!({"amount": charged, "currency": plan.estimated_cost.currency});
+        let mut metadata = Map::new();
+        metadata.insert("trace_id".into(), json!(trace_id));
+        metadata.insert(
+            "latency_ms".into(),
+            json!(started.elapsed().as_millis() as u64),
+        );
+        if stored {
+            metadata.insert("plan_id".into(), json!(plan.plan_id));
+        }
+        metadata.insert("audit_id".into(), json!(audit_id));
+        metadata.insert("charged".into(), charged.clone());
+        metadata.insert("effects_applied".into(), json!(effects_applied));
+        metadata.extend(applied.metadata.clone());
+        let mut response = SuccessEnvelope::new(applied.content.clone(), metadata);
+        response.usage = usage;
+        response.files = applied.files.clone();
 
-    let now = ids::to_text(ids::now());
-    if stored {
-        // The envelope the agent received, so that approvers see the same result; the journal
-        // stays in the execution audit, where a 100,000-subject removal's belongs.
-        let execution = json!({"executed_at": now, "audit_id": audit_id,
+        let now = ids::to_text(ids::now());
+        if stored {
+            // The envelope the agent received, so that approvers see the same result; the journal
+            // stays in the execution audit, where a 100,000-subject removal's belongs.
+            let execution = json!({"executed_at": now, "audit_id": audit_id,
                                "effects_applied": effects_applied, "charged": charged,
                                "result": response});
-        sqlx::query("UPDATE plans SET status = 'executed', execution = $1 WHERE id = $2")
-            .bind(execution.to_string())
-            .bind(&plan.plan_id)
-            .execute(&mut *w.tx)
-            .await?;
-        queue::publish(&mut w.tx, registry, &plan.plan_id, EventKind::Updated).await?;
-    }
-    sqlx::query(
-        "INSERT INTO execution_audit (id, plan_id, capability_id, agent_id, journal, at)
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(&audit_id)
-    .bind(stored.then_some(&plan.plan_id))
-    .bind(capability.id())
-    .bind(&agent.id)
-    .bind(serde_json::to_string(&applied.journal)?)
-    .bind(&now)
-    .execute(&mut *w.tx)
-    .await?;
-    if let Some(key) = &request.idempotency_key {
+            sqlx::query("UPDATE plans SET status = 'executed', execution = $1 WHERE id = $2")
+                .bind(execution.to_string())
+                .bind(&plan.plan_id)
+                .execute(&mut *w.tx)
+                .await?;
+            queue::publish(&mut w.tx, registry, &plan.plan_id, EventKind::Updated).await?;
+        }
         sqlx::query(
-            "INSERT INTO invocations (agent_id, idempotency_key, request_digest, response)
-             VALUES ($1, $2, $3, $4)",
+            "INSERT INTO execution_audit (id, plan_id, capability_id, agent_id, journal, at)
+         VALUES ($1, $2, $3, $4, $5, $6)",
         )
+        .bind(&audit_id)
+        .bind(stored.then_some(&plan.plan_id))
+        .bind(capability.id())
         .bind(&agent.id)
-        .bind(key)
-        .bind(&identity)
-        .bind(serde_json::to_string(&response)?)
+        .bind(serde_json::to_string(&applied.journal)?)
+        .bind(&now)
         .execute(&mut *w.tx)
         .await?;
+        if let Some(key) = &request.idempotency_key {
+            sqlx::query(
+                "INSERT INTO invocations (agent_id, idempotency_key, request_digest, response)
+             VALUES ($1, $2, $3, $4)",
+            )
+            .bind(&agent.id)
+            .bind(key)
+            .bind(&identity)
+            .bind(serde_json::to_string(&response)?)
+            .execute(&mut *w.tx)
+            .await?;
+        }
+        w.commit().await?;
+        Ok(response)
     }
-    w.commit().await?;
-    Ok(response)
+    .instrument(span)
+    .await
+}
+
+/// The span of an execution, after OpenTelemetry's GenAI conventions for a tool's execution,
+/// naming the plan, its digest, its capability and the decisions that approved it; never its
+/// params, nor any token.
+fn execution_span(plan: &Preview, decided_by: &[i64]) -> tracing::Span {
+    let decisions = decided_by
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    tracing::info_span!(
+        "execute_tool",
+        otel.name = %format_args!("execute_tool {}", plan.capability_id),
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %plan.capability_id,
+        gen_ai.tool.type = "function",
+        gen_ai.tool.call.id = %plan.plan_id,
+        countersign.plan.id = %plan.plan_id,
+        countersign.plan.digest = %plan.plan_digest,
+        countersign.decision.ids = %decisions,
+    )
 }
 
 /// The checks of PROTOCOL section 2, in order: caller, expiry, approval, read revisions.
@@ -229,7 +261,7 @@ async fn approved_plan(
     capability: Capability,
     agent: &Agent,
     plan_id: &str,
-) -> ApiResult<Preview> {
+) -> ApiResult<(Preview, Vec<i64>)> {
     let plan = plans::load(tx, plan_id).await?.ok_or_else(no_such_plan)?;
     if plan.agent_id != agent.id {
         // Another agent's plan answers as a missing one.
@@ -287,9 +319,8 @@ async fn approved_plan(
     }
     // Checked again here, whatever the status says: an approval withdrawn (its key or approver
     // revoked) stops counting at once.
-    if plan.status == PlanStatus::Approved
-        && approvals::standing(tx, &plan).await? != PlanStatus::Approved
-    {
+    let (_, standing, decided_by) = approvals::tallied(tx, &plan).await?;
+    if plan.status == PlanStatus::Approved && standing != PlanStatus::Approved {
         return Err(ApiError::new(
             ErrorCode::ApprovalRequired,
             format!("Plan {plan_id} no longer has the approvals it needs."),
@@ -311,7 +342,7 @@ async fn approved_plan(
             format!("Plan {plan_id} was refused as stale and holds no approval."),
         ));
     }
-    Ok(plan.preview)
+    Ok((plan.preview, decided_by))
 }
 
 /// A capability invoked with params and no plan: evaluated now, and run only if it needs nobody.

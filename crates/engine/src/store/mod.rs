@@ -57,6 +57,8 @@ pub struct WriteTx<'a> {
     store: &'a Store,
     /// When the write lock was taken, for how long it is held.
     began: std::time::Instant,
+    /// The write in the trace: from asking for the lock to the commit (or the rollback).
+    _span: tracing::Span,
 }
 
 impl WriteTx<'_> {
@@ -216,6 +218,13 @@ impl Store {
 
     pub async fn write(&self) -> Result<WriteTx<'_>, sqlx::Error> {
         let asked = std::time::Instant::now();
+        let span = tracing::info_span!(
+            "store.write",
+            db.system.name = match self.dialect {
+                Dialect::Sqlite => "sqlite",
+                Dialect::Postgres => "postgresql",
+            }
+        );
         let tx = match self.dialect {
             // IMMEDIATE: take SQLite's write lock now, so that a writer in another process makes
             // this wait at BEGIN instead of failing it half-way.
@@ -231,6 +240,7 @@ impl Store {
             tx,
             store: self,
             began: std::time::Instant::now(),
+            _span: span,
         })
     }
 

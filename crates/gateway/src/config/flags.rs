@@ -108,6 +108,14 @@ pub struct Flags {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     max_waits: Option<usize>,
+    /// Log lines as text or json (one object per line) [default: text].
+    #[arg(long, value_name = "FORMAT")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    log_format: Option<crate::telemetry::LogFormat>,
+    /// Send spans over OTLP/HTTP to this endpoint (http://collector:4318/v1/traces).
+    #[arg(long, value_name = "URL")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    otlp_endpoint: Option<String>,
 }
 
 impl Flags {

@@ -13,6 +13,8 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
 use serde::{Deserialize, Serialize};
 
+use crate::telemetry::LogFormat;
+
 mod flags;
 
 pub use flags::Flags;
@@ -57,6 +59,10 @@ pub struct Settings {
     pub max_previews_in_flight: usize,
     pub max_streams: usize,
     pub max_waits: usize,
+    /// Log lines as `text` or `json` (one object per line).
+    pub log_format: LogFormat,
+    /// Where spans go, over OTLP/HTTP (`http://collector:4318/v1/traces`); none: nowhere.
+    pub otlp_endpoint: Option<String>,
 }
 
 impl Default for Settings {
@@ -83,12 +89,14 @@ impl Default for Settings {
             max_previews_in_flight: limits::DEFAULT_MAX_PREVIEWS_IN_FLIGHT,
             max_streams: limits::DEFAULT_MAX_STREAMS,
             max_waits: limits::DEFAULT_MAX_WAITS,
+            log_format: LogFormat::Text,
+            otlp_endpoint: None,
         }
     }
 }
 
 /// The keys of [`Settings`], in the order the file and `config check` list them.
-const KEYS: [&str; 21] = [
+const KEYS: [&str; 23] = [
     "addr",
     "database",
     "tls_cert",
@@ -110,10 +118,12 @@ const KEYS: [&str; 21] = [
     "max_previews_in_flight",
     "max_streams",
     "max_waits",
+    "log_format",
+    "otlp_endpoint",
 ];
 
 /// Keys whose values may carry a password (a URL's), shown redacted.
-const URL_KEYS: [&str; 2] = ["database", "smtp_relay"];
+const URL_KEYS: [&str; 3] = ["database", "smtp_relay", "otlp_endpoint"];
 
 /// The settings the command line gave: only these override the file and the environment.
 pub type Given = serde_json::Map<String, serde_json::Value>;
