@@ -57,8 +57,8 @@ served=$!
 for _ in $(seq 100); do grep -q listening "$state/out" && break; sleep 0.1; done
 url=$(grep -o 'http://[0-9.:]*' "$state/out") || { cat "$state/err" >&2; fail "serve did not listen"; }
 curl -fsS "$url/readyz" | grep -q '"ready":true' || fail "$url/readyz"
-$sudo kill -INT "$served"
-wait "$served" || fail "serve did not stop cleanly on SIGINT"
+$sudo kill -TERM "$served"
+wait "$served" || fail "serve did not stop cleanly on SIGTERM"
 $sudo apt-get purge -y -qq "$package" >/dev/null
 trap 'rm -rf "$state"' EXIT
 [ ! -e /etc/countersign/gateway.toml ] || fail "purge left /etc/countersign/gateway.toml"

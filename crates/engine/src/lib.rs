@@ -44,6 +44,8 @@ pub struct Engine {
     pub previews: Arc<execution::inflight::InFlight>,
     /// Who must approve what (`docs/policy.md`).
     pub policy: Arc<countersign_policy::Policy>,
+    /// Where the gateway is in stopping.
+    pub shutdown: execution::shutdown::Shutdown,
 }
 
 impl Engine {
@@ -82,6 +84,7 @@ impl Engine {
             limits,
             registry,
             policy: Arc::new(policy),
+            shutdown: Default::default(),
         });
         approval::policy_change::activate(&engine)
             .await

@@ -1,11 +1,16 @@
 //! `countersign-gateway serve`: the store, the packs, the policy and the relay composed from
-//! [`Settings`], served over HTTPS, or plain HTTP on loopback, until Ctrl-C.
+//! [`Settings`], served over HTTPS, or plain HTTP on loopback, until SIGTERM or SIGINT, then
+//! drained (docs/operations.md, "Stopping").
 
+use std::future::{Future, IntoFuture as _};
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
 use countersign_embedded::seed_demo;
 use countersign_engine::execution::external::recover_interrupted;
-use countersign_engine::{Limits, Registry, Store};
+use countersign_engine::{Engine, Limits, Registry, Store};
 use countersign_policy::Policy;
 use countersign_proto::Credits;
 use countersign_providers::local::LocalProviders;
@@ -14,7 +19,7 @@ use countersign_providers::{Endpoint, PackSettings, Provider, Providers};
 use crate::config::Settings;
 use crate::{smtp, tls};
 
-/// Serves until Ctrl-C.
+/// Serves until SIGTERM or SIGINT, then drains for `drain_seconds` at most.
 pub async fn serve(settings: Settings) -> anyhow::Result<()> {
     let policy = load_policy(settings.policy.as_deref(), settings.policy_heap_limit_mb)?;
     let tls = match (&settings.tls_cert, &settings.tls_key) {
@@ -63,9 +68,8 @@ pub async fn serve(settings: Settings) -> anyhow::Result<()> {
     let gateway_id = state.gateway_id.clone();
     let listener = tokio::net::TcpListener::bind(settings.addr).await?;
     let local = listener.local_addr()?;
-    let stop = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+    let drain = Duration::from_secs(settings.drain_seconds);
+    let (stop, stopped) = stopping(state.engine.clone(), drain);
     let app = match settings.metrics_addr {
         Some(addr) => {
             let metrics = countersign_api::metrics(state.clone());
@@ -76,21 +80,83 @@ pub async fn serve(settings: Settings) -> anyhow::Result<()> {
         }
         None => crate::router(state),
     };
-    match tls {
+    let serving: Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> = match tls {
         Some(config) => {
             println!("countersign-gateway {gateway_id} listening on https://{local}");
             let listener = tls::TlsListener::new(listener, config)?;
-            tls::serve(listener, app, stop).await?;
+            Box::pin(tls::serve(listener, app, stop))
         }
         None => {
             println!("countersign-gateway {gateway_id} listening on http://{local}");
             let service = app.into_make_service_with_connect_info::<SocketAddr>();
-            axum::serve(listener, service)
-                .with_graceful_shutdown(stop)
-                .await?;
+            Box::pin(
+                axum::serve(listener, service)
+                    .with_graceful_shutdown(stop)
+                    .into_future(),
+            )
         }
+    };
+    tokio::select! {
+        served = serving => served?,
+        () = stopped => tracing::warn!("requests were still open after the drain; stopping anyway"),
     }
+    tracing::info!("stopped");
     Ok(())
+}
+
+/// How long, after the drain's deadline, the calls that gave up have to record so and answer.
+const AFTER_DEADLINE: Duration = Duration::from_secs(5);
+
+/// On SIGTERM or SIGINT: the future that stops the listener (the drain begins, streams are told
+/// to go elsewhere, requests under way finish), and the one that resolves once the drain has had
+/// `drain` and the calls it cut short have answered, when the process stops whatever is open.
+fn stopping(
+    engine: Arc<Engine>,
+    drain: Duration,
+) -> (
+    impl Future<Output = ()> + Send + 'static,
+    impl Future<Output = ()> + Send + 'static,
+) {
+    let (signalled, mut told) = tokio::sync::watch::channel(false);
+    let stop = {
+        let engine = engine.clone();
+        async move {
+            stop_signal().await;
+            tracing::info!(drain_seconds = drain.as_secs(), "stopping: draining");
+            engine.shutdown.drain();
+            signalled.send_replace(true);
+        }
+    };
+    let stopped = async move {
+        if told.wait_for(|s| *s).await.is_err() {
+            return std::future::pending().await;
+        }
+        tokio::time::sleep(drain).await;
+        tracing::warn!(
+            "the drain's time is up: calls still out are recorded as of unknown outcome"
+        );
+        engine.shutdown.pass_deadline();
+        tokio::time::sleep(AFTER_DEADLINE).await;
+    };
+    (stop, stopped)
+}
+
+async fn stop_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!("SIGTERM cannot be caught ({e}); stop with SIGINT");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
 }
 
 /// The policy in `dir`, or the built-in one, with the process's heap ceiling set.

@@ -15,6 +15,7 @@ mod cli;
 mod config_file;
 mod consequences;
 mod decisions;
+mod drain;
 mod drift;
 mod embedded;
 mod envelope;

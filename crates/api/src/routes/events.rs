@@ -32,6 +32,9 @@ struct Feed {
     seen: i64,
     ready: VecDeque<Event>,
     commits: watch::Receiver<u64>,
+    /// Set when the gateway stops: the stream says so, and ends.
+    draining: watch::Receiver<bool>,
+    said_goodbye: bool,
 }
 
 /// The queue's changes as server-sent events, resumable with `Last-Event-ID`.
@@ -45,6 +48,7 @@ pub async fn events(
 ) -> HttpResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let open = state.streams.enter(&approver.id)?;
     let commits = state.store.commits();
+    let draining = state.shutdown.draining();
     // A header that is not text resumes nothing, like an id that is not one of ours.
     let last = headers
         .get("last-event-id")
@@ -60,11 +64,20 @@ pub async fn events(
         seen,
         ready: first.into_iter().map(event).collect(),
         commits,
+        draining,
+        said_goodbye: false,
     };
     let stream = stream::unfold(feed, |mut feed| async move {
         loop {
             if let Some(event) = feed.ready.pop_front() {
                 return Some((Ok(event), feed));
+            }
+            if *feed.draining.borrow() {
+                if feed.said_goodbye {
+                    return None;
+                }
+                feed.said_goodbye = true;
+                return Some((Ok(goodbye(feed.seen)), feed));
             }
             match events::after(&feed.state.store, feed.seen).await {
                 Ok((seen, batch)) if seen > feed.seen => {
@@ -80,6 +93,7 @@ pub async fn events(
             }
             tokio::select! {
                 changed = feed.commits.changed() => if changed.is_err() { return None },
+                _ = feed.draining.changed() => continue,
                 () = tokio::time::sleep(REVOCATION_CHECK) => {}
             }
             // A revoked approver's stream ends: what it would tell is no longer theirs to see.
@@ -93,6 +107,18 @@ pub async fn events(
         }
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(heartbeat).text("heartbeat")))
+}
+
+/// The last event of a stream whose gateway stops: reconnect in a second, with the last id seen,
+/// to whichever instance answers (another behind the same address, or this one restarted).
+fn goodbye(seen: i64) -> Event {
+    Event::default()
+        .event("shutdown")
+        .retry(Duration::from_secs(1))
+        .data(
+            json!({ "reason": "the gateway is stopping", "revision": seen.to_string() })
+                .to_string(),
+        )
 }
 
 fn event(logged: Logged) -> Event {

@@ -127,20 +127,29 @@ impl InFlight {
             countersign.capability = %self.plan.capability_id,
             countersign.plan.id = %self.plan.plan_id,
         );
-        let called = self
+        let call = self
             .external
             .call(ExternalCall {
                 params: &self.plan.request.params,
                 budget,
             })
-            .instrument(span)
-            .await
-            .unwrap_or_else(|error| Called {
+            .instrument(span);
+        let called = tokio::select! {
+            called = call => called.unwrap_or_else(|error| Called {
                 provider: "system",
                 outcome: Err(error),
                 charged: Credits::cents(0),
                 nothing_done: true,
-            });
+            }),
+            // The gateway stops and the provider has not answered: what it did is unknown, so
+            // the call is recorded as failed with its reserved maximum kept, and runs no more.
+            () = self.engine.shutdown.deadline_passed() => Called {
+                provider: "system",
+                outcome: Err(outcome_unknown()),
+                charged: budget,
+                nothing_done: false,
+            },
+        };
         // The engine holds every capability to its budget, its own packs' and others'.
         let charged = if called.charged.value() > budget.value() {
             budget
@@ -338,6 +347,18 @@ async fn record(
         .await?;
     queue::publish(&mut w.tx, registry, plan_id, EventKind::Updated).await?;
     Ok(())
+}
+
+/// The answer to a provider call the gateway stopped waiting for.
+fn outcome_unknown() -> ApiError {
+    let mut error = ApiError::new(
+        ErrorCode::ProviderUnavailable,
+        "The gateway stopped before the provider answered: whether the provider did the work is \
+         unknown, so the reserved maximum stays charged and the plan does not run again.",
+    )
+    .with_details(json!({ "outcome": "unknown" }));
+    error.retryable = Some(false);
+    error
 }
 
 /// Plans whose provider call lost the gateway instance running it: recorded as failed, with the

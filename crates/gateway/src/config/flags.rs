@@ -108,6 +108,11 @@ pub struct Flags {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     max_waits: Option<usize>,
+    /// On SIGTERM, how long requests and provider calls under way may take to finish
+    /// [default: 30]; a call still out then is recorded as of unknown outcome.
+    #[arg(long, value_name = "SECONDS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    drain_seconds: Option<u64>,
     /// Log lines as text or json (one object per line) [default: text].
     #[arg(long, value_name = "FORMAT")]
     #[serde(skip_serializing_if = "Option::is_none")]

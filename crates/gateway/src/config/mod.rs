@@ -59,6 +59,8 @@ pub struct Settings {
     pub max_previews_in_flight: usize,
     pub max_streams: usize,
     pub max_waits: usize,
+    /// On SIGTERM, how long requests and provider calls under way may take to finish.
+    pub drain_seconds: u64,
     /// Log lines as `text` or `json` (one object per line).
     pub log_format: LogFormat,
     /// Where spans go, over OTLP/HTTP (`http://collector:4318/v1/traces`); none: nowhere.
@@ -89,6 +91,7 @@ impl Default for Settings {
             max_previews_in_flight: limits::DEFAULT_MAX_PREVIEWS_IN_FLIGHT,
             max_streams: limits::DEFAULT_MAX_STREAMS,
             max_waits: limits::DEFAULT_MAX_WAITS,
+            drain_seconds: 30,
             log_format: LogFormat::Text,
             otlp_endpoint: None,
         }
@@ -96,7 +99,7 @@ impl Default for Settings {
 }
 
 /// The keys of [`Settings`], in the order the file and `config check` list them.
-const KEYS: [&str; 23] = [
+const KEYS: [&str; 24] = [
     "addr",
     "database",
     "tls_cert",
@@ -118,6 +121,7 @@ const KEYS: [&str; 23] = [
     "max_previews_in_flight",
     "max_streams",
     "max_waits",
+    "drain_seconds",
     "log_format",
     "otlp_endpoint",
 ];

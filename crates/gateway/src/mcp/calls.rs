@@ -159,6 +159,7 @@ pub async fn wait(
     let _open = state.waits.enter(&agent.id)?;
     let caller = Caller::Agent(agent.clone());
     let mut commits = state.store.commits();
+    let mut draining = state.shutdown.draining();
     tokio::pin!(cancelled);
     let mut record = reads::plan(state, &caller, &args.plan_id).await?;
     loop {
@@ -175,6 +176,8 @@ pub async fn wait(
             () = tokio::time::sleep(FOREIGN_WRITES_SEEN_WITHIN) => {}
             () = tokio::time::sleep_until(deadline) => return Ok(decided(&record, true)),
             () = &mut cancelled => return Ok(decided(&record, true)),
+            // This instance stops: the agent asks again, and another one answers.
+            _ = draining.wait_for(|d| *d) => return Ok(decided(&record, true)),
         }
         // Woken by any commit: the whole record is read again only when this plan moved.
         let (status, agent_active) = reads::glance(state, &args.plan_id).await?;

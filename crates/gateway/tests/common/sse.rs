@@ -24,6 +24,8 @@ pub struct Sse {
     pub id: Option<String>,
     pub event: Option<String>,
     pub data: String,
+    /// The reconnection time the server asked for, in milliseconds.
+    pub retry: Option<String>,
 }
 
 impl Events {
@@ -41,6 +43,28 @@ impl Events {
         assert_eq!(response.headers()["content-type"], "text/event-stream");
         Events {
             body: response.into_body(),
+            buffer: String::new(),
+        }
+    }
+
+    /// The stream of the gateway serving at `base` (another process).
+    pub async fn open_at(base: &str, token: &str, last_event_id: Option<&str>) -> Events {
+        let mut request = reqwest::Client::new()
+            .get(format!("{base}/v1/events"))
+            .bearer_auth(token);
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let chunks = futures_util::stream::unfold(response, |mut response| async move {
+            match response.chunk().await {
+                Ok(Some(chunk)) => Some((Ok::<_, reqwest::Error>(chunk), response)),
+                Ok(None) | Err(_) => None,
+            }
+        });
+        Events {
+            body: Body::from_stream(chunks),
             buffer: String::new(),
         }
     }
@@ -66,6 +90,7 @@ impl Events {
                     id: None,
                     event: None,
                     data: String::new(),
+                    retry: None,
                 };
                 let mut comment = false;
                 for line in block.lines() {
@@ -75,6 +100,8 @@ impl Events {
                         sse.event = Some(v.trim().to_owned());
                     } else if let Some(v) = line.strip_prefix("data:") {
                         sse.data.push_str(v.trim());
+                    } else if let Some(v) = line.strip_prefix("retry:") {
+                        sse.retry = Some(v.trim().to_owned());
                     } else if line.starts_with(':') {
                         comment = true;
                     }

@@ -530,4 +530,5 @@ async fn two_instances_evaluate_the_same_policy_digest() {
     assert_eq!(record["approvals"]["required"], 2);
 }
 
+mod drain;
 mod standing;
