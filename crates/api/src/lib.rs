@@ -107,7 +107,9 @@ pub fn app(state: Arc<AppState>) -> Router {
 /// The HTTP API with `more` routes beside it (the server's `/mcp`), behind the same limits,
 /// trace ids and error contract.
 pub fn app_with(state: Arc<AppState>, more: Router<Arc<AppState>>) -> Router {
-    use routes::{agent, approver, decisions, events, health, invoke, mail, plans, standing};
+    use routes::{
+        agent, approver, decisions, events, health, invoke, mail, plans, standing, stats,
+    };
     Router::new()
         .route("/v1/gateway", get(agent::gateway))
         .route("/v1/capabilities", get(agent::capabilities))
@@ -136,6 +138,7 @@ pub fn app_with(state: Arc<AppState>, more: Router<Arc<AppState>>) -> Router {
             get(plans::subjects),
         )
         .route("/v1/events", get(events::events))
+        .route("/v1/stats", get(stats::stats))
         .route("/v1/audit", get(plans::audit))
         .route("/v1/openapi.json", get(openapi::serve))
         .merge(more)

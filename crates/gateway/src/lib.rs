@@ -11,6 +11,7 @@ pub mod policy_report;
 pub mod serve;
 pub mod smtp;
 pub mod standing_report;
+pub mod stats_report;
 pub mod telemetry;
 pub mod tls;
 

@@ -53,6 +53,18 @@ enum Command {
         #[arg(long, env = "COUNTERSIGN_DATABASE")]
         database: String,
     },
+    /// How approvals are going: per capability and approver, plans decided, approval rate,
+    /// median and p90 time to decision, plans expired waiting, approvals faster than reading.
+    Stats {
+        #[arg(long, env = "COUNTERSIGN_DATABASE")]
+        database: String,
+        /// The window: 7d, 24h, 90m (at most 366 days).
+        #[arg(long, default_value = "7d", value_parser = countersign_engine::approval::stats::parse_window)]
+        since: chrono::Duration,
+        /// The numbers as `GET /v1/stats` answers them.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check a config file: print the settings `serve` would run with, secrets redacted.
     Config {
         #[command(subcommand)]
@@ -337,6 +349,21 @@ async fn main() -> anyhow::Result<()> {
         Command::Config {
             command: ConfigCommand::Check { file },
         } => print!("{}", config::check(&file)?),
+        Command::Stats {
+            database,
+            since,
+            json,
+        } => {
+            let store = Store::open(&database).await?;
+            let stats =
+                countersign_engine::approval::stats::window(&store, chrono::Utc::now() - since)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+            match json {
+                true => println!("{}", serde_json::to_string_pretty(&stats)?),
+                false => print!("{}", countersign_gateway::stats_report::text(&stats)),
+            }
+        }
         Command::Backup { database, out } => {
             let contents = backup::backup(&database, &out).await?;
             println!(

@@ -47,6 +47,7 @@ mod round_trips;
 mod router;
 mod scopes;
 mod standing;
+mod stats;
 mod storage_faults;
 mod traces;
 mod withdrawal;

@@ -49,6 +49,7 @@ async fn every_route_is_described() {
         "/v1/openapi.json",
         "/healthz",
         "/readyz",
+        "/v1/stats",
     ] {
         assert!(paths.contains_key(route), "{route} is not described");
     }
@@ -83,7 +84,7 @@ async fn every_route_is_described() {
     }
     assert_eq!(
         paths.len(),
-        24 + previewed.len() + direct.len(),
+        25 + previewed.len() + direct.len(),
         "a described route that app() does not serve"
     );
 }

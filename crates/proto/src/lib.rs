@@ -20,6 +20,7 @@ pub mod risk;
 pub mod rules;
 pub mod standing;
 pub mod statement;
+pub mod stats;
 pub mod strict_json;
 
 pub use credits::Credits;

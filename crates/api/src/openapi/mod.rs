@@ -21,7 +21,9 @@ use serde_json::Value;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{agent, approver, decisions, events, health, invoke, mail, plans, standing};
+use crate::routes::{
+    agent, approver, decisions, events, health, invoke, mail, plans, standing, stats,
+};
 use crate::schemas::{DryRunAnswer, Wallet};
 use crate::AppState;
 
@@ -33,7 +35,8 @@ use crate::AppState;
           approver::me,
           approver::wallet, approver::approvals, plans::plan, decisions::decide, plans::refresh,
           plans::amend, mail::remedy, standing::create, standing::list, standing::revoke, standing::keys,
-          plans::subjects, events::events, plans::audit, serve, health::live, health::ready),
+          plans::subjects, events::events, plans::audit, serve, health::live, health::ready,
+          stats::stats),
     components(schemas(ErrorEnvelope, DryRunAnswer, Wallet)),
     modifiers(&Bearer),
     security(("bearer" = [])),

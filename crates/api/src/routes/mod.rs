@@ -10,3 +10,4 @@ pub mod invoke;
 pub mod mail;
 pub mod plans;
 pub mod standing;
+pub mod stats;

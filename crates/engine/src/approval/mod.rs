@@ -1,8 +1,8 @@
 //! Who must approve a plan and whether they have: the policy's rules (`policy`, `policy_change`,
 //! `teams`, `requirement`), who may decide (`eligibility`), signed decisions (`decisions`) and where
 //! they leave a plan (`approvals`), standing approvals (`standing`), revocation, escalation, and the
-//! gateway's receipts for what it accepted (`receipts`), and how any signed statement is opened
-//! (`signed`).
+//! gateway's receipts for what it accepted (`receipts`), how any signed statement is opened
+//! (`signed`), and how approvals are going (`stats`).
 
 pub mod approvals;
 pub mod decisions;
@@ -15,4 +15,5 @@ pub mod requirement;
 pub mod revocation;
 pub mod signed;
 pub mod standing;
+pub mod stats;
 pub mod teams;

@@ -376,6 +376,7 @@ impl Gateway {
         preview["created_at"] = json!(at(now - chrono::Duration::minutes(20)));
         preview["expires_at"] = json!(at(now - chrono::Duration::minutes(5)));
         preview["plan_digest"] = json!(countersign_proto::digest::plan_digest(&preview).unwrap());
+        let mut w = self.state.store.write().await.unwrap();
         sqlx::query(
             "UPDATE plans SET preview = $1, plan_digest = $2, expires_at = $3 WHERE id = $4",
         )
@@ -383,9 +384,10 @@ impl Gateway {
         .bind(preview["plan_digest"].as_str())
         .bind(preview["expires_at"].as_str())
         .bind(plan_id)
-        .execute(pool)
+        .execute(&mut *w.tx)
         .await
         .unwrap();
+        w.commit().await.unwrap();
         preview
     }
 
