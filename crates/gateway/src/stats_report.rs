@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use countersign_proto::stats::Stats;
+use countersign_proto::stats::{DecisionTally, Stats};
 
 /// The report, one line per capability and per approver, then one per day.
 pub fn text(stats: &Stats) -> String {
@@ -17,40 +17,31 @@ pub fn text(stats: &Stats) -> String {
         reading.base_seconds,
         reading.per_effect_seconds
     );
-    let _ = writeln!(
-        out,
-        "{:<34} {:>7} {:>9} {:>8} {:>8} {:>8} {:>5}",
-        "capability", "decided", "approved", "median", "p90", "expired", "fast"
-    );
+    let header = ["decided", "approved", "median", "p90"];
+    row(&mut out, "capability", header, "expired", "fast");
     for c in &stats.capabilities {
-        let _ = writeln!(
-            out,
-            "{:<34} {:>7} {:>9} {:>8} {:>8} {:>8} {:>5}",
-            c.capability_id,
-            c.decided,
-            rate(c.approved, c.decided),
-            duration(c.median_seconds),
-            duration(c.p90_seconds),
-            c.expired_waiting,
-            c.faster_than_reading
+        let t = &c.tally;
+        let expired = c.expired_waiting.to_string();
+        row(
+            &mut out,
+            &c.capability_id,
+            cells(t),
+            &expired,
+            &t.faster_than_reading.to_string(),
         );
     }
-    let _ = writeln!(
-        out,
-        "\n{:<34} {:>7} {:>9} {:>8} {:>8} {:>8} {:>5}",
-        "approver", "decided", "approved", "median", "p90", "standing", "fast"
-    );
+    out.push('\n');
+    row(&mut out, "approver", header, "standing", "fast");
     for a in &stats.approvers {
-        let _ = writeln!(
-            out,
-            "{:<34} {:>7} {:>9} {:>8} {:>8} {:>8} {:>5}",
-            format!("{} ({})", a.display_name, a.approver_id),
-            a.decided,
-            rate(a.approved, a.decided),
-            duration(a.median_seconds),
-            duration(a.p90_seconds),
-            a.standing,
-            a.faster_than_reading
+        let t = &a.tally;
+        let who = format!("{} ({})", a.display_name, a.approver_id);
+        let standing = a.standing.to_string();
+        row(
+            &mut out,
+            &who,
+            cells(t),
+            &standing,
+            &t.faster_than_reading.to_string(),
         );
     }
     let _ = writeln!(out, "\n{:<12} {:>7} {:>8}", "day", "decided", "median");
@@ -64,6 +55,23 @@ pub fn text(stats: &Stats) -> String {
         );
     }
     out
+}
+
+fn cells(t: &DecisionTally) -> [String; 4] {
+    [
+        t.decided.to_string(),
+        rate(t.approved, t.decided),
+        duration(t.median_seconds),
+        duration(t.p90_seconds),
+    ]
+}
+
+fn row(out: &mut String, name: &str, cells: [impl std::fmt::Display; 4], extra: &str, fast: &str) {
+    let [decided, approved, median, p90] = cells;
+    let _ = writeln!(
+        out,
+        "{name:<34} {decided:>7} {approved:>9} {median:>8} {p90:>8} {extra:>8} {fast:>5}"
+    );
 }
 
 fn rate(part: u64, whole: u64) -> String {

@@ -40,21 +40,29 @@ impl ReadingTime {
     }
 }
 
+/// Decisions counted together, and how long their plans waited for them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DecisionTally {
+    pub decided: u64,
+    pub approved: u64,
+    pub rejected: u64,
+    pub median_seconds: Option<f64>,
+    pub p90_seconds: Option<f64>,
+    /// Approvals sooner than the plan's reading time.
+    pub faster_than_reading: u64,
+}
+
 /// Plans of one capability decided in the window; times are from a plan's creation to the
 /// decision that settled it, by people (standing approvals are not a person deciding).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CapabilityStats {
     pub capability_id: String,
-    pub decided: u64,
-    pub approved: u64,
-    pub rejected: u64,
-    pub median_seconds: Option<f64>,
-    pub p90_seconds: Option<f64>,
+    #[serde(flatten)]
+    pub tally: DecisionTally,
     /// Plans that expired in the window still waiting for a decision.
     pub expired_waiting: u64,
-    /// Plans approved sooner than their reading time.
-    pub faster_than_reading: u64,
 }
 
 /// One approver's decisions in the window; times are from the plan's creation to theirs.
@@ -63,13 +71,8 @@ pub struct CapabilityStats {
 pub struct ApproverStats {
     pub approver_id: String,
     pub display_name: String,
-    pub decided: u64,
-    pub approved: u64,
-    pub rejected: u64,
-    pub median_seconds: Option<f64>,
-    pub p90_seconds: Option<f64>,
-    /// Their approvals sooner than the plan's reading time.
-    pub faster_than_reading: u64,
+    #[serde(flatten)]
+    pub tally: DecisionTally,
     /// Plans their standing approvals approved, apart from the decisions above.
     pub standing: u64,
 }

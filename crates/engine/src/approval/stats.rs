@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
-use countersign_proto::stats::{ApproverStats, CapabilityStats, DayStats, ReadingTime, Stats};
+use countersign_proto::stats::{
+    ApproverStats, CapabilityStats, DayStats, DecisionTally, ReadingTime, Stats,
+};
 use serde_json::Value;
 
 use crate::{ids, ApiResult, Store};
@@ -149,25 +151,13 @@ fn capabilities(decided: &[Decided], expired: &[(String, i64)]) -> Vec<Capabilit
         by.entry(capability).or_default();
     }
     by.into_iter()
-        .map(|(capability, plans)| {
-            let times: Vec<f64> = plans.iter().map(|d| d.seconds).collect();
-            let approved = plans.iter().filter(|d| d.approve).count() as u64;
-            CapabilityStats {
-                capability_id: capability.to_owned(),
-                decided: plans.len() as u64,
-                approved,
-                rejected: plans.len() as u64 - approved,
-                median_seconds: quantile(&times, 0.5),
-                p90_seconds: quantile(&times, 0.9),
-                expired_waiting: expired
-                    .iter()
-                    .find(|(c, _)| c == capability)
-                    .map_or(0, |(_, n)| *n as u64),
-                faster_than_reading: plans
-                    .iter()
-                    .filter(|d| d.approve && d.seconds < d.reading)
-                    .count() as u64,
-            }
+        .map(|(capability, plans)| CapabilityStats {
+            capability_id: capability.to_owned(),
+            tally: tally(&plans),
+            expired_waiting: expired
+                .iter()
+                .find(|(c, _)| c == capability)
+                .map_or(0, |(_, n)| *n as u64),
         })
         .collect()
 }
@@ -181,24 +171,30 @@ fn approvers(decided: &[Decided]) -> Vec<ApproverStats> {
         .map(|(approver, all)| {
             let (standing, people): (Vec<&Decided>, Vec<&Decided>) =
                 all.iter().partition(|d| d.standing);
-            let times: Vec<f64> = people.iter().map(|d| d.seconds).collect();
-            let approved = people.iter().filter(|d| d.approve).count() as u64;
             ApproverStats {
                 approver_id: approver.to_owned(),
                 display_name: all[0].display_name.clone(),
-                decided: people.len() as u64,
-                approved,
-                rejected: people.len() as u64 - approved,
-                median_seconds: quantile(&times, 0.5),
-                p90_seconds: quantile(&times, 0.9),
-                faster_than_reading: people
-                    .iter()
-                    .filter(|d| d.approve && d.seconds < d.reading)
-                    .count() as u64,
+                tally: tally(&people),
                 standing: standing.len() as u64,
             }
         })
         .collect()
+}
+
+fn tally(decisions: &[&Decided]) -> DecisionTally {
+    let times: Vec<f64> = decisions.iter().map(|d| d.seconds).collect();
+    let approved = decisions.iter().filter(|d| d.approve).count() as u64;
+    DecisionTally {
+        decided: decisions.len() as u64,
+        approved,
+        rejected: decisions.len() as u64 - approved,
+        median_seconds: quantile(&times, 0.5),
+        p90_seconds: quantile(&times, 0.9),
+        faster_than_reading: decisions
+            .iter()
+            .filter(|d| d.approve && d.seconds < d.reading)
+            .count() as u64,
+    }
 }
 
 fn days(decided: &[Decided], since: DateTime<Utc>, until: DateTime<Utc>) -> Vec<DayStats> {
