@@ -13,6 +13,7 @@ const COMMANDS: &[&str] = &[
     "decide_batch",
     "history",
     "export_history",
+    "insights",
     "settings",
     "save_settings",
     "enroll",

@@ -54,6 +54,17 @@ async fn a_rejection_is_signed_with_its_reason_and_kept_in_history() -> anyhow::
     app.find("[data-testid='verified'][data-verified='true']")
         .await?;
     app.shoot("history").await?;
+    // The rejection just signed is in the gateway's numbers, drawn in the real window.
+    app.click("[data-testid='nav-insights']").await?;
+    let capabilities = app.text("[data-testid='insights-capabilities']").await?;
+    assert!(
+        capabilities.contains("projects.settings.update"),
+        "{capabilities}"
+    );
+    let approvers = app.text("[data-testid='insights-approvers']").await?;
+    assert!(approvers.contains("Dana"), "{approvers}");
+    app.find("[data-testid='insights-chart'] canvas").await?;
+    app.shoot("insights").await?;
     app.click("[data-testid='nav-settings']").await?;
     app.find("[data-testid='settings']").await?;
     app.shoot("settings").await?;

@@ -5,6 +5,7 @@
 use countersign_console::amend::AmendDraft;
 use countersign_console::audit::history::HistoryEntry;
 use countersign_console::error::{ConsoleError, ErrorView};
+use countersign_console::insights::InsightsView;
 use countersign_console::mail::RemedyOutcome;
 use countersign_console::review::batch::{BatchItem, BatchOutcome, BatchView};
 use countersign_console::review::subjects::SubjectsPage;
@@ -215,6 +216,18 @@ pub async fn export_history(
     }
     .map_err(view)?;
     Ok(Some(path.display().to_string()))
+}
+
+/// How approvals are going at the gateway over `window` (`24h`, `7d`, `30d`).
+#[tauri::command]
+pub async fn insights(shell: State<'_, Shell>, window: String) -> Answer<InsightsView> {
+    let running = shell.running()?;
+    running
+        .session
+        .console()
+        .insights(&window)
+        .await
+        .map_err(view)
 }
 
 #[tauri::command]

@@ -86,6 +86,7 @@ fn main() {
             commands::decide_batch,
             commands::history,
             commands::export_history,
+            commands::insights,
             commands::standing,
             commands::standing_draft,
             commands::create_standing,

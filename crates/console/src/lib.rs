@@ -6,6 +6,7 @@ pub mod audit;
 pub mod client;
 pub mod console;
 pub mod error;
+pub mod insights;
 pub mod live;
 pub mod mail;
 pub mod private_files;

@@ -7,6 +7,7 @@ use countersign_console::amend::{AmendDraft, FormField, FormFieldKind};
 use countersign_console::audit::history::HistoryEntry;
 use countersign_console::console::SubjectCheck;
 use countersign_console::error::ErrorView;
+use countersign_console::insights::{InsightDay, InsightRow, InsightsView};
 use countersign_console::live::notify::NotifyRules;
 use countersign_console::live::Link;
 use countersign_console::mail::RemedyOutcome;
@@ -39,6 +40,9 @@ use ts_rs::TS;
 fn declarations() -> String {
     let decls = [
         ErrorView::decl(),
+        InsightRow::decl(),
+        InsightDay::decl(),
+        InsightsView::decl(),
         Turn::decl(),
         RuleView::decl(),
         QueueItem::decl(),

@@ -1,5 +1,6 @@
 // The fake backend's world: the seeds' and the mockups' examples, as the core would present them.
 import type {
+  InsightsView,
   DiffLine,
   EffectGroup,
   EffectView,
@@ -414,4 +415,30 @@ export function demoStanding(): StandingView[] {
       verified: true, verify_error: null, uses: [], covered: [],
     },
   ];
+}
+
+/** The Insights screen's numbers as a gateway with a week of decisions would answer them. */
+export function demoInsights(window: '24h' | '7d' | '30d'): InsightsView {
+  const days = window === '24h' ? 2 : window === '7d' ? 8 : 31;
+  const today = Date.UTC(2026, 11, 5);
+  return {
+    window,
+    since: new Date(today - (days - 1) * 86_400_000).toISOString(),
+    until: new Date(today + 43_200_000).toISOString(),
+    reading: 'approved sooner than 5 s, and 3 s for each effect, after the plan was made',
+    capabilities: [
+      { name: 'groups.members.remove', id: null, decided: 12, approval_rate: 0.75, median_seconds: 1260, p90_seconds: 5400, faster_than_reading: 1, other: 2 },
+      { name: 'projects.settings.update', id: null, decided: 31, approval_rate: 0.94, median_seconds: 240, p90_seconds: 1900, faster_than_reading: 4, other: 0 },
+      { name: 'text.generate', id: null, decided: 5, approval_rate: 1, median_seconds: 35, p90_seconds: 80, faster_than_reading: 0, other: 1 },
+    ],
+    approvers: [
+      { name: 'Dana Whitfield', id: 'apr_7c1e90d2', decided: 29, approval_rate: 0.9, median_seconds: 300, p90_seconds: 2400, faster_than_reading: 4, other: 6 },
+      { name: 'Lena Ortiz', id: 'apr_1b44fe07', decided: 19, approval_rate: 0.84, median_seconds: 720, p90_seconds: 5100, faster_than_reading: 1, other: 0 },
+    ],
+    days: Array.from({ length: days }, (_, i) => ({
+      day: new Date(today - (days - 1 - i) * 86_400_000).toISOString().slice(0, 10),
+      decided: (i * 7) % 11,
+      median_seconds: (i * 7) % 11 === 0 ? null : 120 + ((i * 431) % 1500),
+    })),
+  };
 }

@@ -1,8 +1,8 @@
 // An in-memory backend with the seeds' examples: for the UI tests and for running the UI in a
 // plain browser. It follows the same contract as the Rust side, including refusals, the outbox
 // (`offline`) and the confirmation of risky approvals (`confirm`, the native dialog's stand-in).
-import { BackendError, type Backend } from './index';
-import { demoPlans, demoStanding, execution, SCHEMAS, staleRefresh, subjectRows } from './demo';
+import { BackendError, type Backend, type InsightsWindow } from './index';
+import { demoInsights, demoPlans, demoStanding, execution, SCHEMAS, staleRefresh, subjectRows } from './demo';
 import { differences, formOf, inferred, invalid, leaves, paramsOf, type Schema } from './schema';
 import { and, constraint, COVERABLE, leftOpen, standingRefused, standingSentence, successor, unfit, unverified } from './fakeStanding';
 import type {
@@ -14,6 +14,7 @@ import type {
   BatchView,
   DecisionView,
   HistoryEntry,
+  InsightsView,
   Overlap,
   PlanView,
   QueueChange,
@@ -334,6 +335,10 @@ export class FakeBackend implements Backend {
   async exportHistory(format: 'json' | 'in-toto'): Promise<string | null> {
     this.exports.push(format);
     return FORMATS[format];
+  }
+
+  async insights(window: InsightsWindow): Promise<InsightsView> {
+    return demoInsights(window);
   }
 
   async standing(): Promise<StandingView[]> {

@@ -6,6 +6,7 @@ import type {
   BatchView,
   DecisionView,
   HistoryEntry,
+  InsightsView,
   PlanView,
   QueueChange,
   QueueView,
@@ -21,6 +22,9 @@ import type {
 } from './types';
 
 export type * from './types';
+
+/** The windows the Insights screen offers. */
+export type InsightsWindow = '24h' | '7d' | '30d';
 
 export interface Backend {
   status(): Promise<StatusView>;
@@ -45,6 +49,8 @@ export interface Backend {
   /** Writes the history as JSON lines or as in-toto statements; the path written, or null when
    *  the save dialog was cancelled. */
   exportHistory(format: 'json' | 'in-toto'): Promise<string | null>;
+  /** How approvals are going at the gateway over the last `window`. */
+  insights(window: InsightsWindow): Promise<InsightsView>;
   /** Standing approvals at this gateway, newest first. */
   standing(): Promise<StandingView[]>;
   /** A standing approval prefilled from plan `planId`: its agent, capability and resources, each

@@ -1,6 +1,6 @@
 import { invoke } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
-import { asBackendError, type Backend } from './index';
+import { asBackendError, type Backend, type InsightsWindow } from './index';
 import { visible } from './visible';
 import type {
   AmendDraft,
@@ -9,6 +9,7 @@ import type {
   BatchView,
   DecisionView,
   HistoryEntry,
+  InsightsView,
   PlanView,
   QueueChange,
   QueueView,
@@ -67,6 +68,9 @@ export class TauriBackend implements Backend {
   }
   exportHistory(format: 'json' | 'in-toto'): Promise<string | null> {
     return call('export_history', { format });
+  }
+  insights(window: InsightsWindow): Promise<InsightsView> {
+    return call('insights', { window });
   }
   standing(): Promise<StandingView[]> {
     return call('standing');

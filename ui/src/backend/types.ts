@@ -3,6 +3,28 @@
 
 export type ErrorView = { code: string, message: string, };
 
+export type InsightRow = { name: string, 
+/**
+ * An approver's id, beside their name; none for a capability.
+ */
+id: string | null, decided: number, 
+/**
+ * Approved of decided, 0 to 1; none before any decision.
+ */
+approval_rate: number | null, median_seconds: number | null, p90_seconds: number | null, faster_than_reading: number, 
+/**
+ * Plans that expired waiting (capabilities), or approved by standing approvals (approvers).
+ */
+other: number, };
+
+export type InsightDay = { day: string, decided: number, median_seconds: number | null, };
+
+export type InsightsView = { window: string, since: string, until: string, 
+/**
+ * How "faster than it can be read" is judged, in words.
+ */
+reading: string, capabilities: Array<InsightRow>, approvers: Array<InsightRow>, days: Array<InsightDay>, };
+
 export type Turn = "me" | "decided" | "others";
 
 export type RuleView = { id: string, description: string, 

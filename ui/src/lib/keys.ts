@@ -1,6 +1,6 @@
 // Every key the console answers to: the ? overlay lists exactly these.
 
-export type View = 'queue' | 'history' | 'standing' | 'settings';
+export type View = 'queue' | 'history' | 'standing' | 'insights' | 'settings';
 
 export const KEYS: { keys: string; what: string }[] = [
   { keys: 'j / k', what: 'Next / previous plan' },
@@ -16,7 +16,7 @@ export const KEYS: { keys: string; what: string }[] = [
   { keys: 'Shift / Ctrl + click', what: 'Select a range / one more plan' },
   { keys: '/', what: 'Filter the queue' },
   { keys: 's', what: 'All subjects: search the list' },
-  { keys: '1 – 4', what: 'Queue, History, Standing approvals, Settings' },
+  { keys: '1 – 5', what: 'Queue, History, Standing approvals, Settings, Insights' },
   { keys: 'Ctrl + Enter', what: 'Send the open form (a rejection, a standing approval, a changed request)' },
   { keys: 'Tab / Shift + Tab', what: 'Move between controls; Enter or Space presses one' },
   { keys: 'Esc', what: 'Close, clear the selection or the filter' },
