@@ -5,11 +5,11 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::{first, serve, shared_database, within};
 use crate::common::sse::Events;
-use crate::common::{retention, RETENTION};
+use crate::common::{retention, JsonReply, RETENTION};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigterm_during_a_storm_of_decisions_loses_none_and_the_other_instance_carries_on() {
@@ -25,11 +25,35 @@ async fn sigterm_during_a_storm_of_decisions_loses_none_and_the_other_instance_c
         }
     }
     assert!(plans.len() >= 20, "{} plans wait", plans.len());
-    let (mut a, a_url) = serve(&url, &["--drain-seconds", "5"]);
+    // With --demo, A calls a local provider of its own, where a `[[slow]]` prediction never ends.
+    let (mut a, a_url) = serve(&url, &["--drain-seconds", "1", "--demo"]);
     let (mut b, b_url) = serve(&url, &[]);
     let mut on_a = Events::open_at(&a_url, &dana.token, None).await;
 
     let client = reqwest::Client::new();
+    let params = json!({"model": "black-forest-labs/flux-schnell", "prompt": "[[slow]] owl"});
+    let slow: Value = client
+        .post(format!("{a_url}/v1/capabilities/image.generate/dry_run"))
+        .bearer_auth(&setup.agent)
+        .json(&json!({ "params": params }))
+        .json_reply()
+        .await;
+    let slow_id = slow["plan_id"].as_str().unwrap().to_owned();
+    let call = tokio::spawn(
+        client
+            .post(format!("{a_url}/v1/capabilities/image.generate/invoke"))
+            .bearer_auth(&setup.agent)
+            .json(&json!({ "plan_id": slow_id }))
+            .send(),
+    );
+    let in_flight = "SELECT COUNT(*) FROM plans WHERE id = $1 AND runner IS NOT NULL";
+    within(async {
+        while setup.count(in_flight, &slow_id).await == 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+
     let decide = |base: &str, plan: &Value| {
         let envelope = dana.sign(&dana.statement(&setup, plan));
         client
@@ -87,6 +111,27 @@ async fn sigterm_during_a_storm_of_decisions_loses_none_and_the_other_instance_c
         .await
         .unwrap();
     assert_eq!(exit.code(), Some(0), "{exit:?}");
+    // The call still out at the drain's deadline was answered, and recorded, as of unknown
+    // outcome by A itself; it runs no more, on A or B.
+    let cut = call
+        .await
+        .unwrap()
+        .expect("A answered the call before it stopped");
+    let status = cut.status();
+    let cut: Value = cut.json().await.unwrap();
+    assert_eq!(status, 502, "{cut}");
+    assert_eq!(cut["error"]["details"]["outcome"], "unknown", "{cut}");
+    let failed =
+        "SELECT COUNT(*) FROM plans WHERE id = $1 AND status = 'failed' AND runner IS NULL";
+    assert_eq!(setup.count(failed, &slow_id).await, 1);
+    let again = client
+        .post(format!("{b_url}/v1/capabilities/image.generate/invoke"))
+        .bearer_auth(&setup.agent)
+        .json(&json!({ "plan_id": slow_id }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 409, "never run twice");
 
     let mut seen = BTreeSet::new();
     let mut last_id = None;
