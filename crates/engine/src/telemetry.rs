@@ -8,7 +8,6 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use countersign_proto::approvals::PlanStatus;
 
-use crate::plan::plans::status_text;
 use crate::{ApiResult, Registry, Store};
 
 /// A plan stored: previewed, refreshed or amended.
@@ -32,7 +31,7 @@ pub fn plan_changed(
     metrics::counter!(
         "countersign_plan_transitions_total",
         "capability" => capability.to_owned(),
-        "status" => status_text(to),
+        "status" => to.as_str(),
     )
     .increment(1);
     let waited = (Utc::now() - created)

@@ -23,6 +23,22 @@ pub enum PlanStatus {
     Failed,
 }
 
+impl PlanStatus {
+    /// The status as the wire names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanStatus::PendingApproval => "pending_approval",
+            PlanStatus::Approved => "approved",
+            PlanStatus::Rejected => "rejected",
+            PlanStatus::Executed => "executed",
+            PlanStatus::Stale => "stale",
+            PlanStatus::Expired => "expired",
+            PlanStatus::Superseded => "superseded",
+            PlanStatus::Failed => "failed",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
@@ -426,6 +442,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_status_names_itself_as_the_wire_does() {
+        use PlanStatus::*;
+        for status in [
+            PendingApproval,
+            Approved,
+            Rejected,
+            Executed,
+            Stale,
+            Expired,
+            Superseded,
+            Failed,
+        ] {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+    }
 
     #[test]
     fn the_summary_names_each_changed_param() {
