@@ -136,3 +136,15 @@ async fn stats_count_each_decision_its_time_and_the_approvals_faster_than_readin
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(cells[1..3], ["3", "67"], "{table}");
 }
+
+#[tokio::test]
+async fn the_description_writes_a_window_as_the_gateway_reads_it() {
+    let gw = Gateway::new().await;
+    let api = gw.call("GET", "/v1/openapi.json", None, None).await.body;
+    let since = &api["paths"]["/v1/stats"]["get"]["parameters"][0];
+    assert_eq!(since["name"], "since");
+    assert_eq!(
+        since["schema"]["pattern"],
+        countersign_engine::approval::stats::WINDOW_PATTERN
+    );
+}

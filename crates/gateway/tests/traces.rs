@@ -28,6 +28,13 @@ fn named<'a>(spans: &'a [SpanData], name: &str) -> Vec<&'a SpanData> {
     spans.iter().filter(|s| s.name == name).collect()
 }
 
+/// `wait`'s answer, or a failed test after ten seconds.
+async fn within<T>(wait: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(10), wait)
+        .await
+        .expect("the invoke's trace closes within ten seconds")
+}
+
 fn children<'a>(spans: &'a [SpanData], parent: &SpanData, name: &str) -> Vec<&'a SpanData> {
     let id: SpanId = parent.span_context.span_id();
     named(spans, name)
@@ -43,17 +50,30 @@ async fn an_approved_execution_is_traced_parent_linked_with_its_plan_and_no_secr
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(exporter.clone())
         .build();
+    // The process's subscriber (nextest runs each test in a process of its own): sqlx's SQLite
+    // workers end the spans of the statements they ran on threads of their own.
     let subscriber =
         tracing_subscriber::registry().with(countersign_gateway::telemetry::spans(&provider));
-    let _traced = tracing::subscriber::set_default(subscriber);
+    tracing::subscriber::set_global_default(subscriber).expect("one subscriber per test process");
 
     let (gw, dana) = Gateway::with_approver("Dana").await;
     let plan = gw.preview(RETENTION, retention("prj_184", 14)).await;
     approve_by(&gw, &plan, &[&dana]).await;
     let executed = gw.execute(&plan).await;
     assert_eq!(executed.status, StatusCode::OK, "{}", executed.body);
-    provider.force_flush().unwrap();
-    let spans = exporter.get_finished_spans().unwrap();
+    // A span ends when its last handle goes, and sqlx's SQLite workers hold the span a statement
+    // ran in until they are done with its command, which may be just after the answer.
+    let spans = within(async {
+        loop {
+            provider.force_flush().unwrap();
+            let spans = exporter.get_finished_spans().unwrap();
+            if !named(&spans, "POST /v1/capabilities/{id}/invoke").is_empty() {
+                return spans;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
 
     let invokes = named(&spans, "POST /v1/capabilities/{id}/invoke");
     let [invoke] = invokes[..] else {

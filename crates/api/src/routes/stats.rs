@@ -24,7 +24,9 @@ pub struct StatsQuery {
 
 /// Plans decided over the last `since` (`7d` by default; `24h`, `90m`; at most 366 days): per
 /// capability, per approver and per day, with the approvals sooner than a plan can be read.
-#[utoipa::path(get, path = "/v1/stats", params(("since" = Option<String>, Query)),
+#[utoipa::path(get, path = "/v1/stats",
+    params(("since" = Option<String>, Query,
+        pattern = "^((36[0-6]|3[0-5][0-9]|[12][0-9]{2}|[1-9][0-9]?)d|[1-9][0-9]{0,2}h|[1-9][0-9]{0,3}m)$")),
     responses((status = 200, body = Stats), Refused))]
 pub async fn stats(
     State(state): State<Arc<AppState>>,

@@ -104,28 +104,30 @@ pub async fn window(store: &Store, since: DateTime<Utc>) -> ApiResult<Stats> {
     })
 }
 
-/// `7d`, `24h`, `90m`: a window's length, from one minute to [`MAX_DAYS`].
+/// What a window may be written as: [`parse_window`]'s language, for the API's description.
+pub const WINDOW_PATTERN: &str =
+    "^((36[0-6]|3[0-5][0-9]|[12][0-9]{2}|[1-9][0-9]?)d|[1-9][0-9]{0,2}h|[1-9][0-9]{0,3}m)$";
+
+/// `7d`, `24h`, `90m`: a window's length, as [`WINDOW_PATTERN`] writes it: 1 to 366 days, 999
+/// hours or 9,999 minutes, with no leading zero.
 pub fn parse_window(text: &str) -> Result<Duration, String> {
-    let (number, unit) = text.split_at(text.len().saturating_sub(1));
-    let n: i64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a window: a number and d, h or m (7d)"))?;
-    let window = match unit {
-        "d" => Duration::days(n),
-        "h" => Duration::hours(n),
-        "m" => Duration::minutes(n),
-        _ => {
-            return Err(format!(
-                "{text:?} is not a window: a number and d, h or m (7d)"
-            ))
-        }
+    let refused = || {
+        format!("{text:?} is not a window: 1 to 366 days, 999 hours or 9999 minutes (7d, 24h, 90m)")
     };
-    if window < Duration::minutes(1) || window > Duration::days(MAX_DAYS) {
-        return Err(format!(
-            "{text:?}: a window is one minute to {MAX_DAYS} days"
-        ));
+    let Some(unit) = text.chars().last() else {
+        return Err(refused());
+    };
+    let number = &text[..text.len() - unit.len_utf8()];
+    if number.is_empty() || number.starts_with('0') || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(refused());
     }
-    Ok(window)
+    let n: i64 = number.parse().map_err(|_| refused())?;
+    match unit {
+        'd' if n <= MAX_DAYS => Ok(Duration::days(n)),
+        'h' if n <= 999 => Ok(Duration::hours(n)),
+        'm' if n <= 9999 => Ok(Duration::minutes(n)),
+        _ => Err(refused()),
+    }
 }
 
 /// Each plan's settling decision by people: the rejection, or the last approval.
@@ -250,7 +252,11 @@ mod tests {
         assert_eq!(parse_window("7d"), Ok(Duration::days(7)));
         assert_eq!(parse_window("24h"), Ok(Duration::hours(24)));
         assert_eq!(parse_window("90m"), Ok(Duration::minutes(90)));
-        for bad in ["", "d", "7", "7w", "-1d", "0m", "400d", "1.5d"] {
+        assert_eq!(parse_window("366d"), Ok(Duration::days(366)));
+        assert_eq!(parse_window("9999m"), Ok(Duration::minutes(9999)));
+        for bad in [
+            "", "d", "7", "7w", "-1d", "0m", "07d", "367d", "1000h", "10000m", "1.5d",
+        ] {
             assert!(parse_window(bad).is_err(), "{bad}");
         }
     }
