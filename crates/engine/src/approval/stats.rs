@@ -255,7 +255,8 @@ mod tests {
         assert_eq!(parse_window("366d"), Ok(Duration::days(366)));
         assert_eq!(parse_window("9999m"), Ok(Duration::minutes(9999)));
         for bad in [
-            "", "d", "7", "7w", "-1d", "0m", "07d", "367d", "1000h", "10000m", "1.5d",
+            "", "d", "7", "7w", "-1d", "0m", "07d", "367d", "1000h", "10000m", "1.5d", "\u{80}",
+            "7\u{80}", "\u{80}d",
         ] {
             assert!(parse_window(bad).is_err(), "{bad}");
         }
