@@ -175,6 +175,31 @@ $(MCP_VENV)/.mcp-$(MCP_SDK_VERSION):
 	$(MCP_VENV)/bin/pip install --quiet --disable-pip-version-check mcp==$(MCP_SDK_VERSION)
 	touch $@
 
+# --- MCP: the published servers the gateway's proxy stands in front of in its tests
+# (crates/gateway/tests/mcp_proxy.rs): the filesystem server from npm (locked in
+# tests/mcp-servers), the git server from pip ---
+MCP_SERVERS := target/mcp-servers
+GIT_SERVER_VERSION := 2026.10.19
+APT_PACKAGES += git
+.PHONY: mcp-servers
+rust-test: mcp-servers
+venvs: mcp-servers
+
+## The published MCP servers, in throw-away folders; a new pin or lock installs them again.
+mcp-servers: system-deps $(MCP_SERVERS)/npm/.installed $(MCP_SERVERS)/.git-$(GIT_SERVER_VERSION)
+
+$(MCP_SERVERS)/npm/.installed: tests/mcp-servers/package.json tests/mcp-servers/package-lock.json
+	rm -rf $(MCP_SERVERS)/npm && mkdir -p $(MCP_SERVERS)/npm
+	cp tests/mcp-servers/package.json tests/mcp-servers/package-lock.json $(MCP_SERVERS)/npm/
+	cd $(MCP_SERVERS)/npm && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(MCP_SERVERS)/.git-$(GIT_SERVER_VERSION):
+	rm -rf $(MCP_SERVERS)/venv
+	python3 -m venv $(MCP_SERVERS)/venv
+	$(MCP_SERVERS)/venv/bin/pip install --quiet --disable-pip-version-check mcp-server-git==$(GIT_SERVER_VERSION)
+	touch $@
+
 SCHEMA_VENV := target/schema-venv
 SCHEMATHESIS_VERSION := 4.32.5
 .PHONY: schema-venv

@@ -13,6 +13,7 @@ MAY_USE = {
     "countersign-demo-world": {"countersign-pack", "countersign-proto"},
     "countersign-providers": {"countersign-pack", "countersign-proto"},
     "countersign-example-pack": {"countersign-pack", "countersign-proto"},
+    "countersign-mcp-proxy": {"countersign-pack", "countersign-proto"},
     "countersign-engine": {"countersign-pack", "countersign-policy", "countersign-proto"},
     "countersign-api": {"countersign-engine", "countersign-pack", "countersign-proto"},
     "countersign-embedded": {
@@ -22,7 +23,7 @@ MAY_USE = {
     "countersign-gateway": {
         "countersign-api", "countersign-engine", "countersign-pack", "countersign-policy",
         "countersign-proto", "countersign-demo-world", "countersign-providers",
-        "countersign-embedded",
+        "countersign-embedded", "countersign-mcp-proxy",
     },
     "countersign-console": {"countersign-proto"},
     "countersign-cli": {"countersign-console", "countersign-proto"},
@@ -36,6 +37,7 @@ NEVER = {
     "countersign-engine": {"axum", "rmcp", "lettre", "reqwest"},
     "countersign-api": {"rmcp", "lettre", "reqwest"},
     "countersign-embedded": {"rmcp", "lettre", "countersign-gateway"},
+    "countersign-mcp-proxy": {"axum", "lettre", "countersign-engine"},
     "countersign-desktop": {"rmcp", "lettre", "countersign-gateway"},
     "countersign-console": {"axum", "countersign-engine", "countersign-api"},
 }

@@ -18,6 +18,7 @@ use countersign_api::{app, AppState};
 use countersign_demo_world::sim::AgentSim;
 use countersign_engine::execution::external::recover_interrupted;
 use countersign_engine::{accounts, approval::teams, Engine, Limits, Registry, Store};
+use countersign_pack::Pack;
 use countersign_policy::Policy;
 use countersign_providers::local::LocalProviders;
 use countersign_providers::{PackSettings, Providers};
@@ -29,11 +30,16 @@ pub use co_approver::CoApprover;
 /// The reference gateway's capabilities, in the order it lists them: the demo world's, the
 /// budget guard, and the provider pack at `settings` calling `providers`.
 pub fn registry(settings: &PackSettings, providers: Providers) -> Result<Registry, String> {
-    Registry::new(vec![
+    Registry::new(packs(settings, providers))
+}
+
+/// The packs of [`registry`], for a composition that serves more beside them.
+pub fn packs(settings: &PackSettings, providers: Providers) -> Vec<Pack> {
+    vec![
         countersign_demo_world::pack(),
         countersign_engine::builtin_pack(),
         countersign_providers::pack(settings, providers),
-    ])
+    ]
 }
 
 /// [`registry`] with the default settings and no provider endpoint, made once per process.

@@ -124,7 +124,7 @@ impl Registry {
         &self,
         conn: &mut AnyConnection,
         resource: &str,
-    ) -> Result<Option<String>, sqlx::Error> {
+    ) -> ApiResult<Option<String>> {
         match self.domain_of(resource) {
             Some(domain) => domain.revision(&mut Handle::new(conn), resource).await,
             None => Ok(None),

@@ -309,15 +309,19 @@ struct ProviderArgs {
     /// Provider plans that may cost more than this many credits wait for an approver.
     #[arg(long, default_value = "1.00")]
     approve_provider_calls_above: Credits,
+    /// An MCP server to stand in front of: NAME=COMMAND or NAME=URL, as for serve.
+    #[arg(long, value_name = "NAME=COMMAND|URL")]
+    mcp_upstream: Vec<String>,
 }
 
 impl ProviderArgs {
     /// The shipped packs, the providers' with this approval threshold and calling the
-    /// configured providers.
-    fn registry(&self) -> anyhow::Result<&'static Registry> {
+    /// configured providers, and the tools of the MCP upstreams.
+    async fn registry(&self) -> anyhow::Result<&'static Registry> {
         let providers =
             serve::providers(self.openai_url.as_deref(), self.replicate_url.as_deref())?;
-        serve::registry(self.approve_provider_calls_above, providers)
+        let upstreams = serve::connect_upstreams(&self.mcp_upstream).await?;
+        serve::registry(self.approve_provider_calls_above, providers, &upstreams)
     }
 }
 
@@ -389,7 +393,7 @@ async fn main() -> anyhow::Result<()> {
         } => {
             let policy = policy.load()?;
             let store = Store::open(&database).await?;
-            let registry = providers.registry()?;
+            let registry = providers.registry().await?;
             let state = countersign_embedded::state_with_policy(
                 store,
                 &name,

@@ -11,6 +11,7 @@ use std::time::Duration;
 use countersign_embedded::seed_demo;
 use countersign_engine::execution::external::recover_interrupted;
 use countersign_engine::{Engine, Limits, Registry, Store};
+use countersign_mcp_proxy::{Spec, Upstream};
 use countersign_policy::Policy;
 use countersign_proto::Credits;
 use countersign_providers::local::LocalProviders;
@@ -51,7 +52,8 @@ pub async fn serve(settings: Settings) -> anyhow::Result<()> {
             settings.replicate_url.as_deref(),
         )?,
     };
-    let registry = registry(settings.approve_provider_calls_above, providers)?;
+    let upstreams = connect_upstreams(&settings.mcp_upstream).await?;
+    let registry = registry(settings.approve_provider_calls_above, providers, &upstreams)?;
     recover_interrupted(&store, registry).await?;
     let state = countersign_embedded::state_with_policy(
         store,
@@ -169,15 +171,35 @@ pub fn load_policy(dir: Option<&std::path::Path>, heap_limit_mb: u64) -> anyhow:
 }
 
 /// The shipped packs, the providers' waiting for approval above `approval_above` and calling
-/// `providers`.
+/// `providers`, and the tools of `upstreams`.
 pub fn registry(
     approval_above: Credits,
     providers: Providers,
+    upstreams: &[Arc<Upstream>],
 ) -> anyhow::Result<&'static Registry> {
     let settings = PackSettings { approval_above };
-    Ok(countersign_embedded::registry(&settings, providers)
-        .map_err(anyhow::Error::msg)?
-        .leak())
+    let mut packs = countersign_embedded::packs(&settings, providers);
+    if !upstreams.is_empty() {
+        packs.push(countersign_mcp_proxy::pack(upstreams));
+    }
+    Ok(Registry::new(packs).map_err(anyhow::Error::msg)?.leak())
+}
+
+/// Each `NAME=COMMAND` or `NAME=URL` connected, its tools listed; a gateway does not start with
+/// an upstream it cannot reach.
+pub async fn connect_upstreams(specs: &[String]) -> anyhow::Result<Vec<Arc<Upstream>>> {
+    let mut upstreams: Vec<Arc<Upstream>> = Vec::with_capacity(specs.len());
+    for text in specs {
+        let spec = Spec::parse(text, |var| std::env::var(var).ok())
+            .map_err(|e| anyhow::anyhow!("mcp_upstream: {e}"))?;
+        anyhow::ensure!(
+            upstreams.iter().all(|u| u.name() != spec.name),
+            "mcp_upstream: two upstreams are called {}",
+            spec.name
+        );
+        upstreams.push(Upstream::connect(spec).await.map_err(anyhow::Error::msg)?);
+    }
+    Ok(upstreams)
 }
 
 /// Where provider capabilities' calls go. Keys come from the environment or the OS keyring

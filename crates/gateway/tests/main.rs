@@ -29,6 +29,7 @@ mod logs;
 mod mail;
 mod mail_remedies;
 mod mcp_http;
+mod mcp_proxy;
 mod metrics;
 mod moved_reads;
 mod openapi;

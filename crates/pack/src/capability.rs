@@ -63,12 +63,13 @@ pub trait ExternalCapability: Definition {
 pub trait Domain: Send + Sync + 'static {
     /// The kinds of resource (`projects` in `projects/prj_184`) whose revisions this domain keeps.
     fn kinds(&self) -> &'static [&'static str];
-    /// The current revision of `resource`, or `None` when it does not exist (or has none).
+    /// The current revision of `resource`, or `None` when it does not exist (or has none); an
+    /// error when it cannot be read now (the store, or a server the domain reads through).
     fn revision<'a>(
         &'a self,
         handle: &'a mut Handle<'_>,
         resource: &'a str,
-    ) -> BoxFuture<'a, Result<Option<String>, sqlx::Error>>;
+    ) -> BoxFuture<'a, ApiResult<Option<String>>>;
     /// Whether `person` may have an agent act for them on `resource` (of kind `target`); `None`
     /// when this domain does not know the person.
     fn may_act<'a>(

@@ -13,6 +13,10 @@
 //! it paid for. A gateway stopped between 1 and 3 finds the plan in flight when it starts again
 //! ([`recover_interrupted`]) and records it as failed, keeping the reservation: the provider may
 //! have done, and billed, the work.
+//!
+//! A call evaluated for its invoke alone (a capability that needs nobody and no preview, such as
+//! an MCP tool that only reads) takes the same steps without a plan to mark: it is audited and
+//! answered, and leaves no plan behind.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -42,6 +46,11 @@ pub struct Call<'a> {
     pub capability: Capability,
     pub external: &'static dyn ExternalCapability,
     pub plan: &'a Preview,
+    /// The plan is stored (previewed and, where it had to be, approved); otherwise it was
+    /// evaluated for this invoke alone, needs nobody, and leaves no plan behind.
+    pub stored: bool,
+    /// What the idempotency key is taken for: the plan, or the request's digest.
+    pub identity: &'a str,
     pub agent: &'a Agent,
     pub request: &'a InvokeRequest,
     pub trace_id: &'a str,
@@ -54,6 +63,7 @@ struct InFlight {
     capability: Capability,
     external: &'static dyn ExternalCapability,
     plan: Preview,
+    stored: bool,
     agent_id: String,
     key: Option<String>,
     trace_id: String,
@@ -68,13 +78,15 @@ pub async fn run(mut w: WriteTx<'_>, call: Call<'_>) -> ApiResult<SuccessEnvelop
     let registry = call.engine.registry;
     if let Err(e) = rederive(&mut w.tx, call.capability, plan).await {
         return Err(match e.code {
-            ErrorCode::PlanStale => stale(w, registry, plan, e).await?,
+            ErrorCode::PlanStale if call.stored => stale(w, registry, plan, e).await?,
             _ => e,
         });
     }
-    if let Some(refused) = standing::take(&mut w.tx, registry, plan).await? {
-        w.commit().await?;
-        return Err(refused);
+    if call.stored {
+        if let Some(refused) = standing::take(&mut w.tx, registry, plan).await? {
+            w.commit().await?;
+            return Err(refused);
+        }
     }
     let budget = plan.estimated_cost.amount_max;
     wallet::ensure(&mut w.tx, &agent.id, budget).await?;
@@ -87,7 +99,7 @@ pub async fn run(mut w: WriteTx<'_>, call: Call<'_>) -> ApiResult<SuccessEnvelop
         )
         .bind(&agent.id)
         .bind(key)
-        .bind(format!("plan:{}", plan.plan_id))
+        .bind(call.identity)
         .execute(&mut *w.tx)
         .await?;
     }
@@ -96,6 +108,7 @@ pub async fn run(mut w: WriteTx<'_>, call: Call<'_>) -> ApiResult<SuccessEnvelop
         capability: call.capability,
         external: call.external,
         plan: plan.clone(),
+        stored: call.stored,
         agent_id: agent.id.clone(),
         key: call.request.idempotency_key.clone(),
         trace_id: call.trace_id.to_owned(),
@@ -103,16 +116,18 @@ pub async fn run(mut w: WriteTx<'_>, call: Call<'_>) -> ApiResult<SuccessEnvelop
         audit_id: ids::random_id("aud_", 8),
         executed_at: ids::to_text(ids::now()),
     };
-    let in_flight = json!({"executed_at": flight.executed_at, "audit_id": flight.audit_id,
-                           "in_flight": true, "charged": credits(budget)});
-    record(
-        &mut w,
-        registry,
-        &plan.plan_id,
-        PlanStatus::Executed,
-        Some(&in_flight),
-    )
-    .await?;
+    if call.stored {
+        let in_flight = json!({"executed_at": flight.executed_at, "audit_id": flight.audit_id,
+                               "in_flight": true, "charged": credits(budget)});
+        record(
+            &mut w,
+            registry,
+            &plan.plan_id,
+            PlanStatus::Executed,
+            Some(&in_flight),
+        )
+        .await?;
+    }
     w.commit().await?;
     tokio::spawn(flight.finish().in_current_span())
         .await
@@ -192,7 +207,9 @@ impl InFlight {
                     "latency_ms".into(),
                     json!(self.started.elapsed().as_millis() as u64),
                 );
-                metadata.insert("plan_id".into(), json!(plan.plan_id));
+                if self.stored {
+                    metadata.insert("plan_id".into(), json!(plan.plan_id));
+                }
                 metadata.insert("audit_id".into(), json!(self.audit_id));
                 metadata.insert("charged".into(), credits(charged));
                 metadata.insert("estimated".into(), json!(plan.estimated_cost));
@@ -255,24 +272,28 @@ impl InFlight {
         let execution = json!({"executed_at": self.executed_at, "audit_id": self.audit_id,
                                "effects_applied": effects_applied, "charged": credits(charged),
                                "estimated": plan.estimated_cost, "result": result});
-        match (answer, called.nothing_done) {
-            (Ok(_), _) => record(
-                &mut w,
-                registry,
-                &plan.plan_id,
-                PlanStatus::Executed,
-                Some(&execution),
-            ),
-            (Err(_), false) => record(
-                &mut w,
-                registry,
-                &plan.plan_id,
-                PlanStatus::Failed,
-                Some(&execution),
-            ),
-            (Err(_), true) => record(&mut w, registry, &plan.plan_id, PlanStatus::Approved, None),
+        if self.stored {
+            match (answer, called.nothing_done) {
+                (Ok(_), _) => record(
+                    &mut w,
+                    registry,
+                    &plan.plan_id,
+                    PlanStatus::Executed,
+                    Some(&execution),
+                ),
+                (Err(_), false) => record(
+                    &mut w,
+                    registry,
+                    &plan.plan_id,
+                    PlanStatus::Failed,
+                    Some(&execution),
+                ),
+                (Err(_), true) => {
+                    record(&mut w, registry, &plan.plan_id, PlanStatus::Approved, None)
+                }
+            }
+            .await?;
         }
-        .await?;
         let journal: Vec<JournalEntry> = plan
             .effects
             .iter()
@@ -290,7 +311,7 @@ impl InFlight {
              VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(&self.audit_id)
-        .bind(&plan.plan_id)
+        .bind(self.stored.then_some(&plan.plan_id))
         .bind(self.capability.id())
         .bind(&self.agent_id)
         .bind(serde_json::to_string(&journal)?)

@@ -123,6 +123,8 @@ pub async fn run(
                     capability,
                     external: external.as_ref(),
                     plan: &plan,
+                    stored,
+                    identity: &identity,
                     agent,
                     request: &request,
                     trace_id,

@@ -377,7 +377,7 @@ pub async fn moved(
     conn: &mut AnyConnection,
     registry: &Registry,
     read: &[ReadRevision],
-) -> Result<Vec<MovedRevision>, sqlx::Error> {
+) -> ApiResult<Vec<MovedRevision>> {
     let mut moved = Vec::new();
     for r in read {
         let current = registry

@@ -121,6 +121,12 @@ pub struct Flags {
     #[arg(long, value_name = "URL")]
     #[serde(skip_serializing_if = "Option::is_none")]
     otlp_endpoint: Option<String>,
+    /// An MCP server to stand in front of, its tools approved call by call: NAME=COMMAND (run
+    /// over stdio) or NAME=URL (streamable HTTP, its bearer token from
+    /// COUNTERSIGN_MCP_<NAME>_TOKEN); repeat for more (docs/mcp-proxy.md).
+    #[arg(long, value_name = "NAME=COMMAND|URL")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    mcp_upstream: Vec<String>,
 }
 
 impl Flags {

@@ -65,6 +65,8 @@ pub struct Settings {
     pub log_format: LogFormat,
     /// Where spans go, over OTLP/HTTP (`http://collector:4318/v1/traces`); none: nowhere.
     pub otlp_endpoint: Option<String>,
+    /// MCP servers to stand in front of, `NAME=COMMAND` or `NAME=URL` (docs/mcp-proxy.md).
+    pub mcp_upstream: Vec<String>,
 }
 
 impl Default for Settings {
@@ -94,12 +96,13 @@ impl Default for Settings {
             drain_seconds: 30,
             log_format: LogFormat::Text,
             otlp_endpoint: None,
+            mcp_upstream: Vec::new(),
         }
     }
 }
 
 /// The keys of [`Settings`], in the order the file and `config check` list them.
-const KEYS: [&str; 24] = [
+const KEYS: [&str; 25] = [
     "addr",
     "database",
     "tls_cert",
@@ -124,6 +127,7 @@ const KEYS: [&str; 24] = [
     "drain_seconds",
     "log_format",
     "otlp_endpoint",
+    "mcp_upstream",
 ];
 
 /// Keys whose values may carry a password (a URL's), shown redacted.

@@ -475,6 +475,19 @@ impl Gateway {
         self.send(request).await.body
     }
 
+    /// The ids of every capability the gateway lists to the test agent, in its order.
+    pub async fn capability_ids(&self) -> Vec<String> {
+        let listed = self
+            .call("GET", "/v1/capabilities", Some(&self.agent), None)
+            .await;
+        listed.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["capability_id"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
     /// `dry_run` of `capability` as the test agent; the preview, which must be 200.
     pub async fn preview(&self, capability: &str, params: Value) -> Value {
         let reply = self.try_preview(capability, params).await;
@@ -738,11 +751,12 @@ pub fn assert_error(reply: &Reply, code: &str, status: u16) {
     assert!(reply.body["error"]["message"]
         .as_str()
         .is_some_and(|m| !m.is_empty()));
-    // A model provider's failure names the provider; every other error is the gateway's own.
+    // A provider's failure (a model provider's, an MCP upstream's) names the provider; every
+    // other error is the gateway's own.
     let provider = reply.body["provider"].as_str().unwrap_or_default();
     if code.starts_with("provider_") {
         assert!(
-            ["openai", "replicate"].contains(&provider),
+            !provider.is_empty() && provider != "system",
             "{}",
             reply.body
         );

@@ -1,7 +1,7 @@
 //! What the engine must know of the demo world: its resources' revisions, the rule for the
 //! people agents act for, and where their mail goes.
 
-use countersign_pack::{BoxFuture, Domain, Flag, Handle, Target};
+use countersign_pack::{ApiResult, BoxFuture, Domain, Flag, Handle, Target};
 
 use crate::world::{self, PROJECT, TABLES};
 
@@ -26,8 +26,8 @@ impl Domain for World {
         &'a self,
         handle: &'a mut Handle<'_>,
         resource: &'a str,
-    ) -> BoxFuture<'a, Result<Option<String>, sqlx::Error>> {
-        Box::pin(world::revision(handle.conn(), resource))
+    ) -> BoxFuture<'a, ApiResult<Option<String>>> {
+        Box::pin(async move { Ok(world::revision(handle.conn(), resource).await?) })
     }
 
     /// A person must be a known, active user; employees act on every project, group and quota

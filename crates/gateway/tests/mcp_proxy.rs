@@ -1,0 +1,307 @@
+//! Countersign in front of a published MCP server (docs/mcp-proxy.md): the filesystem server
+//! from npm, pinned by `make mcp-servers`, is the upstream; no stand-in replaces it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use countersign_engine::{Limits, Registry};
+use countersign_mcp_proxy::{Spec, Upstream};
+use countersign_proto::digest::sha256;
+use countersign_proto::plan::Preview;
+use countersign_proto::risk::{default_high_cost_threshold, risk_flags};
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+use crate::common::{approve_by, assert_error, Gateway, Reply};
+
+/// The filesystem server `make mcp-servers` installs; a test without it fails and says so.
+fn filesystem_server() -> PathBuf {
+    let server = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/mcp-servers/npm/node_modules/.bin/mcp-server-filesystem");
+    assert!(
+        server.exists(),
+        "{} is missing: run `make mcp-servers`",
+        server.display()
+    );
+    server
+}
+
+/// A directory the filesystem server serves as the upstream `files`, and a gateway in front.
+struct Served {
+    root: TempDir,
+    gw: Gateway,
+}
+
+impl Served {
+    async fn new() -> Served {
+        Served::running(&filesystem_server()).await
+    }
+
+    /// The server started as `server` (a path the test can name the process by).
+    async fn running(server: &Path) -> Served {
+        let root = tempfile::tempdir().unwrap();
+        let command = format!("files={} {}", server.display(), root.path().display());
+        let upstream = Upstream::connect(Spec::parse(&command, |_| None).unwrap())
+            .await
+            .unwrap();
+        let gw = Gateway::serving(Limits::default(), registry(&[upstream])).await;
+        Served { root, gw }
+    }
+
+    /// The path of `name` in the served directory, holding `text` unless that is `None`.
+    fn file(&self, name: &str, text: Option<&str>) -> PathBuf {
+        let path = self.root.path().join(name);
+        if let Some(text) = text {
+            std::fs::write(&path, text).unwrap();
+        }
+        path
+    }
+
+    async fn preview(&self, tool: &str, params: Value) -> Value {
+        self.gw.preview(&format!("files.{tool}"), params).await
+    }
+
+    /// `plan` approved by one approver, then invoked.
+    async fn approve_and_run(&self, plan: &Value) -> Reply {
+        let approver = self.gw.enroll("Ana").await;
+        approve_by(&self.gw, plan, &[&approver]).await;
+        self.gw.execute(plan).await
+    }
+}
+
+fn registry(upstreams: &[Arc<Upstream>]) -> &'static Registry {
+    let none = countersign_providers::Providers::none();
+    let mut packs = countersign_embedded::packs(&Default::default(), none);
+    packs.push(countersign_mcp_proxy::pack(upstreams));
+    Registry::new(packs).unwrap().leak()
+}
+
+fn text(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// The plan's risk flags, as PROTOCOL section 3 computes them.
+fn flags(plan: &Value) -> Vec<String> {
+    let preview: Preview = serde_json::from_value(plan.clone()).unwrap();
+    risk_flags(&preview, default_high_cost_threshold())
+        .into_iter()
+        .map(|f| {
+            serde_json::to_value(f)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn each_upstream_tool_is_a_capability_with_its_own_schema() {
+    let served = Served::new().await;
+    let gw = &served.gw;
+    let ids = gw.capability_ids().await;
+    for id in [
+        "files.write_file",
+        "files.edit_file",
+        "files.read_text_file",
+        "files.move_file",
+    ] {
+        assert!(ids.iter().any(|listed| listed == id), "{id} in {ids:?}");
+    }
+    let describe = |id: &'static str| gw.call("GET", id, Some(&gw.agent), None);
+    let write = describe("/v1/capabilities/files.write_file").await;
+    assert_eq!(
+        write.body["input_schema"]["required"],
+        json!(["path", "content"])
+    );
+    assert_eq!(write.body["dry_run"], "required");
+    let read = describe("/v1/capabilities/files.read_text_file").await;
+    assert_eq!(read.body["dry_run"], "not_applicable");
+}
+
+#[tokio::test]
+async fn a_write_waits_for_a_signed_approval_then_writes_exactly_the_signed_content_once() {
+    let served = Served::new().await;
+    let file = served.file("notes.txt", Some("before\n"));
+    let plan = served
+        .preview(
+            "write_file",
+            json!({"path": file, "content": "after, as signed\n"}),
+        )
+        .await;
+    assert_eq!(plan["would_require_approval"], true);
+    // The server says write_file is destructive and not open-world, and the adapter previews it.
+    assert_eq!(flags(&plan), ["irreversible"], "{plan}");
+    let effect = &plan["effects"][0];
+    let resource = format!("mcp-files/files:{}", file.display());
+    assert_eq!(effect["resource"], resource.as_str());
+    assert_eq!(effect["external"], false);
+    assert_eq!(
+        effect["changes"],
+        json!([{"path": "/content", "before": "before\n", "after": "after, as signed\n"}])
+    );
+    let read = plan["read_revisions"].as_array().unwrap();
+    assert!(read.iter().any(
+        |r| r["resource"] == resource.as_str() && r["revision"] == sha256(b"before\n").as_str()
+    ));
+    assert_eq!(text(&file), "before\n", "a preview writes nothing");
+
+    let early = served.gw.execute(&plan).await;
+    assert_error(&early, "approval_required", 409);
+    assert_eq!(text(&file), "before\n");
+
+    let ran = served.approve_and_run(&plan).await;
+    assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
+    assert_eq!(ran.body["provider"], "files");
+    assert_eq!(ran.body["metadata"]["upstream"], "files");
+    assert_eq!(ran.body["metadata"]["tool"], "write_file");
+    assert_eq!(text(&file), "after, as signed\n");
+
+    std::fs::write(&file, "changed since\n").unwrap();
+    let again = served.gw.execute(&plan).await;
+    assert_error(&again, "plan_already_executed", 409);
+    assert_eq!(text(&file), "changed since\n");
+}
+
+#[tokio::test]
+async fn a_file_changed_after_its_preview_is_stale_for_the_approver_and_at_execution() {
+    let served = Served::new().await;
+    let gw = &served.gw;
+    let file = served.file("notes.txt", Some("before\n"));
+    let params = json!({"path": file, "content": "mine\n"});
+    let approver = gw.enroll("Ana").await;
+
+    let approved = served.preview("write_file", params.clone()).await;
+    approve_by(gw, &approved, &[&approver]).await;
+    std::fs::write(&file, "someone else's\n").unwrap();
+    assert_error(&gw.execute(&approved).await, "plan_stale", 409);
+    assert_eq!(text(&file), "someone else's\n");
+
+    let pending = served.preview("write_file", params).await;
+    std::fs::write(&file, "and again\n").unwrap();
+    let statement = approver.sign(&approver.statement(gw, &pending));
+    let refused = approver
+        .send(gw, pending["plan_id"].as_str().unwrap(), &statement)
+        .await;
+    assert_error(&refused, "plan_stale", 409);
+    assert_eq!(text(&file), "and again\n");
+}
+
+#[tokio::test]
+async fn a_new_file_is_previewed_as_created_and_a_file_outside_the_servers_reach_is_blocked() {
+    let served = Served::new().await;
+    let file = served.file("new.txt", None);
+    let plan = served
+        .preview("write_file", json!({"path": file, "content": "fresh\n"}))
+        .await;
+    assert_eq!(
+        plan["effects"][0]["changes"][0]["before"],
+        Value::Null,
+        "{plan}"
+    );
+    assert_eq!(plan["executable"], true);
+    let outside = served
+        .preview("write_file", json!({"path": "/etc/passwd", "content": "x"}))
+        .await;
+    assert_eq!(outside["executable"], false, "{outside}");
+    assert_eq!(outside["validation"][0]["code"], "tool_preview_failed");
+}
+
+#[tokio::test]
+async fn a_read_only_tool_runs_at_once_and_leaves_no_plan() {
+    let served = Served::new().await;
+    let gw = &served.gw;
+    let file = served.file("readme.txt", Some("hello from the upstream\n"));
+    let invoke = |tool: &'static str, params: Value| {
+        gw.invoke_as(&gw.agent, tool, json!({ "params": params }))
+    };
+    let read = invoke("files.read_text_file", json!({"path": file})).await;
+    assert_eq!(read.status, StatusCode::OK, "{}", read.body);
+    assert_eq!(read.body["content"], "hello from the upstream\n");
+    assert_eq!(
+        gw.count("SELECT COUNT(*) FROM plans WHERE $1 = $1", "")
+            .await,
+        0
+    );
+    // A write cannot take the same road.
+    let write = invoke("files.write_file", json!({"path": file, "content": "x"})).await;
+    assert_error(&write, "dry_run_required", 428);
+    assert_eq!(text(&file), "hello from the upstream\n");
+}
+
+#[tokio::test]
+async fn edit_file_is_previewed_by_the_servers_own_dry_run_and_runs_as_signed() {
+    let served = Served::new().await;
+    let file = served.file("config.ini", Some("mode = slow\nlevel = 1\n"));
+    let edits = json!([{"oldText": "mode = slow", "newText": "mode = fast"}]);
+    let plan = served
+        .preview("edit_file", json!({"path": file, "edits": edits}))
+        .await;
+    let preview = &plan["effects"][0]["changes"][0];
+    assert_eq!(preview["path"], "/tool_preview", "{plan}");
+    let diff = preview["after"].as_str().unwrap();
+    assert!(
+        diff.contains("-mode = slow") && diff.contains("+mode = fast"),
+        "{diff}"
+    );
+    // The tool's own preview stands for it: the plan is not flagged for want of one.
+    assert_eq!(flags(&plan), ["irreversible"], "{plan}");
+    assert_eq!(text(&file), "mode = slow\nlevel = 1\n");
+
+    let ran = served.approve_and_run(&plan).await;
+    assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
+    assert_eq!(text(&file), "mode = fast\nlevel = 1\n");
+}
+
+#[tokio::test]
+async fn an_edit_the_tool_says_it_cannot_make_is_a_blocked_plan() {
+    let served = Served::new().await;
+    let file = served.file("config.ini", Some("mode = slow\n"));
+    let edits = json!([{"oldText": "no such line", "newText": "x"}]);
+    let plan = served
+        .preview("edit_file", json!({"path": file, "edits": edits}))
+        .await;
+    assert_eq!(plan["executable"], false, "{plan}");
+    assert_eq!(plan["validation"][0]["code"], "tool_preview_failed");
+    assert!(flags(&plan).contains(&"blocked".to_owned()));
+}
+
+#[tokio::test]
+async fn an_upstream_that_is_gone_fails_the_call_and_the_plan_can_run_once_it_is_back() {
+    // The server runs under a name the test can end it by.
+    let marker = std::env::temp_dir().join(format!("countersign-proxy-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    std::os::unix::fs::symlink(filesystem_server(), &marker).unwrap();
+    let served = Served::running(&marker).await;
+    let file = served.file("notes.txt", Some("before\n"));
+    let plan = served
+        .preview("write_file", json!({"path": file, "content": "after\n"}))
+        .await;
+    let approver = served.gw.enroll("Ana").await;
+    approve_by(&served.gw, &plan, &[&approver]).await;
+
+    let killed = std::process::Command::new("pkill")
+        .args(["-f", &marker.display().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success(), "the upstream was running");
+    let refused = served.gw.execute(&plan).await;
+    assert_error(&refused, "provider_unavailable", 502);
+    assert_eq!(text(&file), "before\n");
+
+    // The connection is opened again after its backoff, and the approved plan still runs.
+    let mut ran = refused;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        ran = served.gw.execute(&plan).await;
+        if ran.status == StatusCode::OK {
+            break;
+        }
+        assert_error(&ran, "provider_unavailable", 502);
+    }
+    std::fs::remove_file(&marker).unwrap();
+    assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
+    assert_eq!(text(&file), "after\n");
+}
