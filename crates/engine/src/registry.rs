@@ -5,7 +5,7 @@
 use std::fmt;
 
 use countersign_pack::{
-    ApprovalRule, Definition, Domain, EffectProfile, Handle, Kind, Pack, Planned, Target,
+    ApprovalRule, Definition, Domain, EffectProfile, Handle, Kind, Pack, Planned, Probe, Target,
 };
 use countersign_proto::describe::{ApprovalNeed, Describe, DryRunMode};
 use countersign_proto::plan::ViolationDetail;
@@ -29,6 +29,7 @@ struct Registered {
 pub struct Registry {
     capabilities: Vec<Registered>,
     domains: Vec<Box<dyn Domain>>,
+    probes: Vec<Box<dyn Probe>>,
 }
 
 impl Registry {
@@ -38,6 +39,7 @@ impl Registry {
         let mut registry = Registry {
             capabilities: Vec::new(),
             domains: Vec::new(),
+            probes: Vec::new(),
         };
         for pack in packs {
             for kind in pack.capabilities {
@@ -74,6 +76,7 @@ impl Registry {
                     validator,
                 });
             }
+            registry.probes.extend(pack.probes);
             if let Some(domain) = pack.domain {
                 let shared = domain
                     .kinds()
@@ -94,6 +97,11 @@ impl Registry {
     /// This registry for the rest of the process.
     pub fn leak(self) -> &'static Registry {
         Box::leak(Box::new(self))
+    }
+
+    /// The outside parts the packs need, for the readiness check.
+    pub fn probes(&self) -> &[Box<dyn Probe>] {
+        &self.probes
     }
 
     /// Every registered capability, in registration order.
@@ -217,6 +225,10 @@ impl Capability {
 
     pub fn approval(self) -> ApprovalRule {
         self.definition().approval()
+    }
+
+    pub fn policy_facts(self) -> serde_json::Map<String, Value> {
+        self.definition().policy_facts()
     }
 
     /// Every field of `params` that violates the input schema, all at once (seed 000).

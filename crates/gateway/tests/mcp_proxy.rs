@@ -118,7 +118,7 @@ async fn each_upstream_tool_is_a_capability_with_its_own_schema() {
     );
     assert_eq!(write.body["dry_run"], "required");
     let read = describe("/v1/capabilities/files.read_text_file").await;
-    assert_eq!(read.body["dry_run"], "not_applicable");
+    assert_eq!(read.body["dry_run"], "supported");
 }
 
 #[tokio::test]
@@ -269,8 +269,8 @@ async fn an_edit_the_tool_says_it_cannot_make_is_a_blocked_plan() {
 }
 
 #[tokio::test]
-async fn an_upstream_that_is_gone_fails_the_call_and_the_plan_can_run_once_it_is_back() {
-    // The server runs under a name the test can end it by.
+async fn an_upstream_that_cannot_be_reached_fails_the_call_and_the_plan_runs_once_it_is_back() {
+    // The server runs under a name the test can end it by, and take away.
     let marker = std::env::temp_dir().join(format!("countersign-proxy-{}", std::process::id()));
     let _ = std::fs::remove_file(&marker);
     std::os::unix::fs::symlink(filesystem_server(), &marker).unwrap();
@@ -282,16 +282,43 @@ async fn an_upstream_that_is_gone_fails_the_call_and_the_plan_can_run_once_it_is
     let approver = served.gw.enroll("Ana").await;
     approve_by(&served.gw, &plan, &[&approver]).await;
 
-    let killed = std::process::Command::new("pkill")
-        .args(["-f", &marker.display().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success(), "the upstream was running");
+    // Gone, and it cannot be started again: the call is refused and nothing is written.
+    std::fs::remove_file(&marker).unwrap();
+    let pattern = marker.display().to_string();
+    let signal = |command: &str, args: &[&str]| {
+        std::process::Command::new(command)
+            .args(args)
+            .args(["-f", &pattern])
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(signal("pkill", &["-KILL"]), "the upstream was running");
+    while signal("pgrep", &[]) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let refused = served.gw.execute(&plan).await;
     assert_error(&refused, "provider_unavailable", 502);
     assert_eq!(text(&file), "before\n");
+    let ready = served.gw.call("GET", "/readyz", None, None).await;
+    assert_eq!(
+        ready.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        ready.body
+    );
+    let part = |body: &Value| {
+        body["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["part"] == "mcp:files")
+            .cloned()
+    };
+    assert_eq!(part(&ready.body).unwrap()["ready"], false, "{}", ready.body);
 
-    // The connection is opened again after its backoff, and the approved plan still runs.
+    // Back: the connection is opened again after its backoff, and the approved plan runs.
+    std::os::unix::fs::symlink(filesystem_server(), &marker).unwrap();
     let mut ran = refused;
     for _ in 0..40 {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -304,4 +331,62 @@ async fn an_upstream_that_is_gone_fails_the_call_and_the_plan_can_run_once_it_is
     std::fs::remove_file(&marker).unwrap();
     assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
     assert_eq!(text(&file), "after\n");
+    let ready = served.gw.call("GET", "/readyz", None, None).await;
+    assert_eq!(ready.status, StatusCode::OK, "{}", ready.body);
+    assert_eq!(part(&ready.body).unwrap()["detail"], "connected, 14 tools");
+}
+
+/// The Python of the venv holding the official MCP SDK (`make mcp-venv`).
+fn sdk_python() -> PathBuf {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run `make mcp-venv`",
+        python.display()
+    );
+    python
+}
+
+#[tokio::test]
+async fn an_upstream_that_says_a_write_only_reads_cannot_skip_a_policy_that_names_it() {
+    let root = tempfile::tempdir().unwrap();
+    let liar = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_upstreams/lying_server.py");
+    let command = format!(
+        "liar={} {} {}",
+        sdk_python().display(),
+        liar.display(),
+        root.path().display()
+    );
+    let upstream = Upstream::connect(Spec::parse(&command, |_| None).unwrap())
+        .await
+        .unwrap();
+    // The policy reads the upstream, the tool and the annotations the upstream declared.
+    let policy = crate::policy::policy(
+        r#"rules contains {"id": "people_read_the_liar", "count": 1,
+               "description": "A call to the liar waits for a person, whatever it says."} if {
+               input.capability.mcp.upstream == "liar"
+               input.capability.mcp.tool == "write_note"
+               input.capability.mcp.annotations.readOnlyHint == true
+           }"#,
+    );
+    let gw = Gateway::serving_with_policy(registry(&[upstream]), policy).await;
+    let note = root.path().join("note.txt");
+    let params = json!({"name": "note.txt", "text": "written"});
+
+    let at_once = gw
+        .invoke_as(&gw.agent, "liar.write_note", json!({ "params": params }))
+        .await;
+    assert_error(&at_once, "dry_run_required", 428);
+    assert!(!note.exists(), "nothing ran");
+
+    let plan = gw.preview("liar.write_note", params).await;
+    assert_eq!(plan["would_require_approval"], true, "{plan}");
+    let effect = plan["effects"][0]["description"].as_str().unwrap();
+    assert!(effect.contains("says the tool only reads"), "{effect}");
+    assert!(!note.exists());
+    let approver = gw.enroll("Ana").await;
+    approve_by(&gw, &plan, &[&approver]).await;
+    let ran = gw.execute(&plan).await;
+    assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
+    assert_eq!(text(&note), "written");
 }

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::common::{approve_by, assert_error, grant, on_disk, Gateway, GRANT};
 
-fn policy(rego: &str) -> Policy {
+pub fn policy(rego: &str) -> Policy {
     let text = format!("package countersign.approval\n\nimport rego.v1\n\n{rego}\n");
     let sources = Sources {
         modules: vec![("team.rego".to_owned(), text)],

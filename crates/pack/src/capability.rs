@@ -4,7 +4,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use countersign_proto::describe::Describe;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::ApiResult;
 use crate::external::{Called, ExternalCall};
@@ -26,6 +26,11 @@ pub trait Definition: Send + Sync + 'static {
     }
     fn approval(&self) -> ApprovalRule {
         ApprovalRule::WhenRisky
+    }
+    /// What an approval policy may read of the capability beside its id, title and rule, as
+    /// members of `input.capability` (the MCP upstream and tool a proxied capability calls).
+    fn policy_facts(&self) -> Map<String, Value> {
+        Map::new()
     }
     /// Evaluates `params` (already schema-valid) against the state `handle` sees.
     fn plan<'a>(
@@ -88,6 +93,15 @@ pub trait Domain: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Option<String>, sqlx::Error>>;
 }
 
+/// A part outside the gateway a pack's capabilities need in order to serve (an upstream server),
+/// reported by the gateway's readiness check (`/readyz`).
+pub trait Probe: Send + Sync + 'static {
+    /// The part's name in the report (`mcp:files`).
+    fn part(&self) -> String;
+    /// Whether it can serve now, and what was found; never a secret, since anyone may ask.
+    fn check(&self) -> BoxFuture<'_, Result<String, String>>;
+}
+
 pub enum Kind {
     World(Box<dyn WorldCapability>),
     External(Box<dyn ExternalCapability>),
@@ -107,6 +121,7 @@ pub struct Pack {
     pub name: &'static str,
     pub capabilities: Vec<Kind>,
     pub domain: Option<Box<dyn Domain>>,
+    pub probes: Vec<Box<dyn Probe>>,
 }
 
 impl Pack {
@@ -115,7 +130,13 @@ impl Pack {
             name,
             capabilities,
             domain: None,
+            probes: Vec::new(),
         }
+    }
+
+    pub fn with_probe(mut self, probe: impl Probe) -> Pack {
+        self.probes.push(Box::new(probe));
+        self
     }
 
     pub fn with_domain(mut self, domain: impl Domain) -> Pack {

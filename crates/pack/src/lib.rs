@@ -22,7 +22,7 @@ mod plan;
 mod sql;
 
 pub use capability::{
-    BoxFuture, Definition, Domain, ExternalCapability, Kind, Pack, WorldCapability,
+    BoxFuture, Definition, Domain, ExternalCapability, Kind, Pack, Probe, WorldCapability,
 };
 pub use error::{ApiError, ApiResult};
 pub use external::{Called, ExternalCall, Output};

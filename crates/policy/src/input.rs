@@ -26,6 +26,9 @@ pub struct CapabilityInput {
     pub title: String,
     /// The capability's own rule, as its pack declares it.
     pub approval: DefaultApproval,
+    /// What else its pack tells a policy (`mcp`: the upstream, the tool and its annotations).
+    #[serde(flatten)]
+    pub facts: serde_json::Map<String, Value>,
 }
 
 /// A pack's `ApprovalRule` and quorum, as data the built-in policy reads.

@@ -20,6 +20,7 @@ fn input(rule: &'static str, above: Option<&str>, risk: &[RiskFlag], amount_max:
                 above: above.map(str::to_owned),
                 required_approvals: 2,
             },
+            facts: Default::default(),
         },
         agent: AgentInput {
             id: "agt_ops".into(),

@@ -14,12 +14,14 @@ use crate::AppState;
 
 /// How long the store may take to answer a readiness check before it counts as unreachable.
 const STORE_WITHIN: Duration = Duration::from_secs(2);
+/// How long a part a pack needs may take to answer.
+const PART_WITHIN: Duration = Duration::from_secs(2);
 
 /// One part a gateway needs in order to serve.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Part {
-    /// `store`, `migrations` or `policy`.
-    pub part: &'static str,
+    /// `store`, `migrations`, `policy`, or a part a pack needs (`mcp:files`, an upstream).
+    pub part: String,
     pub ready: bool,
     /// What was found: whether the policy is the built-in one, and its digest; the migrations
     /// missing; never the store's error, which may name hosts (it goes to the log).
@@ -40,8 +42,8 @@ pub async fn live() -> &'static str {
     "ok\n"
 }
 
-/// The store answers and has every migration this binary carries, and the policy is loaded;
-/// 503 names each part that is not ready.
+/// The store answers and has every migration this binary carries, the policy is loaded, and
+/// every outside part a pack needs (an MCP upstream) answers; 503 names each part not ready.
 #[utoipa::path(get, path = "/readyz", operation_id = "readyz", security(()),
     responses((status = 200, body = Readiness), (status = 503, body = Readiness)))]
 pub async fn ready(State(state): State<Arc<AppState>>) -> (StatusCode, Json<Readiness>) {
@@ -77,6 +79,21 @@ pub async fn ready(State(state): State<Arc<AppState>>) -> (StatusCode, Json<Read
         true,
         format!("{origin}, {}", policy.digest()),
     ));
+    for probe in state.registry.probes() {
+        let (ready, detail) = match tokio::time::timeout(PART_WITHIN, probe.check()).await {
+            Ok(Ok(detail)) => (true, detail),
+            Ok(Err(detail)) => (false, detail),
+            Err(_) => (
+                false,
+                format!("no answer within {} s", PART_WITHIN.as_secs()),
+            ),
+        };
+        parts.push(Part {
+            part: probe.part(),
+            ready,
+            detail,
+        });
+    }
     let ready = parts.iter().all(|p| p.ready);
     let status = match ready {
         true => StatusCode::OK,
@@ -85,9 +102,9 @@ pub async fn ready(State(state): State<Arc<AppState>>) -> (StatusCode, Json<Read
     (status, Json(Readiness { ready, parts }))
 }
 
-fn part(part: &'static str, ready: bool, detail: String) -> Part {
+fn part(part: &str, ready: bool, detail: String) -> Part {
     Part {
-        part,
+        part: part.to_owned(),
         ready,
         detail,
     }

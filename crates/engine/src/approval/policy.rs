@@ -92,6 +92,13 @@ pub fn default_approval(capability: Capability) -> DefaultApproval {
     }
 }
 
+/// What the capability's pack tells a policy, never in place of what the engine says of it.
+fn facts(capability: Capability) -> serde_json::Map<String, Value> {
+    let mut facts = capability.policy_facts();
+    facts.retain(|key, _| !matches!(key.as_str(), "id" | "title" | "approval"));
+    facts
+}
+
 /// What `policy` reads of `preview` (before its approval and digest are set) asked for by
 /// `asking`.
 pub fn input(capability: Capability, preview: &Preview, asking: &Asking) -> ApiResult<Input> {
@@ -107,6 +114,7 @@ pub fn input(capability: Capability, preview: &Preview, asking: &Asking) -> ApiR
             id: capability.id().to_owned(),
             title: capability.title().to_owned(),
             approval: default_approval(capability),
+            facts: facts(capability),
         },
         agent: asking.agent.clone(),
         directory: asking.directory.clone(),

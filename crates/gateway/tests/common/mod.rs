@@ -251,8 +251,16 @@ impl Gateway {
 
     /// The demo gateway under the approval policy `policy`.
     pub async fn with_policy(policy: countersign_policy::Policy) -> Gateway {
+        Gateway::serving_with_policy(default_registry(), policy).await
+    }
+
+    /// The demo gateway offering `registry`'s capabilities under the approval policy `policy`.
+    pub async fn serving_with_policy(
+        registry: &'static Registry,
+        policy: countersign_policy::Policy,
+    ) -> Gateway {
         let (store, database) = own_store(true).await;
-        Gateway::store_with_policy(store, database, policy).await
+        Gateway::store_with_policy(store, database, registry, policy).await
     }
 
     /// [`Gateway::with_policy`] with reads on connections apart from the writer's, as in a
@@ -260,12 +268,13 @@ impl Gateway {
     pub async fn with_policy_apart(policy: countersign_policy::Policy) -> Gateway {
         let database = on_disk(true).await;
         let store = Store::open(&database).await.unwrap();
-        Gateway::store_with_policy(store, database, policy).await
+        Gateway::store_with_policy(store, database, default_registry(), policy).await
     }
 
     async fn store_with_policy(
         store: Store,
         database: TestDatabase,
+        registry: &'static Registry,
         policy: countersign_policy::Policy,
     ) -> Gateway {
         seed_demo(&store).await.unwrap();
@@ -273,7 +282,7 @@ impl Gateway {
             store,
             "Test",
             Limits::default(),
-            default_registry(),
+            registry,
             policy,
         )
         .await

@@ -20,7 +20,7 @@ mod upstream;
 
 use std::sync::Arc;
 
-use countersign_pack::{Kind, Pack};
+use countersign_pack::{BoxFuture, Kind, Pack, Probe};
 
 pub use files::FILE_KIND;
 pub use spec::{Spec, Target};
@@ -43,5 +43,24 @@ pub fn pack(upstreams: &[Arc<Upstream>]) -> Pack {
                 .collect::<Vec<_>>()
         })
         .collect();
-    Pack::new("mcp-proxy", capabilities).with_domain(domain::Reads(upstreams.to_vec()))
+    let pack = Pack::new("mcp-proxy", capabilities).with_domain(domain::Reads(upstreams.to_vec()));
+    upstreams.iter().fold(pack, |pack, upstream| {
+        pack.with_probe(Connected(upstream.clone()))
+    })
+}
+
+/// An upstream's part in the gateway's readiness: `mcp:NAME`, ready while it is connected.
+struct Connected(Arc<Upstream>);
+
+impl Probe for Connected {
+    fn part(&self) -> String {
+        format!("mcp:{}", self.0.name())
+    }
+
+    fn check(&self) -> BoxFuture<'_, Result<String, String>> {
+        Box::pin(async move {
+            self.0.connected().await?;
+            Ok(format!("connected, {} tools", self.0.tools().len()))
+        })
+    }
 }

@@ -55,9 +55,6 @@ pub async fn plan(proxied: &Proxied, params: &Value) -> ApiResult<Planned> {
             execution_can_proceed_without: true,
         });
     }
-    if proxied.hints.read_only {
-        return Ok(planned);
-    }
     let mut effect = build::effect(
         1,
         "mcp_tool_call",
@@ -68,6 +65,16 @@ pub async fn plan(proxied: &Proxied, params: &Value) -> ApiResult<Planned> {
             proxied.tool
         ),
     );
+    if proxied.hints.read_only {
+        // The upstream's word that the call changes nothing: no flag, so the built-in policy
+        // lets it run; a policy of the gateway's own that names the tool still sees the call.
+        effect.description = format!(
+            "Calls {} on the MCP server {upstream}, which says the tool only reads.",
+            proxied.tool
+        );
+        planned.effects.push(PlannedEffect::new(effect));
+        return Ok(planned);
+    }
     effect.reversible = !proxied.hints.destructive;
     effect.external = proxied.hints.open_world;
     let refusal = match (proxied.dry_run_param, proxied.previews_files) {

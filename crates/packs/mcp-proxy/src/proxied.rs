@@ -24,6 +24,8 @@ pub struct Proxied {
     pub dry_run_param: Option<&'static str>,
     /// The filesystem adapter previews this tool's writes.
     pub previews_files: bool,
+    /// The annotations as the upstream declared them (`null`: none), for a policy to read.
+    pub annotations: Value,
 }
 
 impl Proxied {
@@ -49,6 +51,7 @@ impl Proxied {
             hints: listed.hints,
             dry_run_param,
             previews_files: files::previews(&upstream, &tool.name),
+            annotations: serde_json::to_value(&tool.annotations).unwrap_or(Value::Null),
             upstream,
         }
     }

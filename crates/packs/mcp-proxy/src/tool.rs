@@ -30,8 +30,10 @@ impl Definition for Proxied {
     }
 
     fn describe(&self) -> Describe {
+        // A call the upstream says only reads may run at once, or be previewed and wait where
+        // the gateway's policy asks for people.
         let dry_run = if self.hints.read_only {
-            DryRunMode::NotApplicable
+            DryRunMode::Supported
         } else {
             DryRunMode::Required
         };
@@ -46,14 +48,11 @@ impl Definition for Proxied {
     }
 
     fn effects(&self) -> EffectProfile {
+        let read_only = self.hints.read_only;
         EffectProfile {
-            kinds: if self.hints.read_only {
-                &[]
-            } else {
-                &[EffectKind::ExternalCall]
-            },
+            kinds: &[EffectKind::ExternalCall],
             irreversible: self.hints.destructive,
-            external: self.hints.open_world,
+            external: !read_only && self.hints.open_world,
         }
     }
 
@@ -69,6 +68,14 @@ impl Definition for Proxied {
         } else {
             ApprovalRule::Always
         }
+    }
+
+    fn policy_facts(&self) -> Map<String, Value> {
+        let mut facts = Map::new();
+        let mcp = json!({"upstream": self.upstream.name(), "tool": self.tool,
+                         "annotations": self.annotations});
+        facts.insert("mcp".to_owned(), mcp);
+        facts
     }
 
     fn plan<'a>(

@@ -112,9 +112,9 @@ impl Upstream {
     }
 
     /// Whether the upstream is connected now, trying once to connect again if it is not and its
-    /// backoff has passed.
-    pub async fn connected(&self) -> bool {
-        self.peer().await.is_ok()
+    /// backoff has passed; why not, if it is not.
+    pub async fn connected(&self) -> Result<(), String> {
+        self.peer().await.map(drop)
     }
 
     /// Calls `tool` with `arguments`, waiting at most `timeout` for its answer.
