@@ -16,10 +16,12 @@ use tempfile::TempDir;
 
 use crate::common::{approve_by, assert_error, Gateway, Reply};
 
-/// The filesystem server `make mcp-servers` installs; a test without it fails and says so.
-fn filesystem_server() -> PathBuf {
+/// A server `make mcp-servers` installs under `target/mcp-servers`; a test without it fails and
+/// says so.
+fn installed(path: &str) -> PathBuf {
     let server = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/mcp-servers/npm/node_modules/.bin/mcp-server-filesystem");
+        .join("../../target/mcp-servers")
+        .join(path);
     assert!(
         server.exists(),
         "{} is missing: run `make mcp-servers`",
@@ -28,26 +30,54 @@ fn filesystem_server() -> PathBuf {
     server
 }
 
-/// A directory the filesystem server serves as the upstream `files`, and a gateway in front.
+fn filesystem_server() -> PathBuf {
+    installed("npm/node_modules/.bin/mcp-server-filesystem")
+}
+
+/// A directory a published server serves as an upstream, and a gateway in front.
 struct Served {
     root: TempDir,
     gw: Gateway,
+    upstream: &'static str,
 }
 
 impl Served {
+    /// The filesystem server over a new directory, as `files`.
     async fn new() -> Served {
         Served::running(&filesystem_server()).await
     }
 
-    /// The server started as `server` (a path the test can name the process by).
+    /// The filesystem server started as `server` (a path the test can name the process by).
     async fn running(server: &Path) -> Served {
         let root = tempfile::tempdir().unwrap();
-        let command = format!("files={} {}", server.display(), root.path().display());
-        let upstream = Upstream::connect(Spec::parse(&command, |_| None).unwrap())
-            .await
-            .unwrap();
-        let gw = Gateway::serving(Limits::default(), registry(&[upstream])).await;
-        Served { root, gw }
+        let command = format!("{} {}", server.display(), root.path().display());
+        Served::serving(root, "files", &command).await
+    }
+
+    /// The git server over a new repository with one commit, as `git`.
+    async fn git() -> Served {
+        let root = tempfile::tempdir().unwrap();
+        git(root.path(), &["init", "-q", "-b", "main"]);
+        for (key, value) in [("user.name", "Ana"), ("user.email", "ana@example.com")] {
+            git(root.path(), &["config", key, value]);
+        }
+        std::fs::write(root.path().join("a.txt"), "one\n").unwrap();
+        git(root.path(), &["add", "a.txt"]);
+        git(root.path(), &["commit", "-q", "-m", "first"]);
+        let server = installed("venv/bin/mcp-server-git");
+        let command = format!(
+            "{} --repository {}",
+            server.display(),
+            root.path().display()
+        );
+        Served::serving(root, "git", &command).await
+    }
+
+    async fn serving(root: TempDir, upstream: &'static str, command: &str) -> Served {
+        let spec = Spec::parse(&format!("{upstream}={command}"), |_| None).unwrap();
+        let connected = Upstream::connect(spec).await.unwrap();
+        let gw = Gateway::serving(Limits::default(), registry(&[connected])).await;
+        Served { root, gw, upstream }
     }
 
     /// The path of `name` in the served directory, holding `text` unless that is `None`.
@@ -60,7 +90,9 @@ impl Served {
     }
 
     async fn preview(&self, tool: &str, params: Value) -> Value {
-        self.gw.preview(&format!("files.{tool}"), params).await
+        self.gw
+            .preview(&format!("{}.{tool}", self.upstream), params)
+            .await
     }
 
     /// `plan` approved by one approver, then invoked.
@@ -76,6 +108,22 @@ fn registry(upstreams: &[Arc<Upstream>]) -> &'static Registry {
     let mut packs = countersign_embedded::packs(&Default::default(), none);
     packs.push(countersign_mcp_proxy::pack(upstreams));
     Registry::new(packs).unwrap().leak()
+}
+
+/// `git ARGS` in `repo`, which must succeed; its output.
+fn git(repo: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
 }
 
 fn text(path: &Path) -> String {
@@ -334,6 +382,76 @@ async fn an_upstream_that_cannot_be_reached_fails_the_call_and_the_plan_runs_onc
     let ready = served.gw.call("GET", "/readyz", None, None).await;
     assert_eq!(ready.status, StatusCode::OK, "{}", ready.body);
     assert_eq!(part(&ready.body).unwrap()["detail"], "connected, 14 tools");
+}
+
+#[tokio::test]
+async fn a_git_commit_shows_the_staged_diff_and_commits_exactly_once() {
+    let served = Served::git().await;
+    let repo = served.root.path();
+    std::fs::write(repo.join("a.txt"), "one\ntwo\n").unwrap();
+    git(repo, &["add", "a.txt"]);
+    let head = git(repo, &["rev-parse", "HEAD"]).trim().to_owned();
+    let params = json!({"repo_path": repo, "message": "Add the second line"});
+
+    let plan = served.preview("git_commit", params).await;
+    let effect = &plan["effects"][0];
+    assert_eq!(effect["changes"][0]["path"], "/staged", "{plan}");
+    let diff = effect["changes"][0]["after"].as_str().unwrap();
+    assert!(diff.contains("+two") && diff.contains("a/a.txt"), "{diff}");
+    let description = effect["description"].as_str().unwrap();
+    assert!(
+        description.contains("on branch main") && description.contains(&head),
+        "{description}"
+    );
+    let read = plan["read_revisions"].as_array().unwrap();
+    let head_read = format!("mcp-git/git:{}#head", repo.display());
+    assert!(
+        read.iter()
+            .any(|r| r["resource"] == head_read.as_str() && r["revision"] == head.as_str()),
+        "{plan}"
+    );
+    // The server calls git_commit neither destructive nor open-world: it waits all the same.
+    assert_eq!(plan["would_require_approval"], true);
+    assert!(flags(&plan).is_empty(), "{plan}");
+    assert_eq!(
+        git(repo, &["rev-list", "--count", "HEAD"]).trim(),
+        "1",
+        "a preview commits nothing"
+    );
+
+    let ran = served.approve_and_run(&plan).await;
+    assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
+    assert_eq!(git(repo, &["rev-list", "--count", "HEAD"]).trim(), "2");
+    assert_eq!(
+        git(repo, &["log", "-1", "--format=%s"]).trim(),
+        "Add the second line"
+    );
+    assert_error(
+        &served.gw.execute(&plan).await,
+        "plan_already_executed",
+        409,
+    );
+    assert_eq!(git(repo, &["rev-list", "--count", "HEAD"]).trim(), "2");
+}
+
+#[tokio::test]
+async fn a_commit_whose_staged_changes_moved_is_stale_and_an_empty_one_is_blocked() {
+    let served = Served::git().await;
+    let repo = served.root.path();
+    let params = json!({"repo_path": repo, "message": "Nothing"});
+    let empty = served.preview("git_commit", params.clone()).await;
+    assert_eq!(empty["executable"], false, "{empty}");
+    assert_eq!(empty["validation"][0]["code"], "tool_preview_failed");
+
+    std::fs::write(repo.join("a.txt"), "one\ntwo\n").unwrap();
+    git(repo, &["add", "a.txt"]);
+    let plan = served.preview("git_commit", params).await;
+    let approver = served.gw.enroll("Ana").await;
+    approve_by(&served.gw, &plan, &[&approver]).await;
+    std::fs::write(repo.join("b.txt"), "slipped in\n").unwrap();
+    git(repo, &["add", "b.txt"]);
+    assert_error(&served.gw.execute(&plan).await, "plan_stale", 409);
+    assert_eq!(git(repo, &["rev-list", "--count", "HEAD"]).trim(), "1");
 }
 
 /// The Python of the venv holding the official MCP SDK (`make mcp-venv`).

@@ -1,26 +1,27 @@
-//! What the proxy keeps revisions of: each tool's input schema (`mcp-tools/NAME.TOOL`) and each
-//! file an adapter previewed (`mcp-files/NAME:PATH`), both read through the upstream now.
+//! What the proxy keeps revisions of: each tool's input schema (`mcp-tools/NAME.TOOL`), each file
+//! (`mcp-files/NAME:PATH`) and repository state (`mcp-git/NAME:REPO#PART`) an adapter previewed,
+//! all read through the upstream now.
 
 use std::sync::Arc;
 
-use countersign_pack::{ApiError, ApiResult, BoxFuture, Domain, Handle, Target};
-use countersign_proto::ErrorCode;
+use countersign_pack::{ApiResult, BoxFuture, Domain, Handle, Target};
 
 use crate::files::{self, FILE_KIND};
-use crate::upstream::Upstream;
-use crate::TOOL_KIND;
+use crate::git::{self, GIT_KIND};
+use crate::upstream::{Unread, Upstream};
+use crate::{adapter, TOOL_KIND};
 
 /// The upstreams whose tools and files plans read.
 pub struct Reads(pub Vec<Arc<Upstream>>);
 
 impl Domain for Reads {
     fn kinds(&self) -> &'static [&'static str] {
-        &[TOOL_KIND, FILE_KIND]
+        &[TOOL_KIND, FILE_KIND, GIT_KIND]
     }
 
-    /// A tool's schema digest as the upstream lists it now, or a file's text digest as the
-    /// upstream reads it now; an upstream that does not answer fails the check rather than
-    /// calling the file gone.
+    /// A tool's schema digest as the upstream lists it now, a file's text digest or a
+    /// repository's state as the upstream reads it now; an upstream that does not answer fails
+    /// the check rather than calling the resource gone.
     fn revision<'a>(
         &'a self,
         _handle: &'a mut Handle<'_>,
@@ -38,17 +39,23 @@ impl Domain for Reads {
             let Some(upstream) = self.0.iter().find(|u| u.name() == upstream) else {
                 return Ok(None);
             };
-            if kind == TOOL_KIND {
-                return Ok(upstream.digest_now(rest));
-            }
-            match files::read(upstream, rest).await {
-                Ok(text) => Ok(files::revision(text.as_deref())),
-                Err(files::Unread::Refused(_)) => Ok(None),
-                Err(files::Unread::Unavailable(message)) => Err(ApiError::new(
-                    ErrorCode::ProviderUnavailable,
-                    format!("{} could not be read again: {message}", rest),
-                )
-                .from_provider(upstream.name())),
+            let read = match kind {
+                TOOL_KIND => return Ok(upstream.digest_now(rest)),
+                FILE_KIND => files::read(upstream, rest)
+                    .await
+                    .map(|text| files::revision(text.as_deref())),
+                _ => match git::parse(rest) {
+                    Some((repo, part)) => git::revision(upstream, repo, part).await.map(Some),
+                    None => return Ok(None),
+                },
+            };
+            match read {
+                Ok(revision) => Ok(revision),
+                Err(Unread::Refused(_)) => Ok(None),
+                Err(Unread::Unavailable(message)) => Err(adapter::unavailable(
+                    upstream,
+                    format!("{rest} could not be read again: {message}"),
+                )),
             }
         })
     }

@@ -9,10 +9,13 @@
 //!
 //! This crate depends on `countersign-pack` and rmcp's client, never on the engine or a server.
 
+mod adapter;
 mod domain;
 mod files;
+mod git;
 mod hints;
 mod preview;
+mod previewed;
 mod proxied;
 mod spec;
 mod tool;
@@ -23,6 +26,7 @@ use std::sync::Arc;
 use countersign_pack::{BoxFuture, Kind, Pack, Probe};
 
 pub use files::FILE_KIND;
+pub use git::GIT_KIND;
 pub use spec::{Spec, Target};
 pub use upstream::Upstream;
 

@@ -1,7 +1,7 @@
 //! What a proxied call's plan says, in the order of docs/mcp-proxy.md: a tool that only reads
 //! has no effect; a tool with a boolean `dryRun` (or `dry_run`) parameter is asked for its own
-//! preview; a write a known server's adapter reads ahead ([`files`]) shows the text before and
-//! after; any other call is the exact call, with no preview, and says so.
+//! preview; a write a known server's adapter reads ahead ([`adapter`]) shows what it changes;
+//! any other call is the exact call, with no preview, and says so.
 
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use countersign_proto::plan::{Assumption, Change, EffectKind, ReadRevision};
 use countersign_proto::{Credits, ErrorCode};
 use serde_json::Value;
 
-use crate::files;
+use crate::adapter;
 use crate::proxied::Proxied;
 use crate::upstream::{text_of, CallError};
 
@@ -77,7 +77,7 @@ pub async fn plan(proxied: &Proxied, params: &Value) -> ApiResult<Planned> {
     }
     effect.reversible = !proxied.hints.destructive;
     effect.external = proxied.hints.open_world;
-    let refusal = match (proxied.dry_run_param, proxied.previews_files) {
+    let refusal = match (proxied.dry_run_param, proxied.adapter) {
         (Some(param), _) => match own_preview(proxied, param, params).await? {
             Ok(change) => {
                 effect.changes.push(change);
@@ -88,23 +88,21 @@ pub async fn plan(proxied: &Proxied, params: &Value) -> ApiResult<Planned> {
                 proxied.tool
             )),
         },
-        (None, true) => match files::write_file(&proxied.upstream, params).await? {
-            Ok((read, change, resource)) => {
-                effect.description = format!(
-                    "Writes the whole text of {} through {upstream}'s {}, as shown.",
-                    params["path"].as_str().unwrap_or_default(),
-                    proxied.tool
-                );
-                effect.resource = resource;
-                effect.changes.push(change);
-                planned.read_revisions.push(read);
-                None
+        (None, Some(adapter)) => {
+            match adapter::preview(adapter, &proxied.upstream, params).await? {
+                Ok(previewed) => {
+                    effect.description = previewed.description;
+                    effect.resource = previewed.resource;
+                    effect.changes.push(previewed.change);
+                    planned.read_revisions.extend(previewed.reads);
+                    None
+                }
+                Err(refusal) => Some(format!(
+                    "{upstream} cannot read what the call would change: {refusal}"
+                )),
             }
-            Err(refusal) => Some(format!(
-                "{upstream} cannot read the file to preview it: {refusal}"
-            )),
-        },
-        (None, false) => {
+        }
+        (None, None) => {
             planned.assumptions.push(Assumption {
                 dependency: upstream.to_owned(),
                 description: NO_PREVIEW.to_owned(),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::files;
+use crate::adapter::Adapter;
 use crate::hints::Hints;
 use crate::upstream::{Listed, Upstream};
 use crate::TOOL_KIND;
@@ -22,8 +22,8 @@ pub struct Proxied {
     pub hints: Hints,
     /// The boolean parameter that asks the tool for its own preview, if it has one.
     pub dry_run_param: Option<&'static str>,
-    /// The filesystem adapter previews this tool's writes.
-    pub previews_files: bool,
+    /// The adapter that previews this tool's calls, if its server is one an adapter knows.
+    pub adapter: Option<Adapter>,
     /// The annotations as the upstream declared them (`null`: none), for a policy to read.
     pub annotations: Value,
 }
@@ -50,7 +50,7 @@ impl Proxied {
             digest: listed.digest.clone(),
             hints: listed.hints,
             dry_run_param,
-            previews_files: files::previews(&upstream, &tool.name),
+            adapter: Adapter::of(&upstream, &tool.name),
             annotations: serde_json::to_value(&tool.annotations).unwrap_or(Value::Null),
             upstream,
         }

@@ -46,6 +46,17 @@ struct Link {
     backoff: Duration,
 }
 
+/// Why a read through one of the upstream's read-only tools gave nothing.
+pub enum Unread {
+    /// The upstream answered with an error: it cannot read that (outside its reach, missing).
+    Refused(String),
+    /// The upstream did not answer.
+    Unavailable(String),
+}
+
+/// How long an adapter's read may take.
+const READ_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How a call to the upstream ended, when it did not answer.
 #[derive(Debug)]
 pub enum CallError {
@@ -146,6 +157,29 @@ impl Upstream {
         }
     }
 
+    /// Whether the upstream lists `tool` as read-only, taking every one of `params`.
+    pub fn reads_with(&self, tool: &str, params: &[&str]) -> bool {
+        self.listed.iter().any(|listed| {
+            let properties = listed.tool.input_schema.get("properties");
+            listed.tool.name == tool
+                && listed.hints.read_only
+                && params
+                    .iter()
+                    .all(|p| properties.and_then(|ps| ps.get(*p)).is_some())
+        })
+    }
+
+    /// The text `tool`, one of the upstream's read-only tools, answers for `arguments`.
+    pub async fn read(&self, tool: &str, arguments: serde_json::Value) -> Result<String, Unread> {
+        let arguments = arguments.as_object().cloned().unwrap_or_default();
+        match self.call(tool, arguments, READ_TIMEOUT).await {
+            Ok(result) if result.is_error == Some(true) => Err(Unread::Refused(text_of(&result))),
+            Ok(result) => Ok(text_of(&result)),
+            Err(CallError::Refused(e)) => Err(Unread::Refused(e)),
+            Err(CallError::NotSent(e) | CallError::Lost(e)) => Err(Unread::Unavailable(e)),
+        }
+    }
+
     async fn peer(&self) -> Result<Peer<RoleClient>, String> {
         let mut link = self.link.lock().await;
         if let Some(service) = &link.service {
@@ -193,7 +227,13 @@ async fn open(
             let mut child = tokio::process::Command::new("sh");
             // exec: the server is the child the transport ends, not a shell around it.
             child.arg("-c").arg(format!("exec {command}"));
-            let transport = TokioChildProcess::new(child).map_err(|e| failed(&e))?;
+            let (transport, stderr) = TokioChildProcess::builder(child)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|e| failed(&e))?;
+            if let Some(stderr) = stderr {
+                tokio::spawn(log_lines(spec.name.clone(), stderr));
+            }
             listener.serve(transport).await.map_err(|e| failed(&e))
         }
         Target::Http { url, token } => {
@@ -204,6 +244,15 @@ async fn open(
             let transport = StreamableHttpClientTransport::from_config(config);
             listener.serve(transport).await.map_err(|e| failed(&e))
         }
+    }
+}
+
+/// The server's standard error, line by line, into the gateway's log under its name.
+async fn log_lines(upstream: String, stderr: tokio::process::ChildStderr) {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::info!(upstream = %upstream, "{line}");
     }
 }
 
