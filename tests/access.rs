@@ -139,9 +139,25 @@ async fn a_plan_a_batch_and_a_standing_approval_are_decided_with_the_keyboard_al
         Ok(app.count("[data-testid='queue-row']").await? == plans.len() - 1)
     })
     .await?;
+    // Each jx waits for the queue to show its check, so a loaded machine cannot send the next
+    // keys into a queue still drawing the last ones.
+    let checked = |n: usize| {
+        let app = &app;
+        async move {
+            eventually("the row checked", || async {
+                Ok(app
+                    .count("[data-testid='queue-row'][aria-checked='true']")
+                    .await?
+                    == n)
+            })
+            .await
+        }
+    };
     press(&app, None, "jx").await?;
+    checked(1).await?;
     let one = selected(&app).await?;
     press(&app, None, "jx").await?;
+    checked(2).await?;
     app.find("[data-testid='batch']").await?;
     let batch: Vec<String> = plans.iter().filter(|p| **p != first).cloned().collect();
     press(&app, None, "a").await?;

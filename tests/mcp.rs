@@ -34,10 +34,22 @@ fn python() -> PathBuf {
     path
 }
 
-/// Runs the agent script with `args`, approving with `console` the two plans it announces, and
+/// Runs the agent script with `args`, approving with `console` the plans it announces, and
 /// returns every event it reported.
 async fn run_agent(console: &mut Console, args: &[&str]) -> anyhow::Result<Vec<Value>> {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp/agent.py");
+    run_script(console, "agent.py", args).await
+}
+
+/// Runs `script` of `tests/mcp` with `args`; on its `planned` event, approves with `console`
+/// each plan the event names (a tool call's answer with a `plan_id`).
+async fn run_script(
+    console: &mut Console,
+    script: &str,
+    args: &[&str],
+) -> anyhow::Result<Vec<Value>> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("mcp")
+        .join(script);
     let mut child = Command::new(python())
         .arg(script)
         .args(args)
@@ -54,10 +66,15 @@ async fn run_agent(console: &mut Console, args: &[&str]) -> anyhow::Result<Vec<V
         if event["event"] == "planned" {
             // Give the agent time to block in countersign_wait, so the approval is what wakes it.
             tokio::time::sleep(Duration::from_millis(300)).await;
-            for which in ["first", "second"] {
-                let plan_id = event[which]["structured"]["plan_id"]
-                    .as_str()
-                    .ok_or_else(|| anyhow::anyhow!("no plan in {event}"))?;
+            let plans = event
+                .as_object()
+                .into_iter()
+                .flat_map(|fields| fields.values());
+            let plans: Vec<&str> = plans
+                .filter_map(|call| call["structured"]["plan_id"].as_str())
+                .collect();
+            anyhow::ensure!(!plans.is_empty(), "no plan in {event}");
+            for plan_id in plans {
                 let view = console.plan_view(plan_id).await?;
                 console.approve(plan_id, &view.digest, None, &Yes).await?;
             }
@@ -265,6 +282,55 @@ async fn an_mcp_agent_over_stdio_waits_for_a_signed_approval() -> anyhow::Result
     let stderr = event(&events, "wrong_token")["stderr"].as_str().unwrap();
     assert!(stderr.contains("unauthenticated"), "{stderr}");
     assert_audited(&gateway, &token, &plan_id).await;
+    Signer::forget(&gateway.state.gateway_id)?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_agent_writes_through_a_published_server_only_after_a_signed_approval(
+) -> anyhow::Result<()> {
+    let server = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/mcp-servers/npm/node_modules/.bin/mcp-server-filesystem");
+    assert!(
+        server.exists(),
+        "{} is missing: make mcp-servers makes it",
+        server.display()
+    );
+    let root = tempfile::tempdir()?;
+    let file = root.path().join("notes.txt");
+    std::fs::write(&file, "before\n")?;
+    let upstream = format!("files={} {}", server.display(), root.path().display());
+    let gateway = TestGateway::before(&[upstream]).await?;
+    let (_, token) =
+        countersign_engine::accounts::add_agent(&gateway.state.store, "mcp", Some("usr_lead"))
+            .await?;
+    let mut console = enrolled_console(&gateway).await?;
+    let url = format!("{}/mcp", gateway.url);
+    let path = file.display().to_string();
+    let events = tokio::time::timeout(
+        Duration::from_secs(180),
+        run_script(&mut console, "proxied_agent.py", &[&url, &token, &path]),
+    )
+    .await??;
+
+    // The server's tools, under its name; the read ran at once.
+    let tools = &event(&events, "tools")["tools"];
+    assert!(tools["files.write_file"].is_object(), "{tools}");
+    let read = event(&events, "read");
+    assert_eq!(read["is_error"], false, "{read}");
+    assert_eq!(read["structured"]["content"], "before\n", "{read}");
+    // The write waited for Dana, showing the text before and after; then it ran, once.
+    let write = &event(&events, "planned")["write"];
+    assert_eq!(write["structured"]["status"], "pending_approval", "{write}");
+    let change = &write["structured"]["plan"]["effects"][0]["changes"][0];
+    assert_eq!(change["before"], "before\n", "{write}");
+    assert_eq!(change["after"], "as signed\n");
+    assert_eq!(event(&events, "waited")["structured"]["status"], "approved");
+    let executed = event(&events, "executed");
+    assert_eq!(executed["is_error"], false, "{executed}");
+    assert_eq!(executed["structured"]["provider"], "files");
+    assert_eq!(std::fs::read_to_string(&file)?, "as signed\n");
+    event(&events, "done");
     Signer::forget(&gateway.state.gateway_id)?;
     Ok(())
 }

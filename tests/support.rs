@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_api::AppState;
-use countersign_embedded::{listen, registry, seed_demo, state_with_policy};
+use countersign_embedded::{listen, seed_demo, state_with_policy};
 use countersign_engine::{accounts, queue, Limits, Store};
 use countersign_pack::Handle;
 pub use countersign_policy::Policy;
@@ -44,21 +44,30 @@ impl Drop for TestGateway {
 
 impl TestGateway {
     pub async fn start() -> anyhow::Result<TestGateway> {
-        TestGateway::start_as(None, Policy::builtin()).await
+        TestGateway::start_as(None, Policy::builtin(), &[]).await
+    }
+
+    /// A gateway in front of the MCP upstreams `upstreams` (`NAME=COMMAND`) as well.
+    pub async fn before(upstreams: &[String]) -> anyhow::Result<TestGateway> {
+        TestGateway::start_as(None, Policy::builtin(), upstreams).await
     }
 
     /// A gateway that evaluates the approval policy `policy`.
     pub async fn under(policy: Policy) -> anyhow::Result<TestGateway> {
-        TestGateway::start_as(None, policy).await
+        TestGateway::start_as(None, policy, &[]).await
     }
 
     /// A gateway of its own (its own identity key) that calls itself `gateway_id`: another
     /// gateway's id, to play an impostor.
     pub async fn claiming(gateway_id: &str) -> anyhow::Result<TestGateway> {
-        TestGateway::start_as(Some(gateway_id), Policy::builtin()).await
+        TestGateway::start_as(Some(gateway_id), Policy::builtin(), &[]).await
     }
 
-    async fn start_as(claimed: Option<&str>, policy: Policy) -> anyhow::Result<TestGateway> {
+    async fn start_as(
+        claimed: Option<&str>,
+        policy: Policy,
+        upstreams: &[String],
+    ) -> anyhow::Result<TestGateway> {
         let dir = tempfile::tempdir()?;
         let database = format!("sqlite://{}", dir.path().join("gateway.db").display());
         let store = Store::open(&database).await?;
@@ -72,9 +81,10 @@ impl TestGateway {
         }
         seed_demo(&store).await?;
         let providers = LocalProviders::start().await?;
-        let registry = registry(&Default::default(), providers.providers())
-            .map_err(anyhow::Error::msg)?
-            .leak();
+        let upstreams = countersign_gateway::serve::connect_upstreams(upstreams).await?;
+        let above = countersign_providers::PackSettings::default().approval_above;
+        let registry =
+            countersign_gateway::serve::registry(above, providers.providers(), &upstreams)?;
         let state =
             state_with_policy(store, "Test gateway", Limits::default(), registry, policy).await?;
         let (url, server) = listen(countersign_gateway::router(state.clone())).await?;

@@ -30,10 +30,10 @@ impl Definition for Proxied {
     }
 
     fn describe(&self) -> Describe {
-        // A call the upstream says only reads may run at once, or be previewed and wait where
-        // the gateway's policy asks for people.
+        // A call the upstream says only reads runs at once, over HTTP and MCP alike; where the
+        // gateway's policy asks people for it, it is refused (`approval_required`).
         let dry_run = if self.hints.read_only {
-            DryRunMode::Supported
+            DryRunMode::NotApplicable
         } else {
             DryRunMode::Required
         };
