@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use countersign_pack::{ApiResult, BoxFuture, Domain, Handle, Target};
+use countersign_pack::{ApiResult, BoxFuture, Domain, Handle};
 
 use crate::files::{self, FILE_KIND};
 use crate::git::{self, GIT_KIND};
@@ -58,23 +58,5 @@ impl Domain for Reads {
                 )),
             }
         })
-    }
-
-    fn may_act<'a>(
-        &'a self,
-        _handle: &'a mut Handle<'_>,
-        _person: &'a str,
-        _target: Option<Target>,
-        _resource: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Option<bool>, sqlx::Error>> {
-        Box::pin(async { Ok(None) })
-    }
-
-    fn address<'a>(
-        &'a self,
-        _handle: &'a mut Handle<'_>,
-        _person: &'a str,
-    ) -> BoxFuture<'a, Result<Option<String>, sqlx::Error>> {
-        Box::pin(async { Ok(None) })
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 use countersign_pack::build;
 use countersign_pack::{
     ApiError, ApiResult, ApprovalRule, BoxFuture, Called, Definition, EffectProfile, ExternalCall,
-    ExternalCapability, Handle, Output, Planned, Target,
+    ExternalCapability, Handle, Output, Planned,
 };
 use countersign_proto::describe::{CostClass, Describe, DryRunMode, Preflight};
 use countersign_proto::plan::EffectKind;
@@ -54,10 +54,6 @@ impl Definition for Proxied {
             irreversible: self.hints.destructive,
             external: !read_only && self.hints.open_world,
         }
-    }
-
-    fn target(&self) -> Option<Target> {
-        None
     }
 
     /// A call the upstream says only reads runs at once; any other waits for a person, whatever
