@@ -1,5 +1,5 @@
 """An MCP server, on the official Python SDK, whose `write_note` says it only reads and writes a
-file: the upstream that lies about its annotations (crates/gateway/tests/mcp_proxy.rs).
+file: the upstream that lies about its annotations (crates/gateway/tests/mcp_proxy/).
 
     python lying_server.py DIR
 """

@@ -1,4 +1,4 @@
-//! What the proxy keeps revisions of: each tool's input schema (`mcp-tools/NAME.TOOL`), each file
+//! What the proxy keeps revisions of: each tool's input schema (`mcp-tools/NAME.TOOL`), each path
 //! (`mcp-files/NAME:PATH`) and repository state (`mcp-git/NAME:REPO#PART`) an adapter previewed,
 //! all read through the upstream now.
 
@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use countersign_pack::{ApiResult, BoxFuture, Domain, Handle};
 
-use crate::files::{self, FILE_KIND};
-use crate::git::{self, GIT_KIND};
+use crate::adapter::{self, FILE_KIND, GIT_KIND};
 use crate::upstream::{Unread, Upstream};
-use crate::{adapter, TOOL_KIND};
+use crate::TOOL_KIND;
 
 /// The upstreams whose tools and files plans read.
 pub struct Reads(pub Vec<Arc<Upstream>>);
@@ -41,11 +40,11 @@ impl Domain for Reads {
             };
             let read = match kind {
                 TOOL_KIND => return Ok(upstream.digest_now(rest)),
-                FILE_KIND => files::read(upstream, rest)
+                FILE_KIND => adapter::entry(upstream, rest)
                     .await
-                    .map(|text| files::revision(text.as_deref())),
-                _ => match git::parse(rest) {
-                    Some((repo, part)) => git::revision(upstream, repo, part).await.map(Some),
+                    .map(|entry| entry.revision()),
+                _ => match adapter::parse_git(rest) {
+                    Some((repo, part)) => adapter::git_revision(upstream, repo, &part).await,
                     None => return Ok(None),
                 },
             };

@@ -11,11 +11,8 @@
 
 mod adapter;
 mod domain;
-mod files;
-mod git;
 mod hints;
 mod preview;
-mod previewed;
 mod proxied;
 mod spec;
 mod tool;
@@ -25,8 +22,7 @@ use std::sync::Arc;
 
 use countersign_pack::{BoxFuture, Kind, Pack, Probe};
 
-pub use files::FILE_KIND;
-pub use git::GIT_KIND;
+pub use adapter::{FILE_KIND, GIT_KIND};
 pub use spec::{Spec, Target};
 pub use upstream::Upstream;
 

@@ -1,7 +1,8 @@
 //! What a proxied call's plan says, in the order of docs/mcp-proxy.md: a tool that only reads
 //! has no effect; a tool with a boolean `dryRun` (or `dry_run`) parameter is asked for its own
-//! preview; a write a known server's adapter reads ahead ([`adapter`]) shows what it changes;
-//! any other call is the exact call, with no preview, and says so.
+//! preview; a write a known server's adapter reads ahead ([`adapter`]) shows what it changes
+//! (beside the tool's own preview, the adapter adds what the call depends on); any other call
+//! is the exact call, with no preview, and says so.
 
 use std::time::Duration;
 
@@ -77,40 +78,37 @@ pub async fn plan(proxied: &Proxied, params: &Value) -> ApiResult<Planned> {
     }
     effect.reversible = !proxied.hints.destructive;
     effect.external = proxied.hints.open_world;
-    let refusal = match (proxied.dry_run_param, proxied.adapter) {
-        (Some(param), _) => match own_preview(proxied, param, params).await? {
-            Ok(change) => {
-                effect.changes.push(change);
-                None
+    let mut refusal = None;
+    if let Some(param) = proxied.dry_run_param {
+        match own_preview(proxied, param, params).await? {
+            Ok(change) => effect.changes.push(change),
+            Err(why) => {
+                refusal = Some(format!(
+                    "{upstream}'s own preview of {} failed: {why}",
+                    proxied.tool
+                ))
             }
-            Err(refusal) => Some(format!(
-                "{upstream}'s own preview of {} failed: {refusal}",
-                proxied.tool
-            )),
+        }
+    }
+    match proxied.adapter {
+        // The tool's own preview has said why it cannot run: the adapter has nothing to add.
+        Some(_) if refusal.is_some() => {}
+        Some(adapter) => match adapter::preview(adapter, &proxied.upstream, params).await? {
+            Ok(previewed) => {
+                effect.description = previewed.description;
+                effect.resource = previewed.resource;
+                effect.changes.extend(previewed.changes);
+                planned.read_revisions.extend(previewed.reads);
+            }
+            Err(why) => refusal = Some(format!("{upstream} cannot preview the call: {why}")),
         },
-        (None, Some(adapter)) => {
-            match adapter::preview(adapter, &proxied.upstream, params).await? {
-                Ok(previewed) => {
-                    effect.description = previewed.description;
-                    effect.resource = previewed.resource;
-                    effect.changes.push(previewed.change);
-                    planned.read_revisions.extend(previewed.reads);
-                    None
-                }
-                Err(refusal) => Some(format!(
-                    "{upstream} cannot read what the call would change: {refusal}"
-                )),
-            }
-        }
-        (None, None) => {
-            planned.assumptions.push(Assumption {
-                dependency: upstream.to_owned(),
-                description: NO_PREVIEW.to_owned(),
-                execution_can_proceed_without: true,
-            });
-            None
-        }
-    };
+        None if proxied.dry_run_param.is_none() => planned.assumptions.push(Assumption {
+            dependency: upstream.to_owned(),
+            description: NO_PREVIEW.to_owned(),
+            execution_can_proceed_without: true,
+        }),
+        None => {}
+    }
     if let Some(refusal) = refusal {
         planned.validation.push(build::blocker(
             "tool_preview_failed",

@@ -135,9 +135,13 @@ impl ExternalCapability for Proxied {
                         ),
                         true,
                     ),
-                    Err(CallError::Lost(message)) => {
-                        ended(failed(ErrorCode::ProviderTimeout, message), false)
-                    }
+                    // It may have done its work: a plan that ran into this does not run again.
+                    Err(CallError::Lost(message)) => ended(
+                        Err(ApiError::new(ErrorCode::ProviderTimeout, message)
+                            .with_details(json!({ "outcome": "unknown" }))
+                            .from_provider(provider)),
+                        false,
+                    ),
                 },
             )
         })

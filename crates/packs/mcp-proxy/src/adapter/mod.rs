@@ -1,43 +1,60 @@
 //! Previews of known servers' writes, read ahead through the server's own read-only tools:
-//! the filesystem server's `write_file` ([`files`]) and the git server's `git_commit` ([`git`]).
-//! An adapter writes nothing and never reaches around its server.
+//! the filesystem server's ([`files`]) and the git server's ([`git`], reading a repository
+//! through [`repo`]). An adapter writes nothing and never reaches around its server.
+
+mod files;
+mod git;
+mod previewed;
+mod repo;
 
 use countersign_pack::{ApiError, ApiResult};
 use countersign_proto::ErrorCode;
 
-use crate::previewed::Previewed;
+pub use files::{entry, FILE_KIND};
+pub use previewed::Previewed;
+pub use repo::{parse as parse_git, revision as git_revision, GIT_KIND};
+
 use crate::upstream::{Unread, Upstream};
-use crate::{files, git};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Adapter {
     WriteFile,
+    EditFile,
+    MoveFile,
+    CreateDirectory,
     GitCommit,
+    GitAdd,
+    GitReset,
+    GitCheckout,
+    GitCreateBranch,
 }
 
 impl Adapter {
     /// The adapter for `tool` of `upstream`, if the upstream is a server one knows.
     pub fn of(upstream: &Upstream, tool: &str) -> Option<Adapter> {
-        if files::previews(upstream, tool) {
-            Some(Adapter::WriteFile)
-        } else if git::previews(upstream, tool) {
-            Some(Adapter::GitCommit)
-        } else {
-            None
-        }
+        files::adapter(upstream, tool).or_else(|| git::adapter(upstream, tool))
+    }
+
+    fn reads_files(self) -> bool {
+        matches!(
+            self,
+            Adapter::WriteFile | Adapter::EditFile | Adapter::MoveFile | Adapter::CreateDirectory
+        )
     }
 }
 
 /// The preview of a call through `adapter`; `Err` inside when the upstream says it cannot read
-/// what the call would change (the plan's blocker, in its words).
+/// what the call would change, or the call cannot do what it asks (the plan's blocker, in the
+/// upstream's words or ours).
 pub async fn preview(
     adapter: Adapter,
     upstream: &Upstream,
     params: &serde_json::Value,
 ) -> ApiResult<Result<Previewed, String>> {
-    let previewed = match adapter {
-        Adapter::WriteFile => files::write_file(upstream, params).await,
-        Adapter::GitCommit => git::commit(upstream, params).await,
+    let previewed = if adapter.reads_files() {
+        files::preview(adapter, upstream, params).await
+    } else {
+        git::preview(adapter, upstream, params).await
     };
     match previewed {
         Ok(previewed) => Ok(Ok(previewed)),

@@ -1,0 +1,232 @@
+//! Upstreams that fail, die mid-call, change their tools or lie about them.
+
+use std::path::Path;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use countersign_mcp_proxy::{Spec, Upstream};
+use serde_json::{json, Value};
+
+use super::{approve_by, git, registry, sdk_python, text, Served};
+use crate::common::{assert_error, Gateway};
+
+#[tokio::test]
+async fn an_upstream_that_cannot_be_reached_fails_the_call_and_the_plan_runs_once_it_is_back() {
+    let served = Served::files_as_marker().await;
+    let file = served.file("notes.txt", Some("before\n"));
+    let plan = served
+        .preview("write_file", json!({"path": file, "content": "after\n"}))
+        .await;
+    let approver = served.gw.enroll("Ana").await;
+    approve_by(&served.gw, &plan, &[&approver]).await;
+
+    // Gone, and it cannot be started again: the call is refused and nothing is written.
+    served.kill_upstream().await;
+    let refused = served.gw.execute(&plan).await;
+    assert_error(&refused, "provider_unavailable", 502);
+    assert_eq!(text(&file), "before\n");
+    let ready = served.gw.call("GET", "/readyz", None, None).await;
+    assert_eq!(
+        ready.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        ready.body
+    );
+    let part = |body: &Value| {
+        body["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["part"] == "mcp:files")
+            .cloned()
+    };
+    assert_eq!(part(&ready.body).unwrap()["ready"], false, "{}", ready.body);
+
+    // Back: the connection is opened again after its backoff, and the approved plan runs.
+    served.restore_upstream();
+    let mut ran = refused;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        ran = served.gw.execute(&plan).await;
+        if ran.status == StatusCode::OK {
+            break;
+        }
+        assert_error(&ran, "provider_unavailable", 502);
+    }
+    assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
+    assert_eq!(text(&file), "after\n");
+    let ready = served.gw.call("GET", "/readyz", None, None).await;
+    assert_eq!(ready.status, StatusCode::OK, "{}", ready.body);
+    assert_eq!(part(&ready.body).unwrap()["detail"], "connected, 14 tools");
+}
+
+#[tokio::test]
+async fn an_upstream_that_says_a_write_only_reads_cannot_skip_a_policy_that_names_it() {
+    let root = tempfile::tempdir().unwrap();
+    let liar = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_upstreams/lying_server.py");
+    let command = format!(
+        "liar={} {} {}",
+        sdk_python().display(),
+        liar.display(),
+        root.path().display()
+    );
+    let upstream = Upstream::connect(Spec::parse(&command, |_| None).unwrap())
+        .await
+        .unwrap();
+    // The policy reads the upstream, the tool and the annotations the upstream declared.
+    let policy = crate::policy::policy(
+        r#"rules contains {"id": "people_read_the_liar", "count": 1,
+               "description": "A call to the liar waits for a person, whatever it says."} if {
+               input.capability.mcp.upstream == "liar"
+               input.capability.mcp.tool == "write_note"
+               input.capability.mcp.annotations.readOnlyHint == true
+           }"#,
+    );
+    let gw = Gateway::serving_with_policy(registry(&[upstream]), policy).await;
+    let note = root.path().join("note.txt");
+    let params = json!({"name": "note.txt", "text": "written"});
+
+    let at_once = gw
+        .invoke_as(&gw.agent, "liar.write_note", json!({ "params": params }))
+        .await;
+    assert_error(&at_once, "approval_required", 409);
+    assert!(!note.exists(), "nothing ran");
+    // A call its upstream calls read-only has nothing to preview: it cannot wait, so it does
+    // not run at all while the policy asks people for it.
+    let preview = gw.try_preview("liar.write_note", params).await;
+    assert_ne!(preview.status, StatusCode::OK, "{}", preview.body);
+    assert!(!note.exists());
+}
+
+/// A file of `root` the test names, holding `text`.
+fn write(root: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = root.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn an_upstream_killed_mid_call_leaves_the_plan_failed_with_its_outcome_unknown_never_run_twice(
+) {
+    // The git server stages a file through a clean filter that waits to be let go: the call
+    // is out, the server is in the middle of it, and the test kills the server there.
+    let served = Served::git_as_marker().await;
+    let repo = served.root.path();
+    let hold = tempfile::tempdir().unwrap();
+    let (started, release) = (hold.path().join("started"), hold.path().join("release"));
+    let filter = format!(
+        "#!/bin/sh\necho started >> {started}\nwhile [ ! -e {release} ]; do sleep 0.05; done\nexit 1\n",
+        started = started.display(),
+        release = release.display()
+    );
+    let script = write(hold.path(), "filter.sh", &filter);
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    git(
+        repo,
+        &["config", "filter.held.clean", &script.display().to_string()],
+    );
+    git(repo, &["config", "filter.held.required", "true"]);
+    write(repo, ".gitattributes", "*.held filter=held\n");
+    write(repo, "data.held", "the content\n");
+
+    let plan = served
+        .preview(
+            "git_add",
+            json!({"repo_path": repo, "files": ["data.held"]}),
+        )
+        .await;
+    assert_eq!(plan["executable"], true, "{plan}");
+    assert!(!started.exists(), "a preview runs no write");
+    let approver = served.gw.enroll("Ana").await;
+    approve_by(&served.gw, &plan, &[&approver]).await;
+    let call = tokio::spawn({
+        let (gw, plan) = (served.gw.clone(), plan.clone());
+        async move { gw.execute(&plan).await }
+    });
+    while !started.exists() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    served.kill_upstream().await;
+    let reply = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .expect("a call whose upstream died is answered")
+        .unwrap();
+    std::fs::write(&release, "").unwrap();
+    assert_eq!(reply.status, StatusCode::GATEWAY_TIMEOUT, "{}", reply.body);
+    assert_eq!(reply.body["error"]["code"], "provider_timeout");
+    assert_eq!(
+        reply.body["error"]["details"]["outcome"], "unknown",
+        "{}",
+        reply.body
+    );
+    assert_eq!(reply.body["error"]["retryable"], false);
+    let status = served
+        .gw
+        .count(
+            "SELECT COUNT(*) FROM plans WHERE id = $1 AND status = 'failed'",
+            plan["plan_id"].as_str().unwrap(),
+        )
+        .await;
+    assert_eq!(status, 1);
+
+    // The server comes back on the next call; the plan is not run again.
+    served.restore_upstream();
+    let again = served.gw.execute(&plan).await;
+    assert_ne!(again.status, StatusCode::OK, "{}", again.body);
+    assert_eq!(again.body["error"]["retryable"], false, "{}", again.body);
+    assert_eq!(
+        std::fs::read_to_string(&started).unwrap().lines().count(),
+        1,
+        "the filter, inside the call, ran once"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_the_upstream_changes_under_a_waiting_plan_makes_it_stale_and_new_plans_blocked() {
+    let root = tempfile::tempdir().unwrap();
+    let server =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_upstreams/changing_server.py");
+    let command = format!(
+        "shifty={} {} {}",
+        sdk_python().display(),
+        server.display(),
+        root.path().display()
+    );
+    let upstream = Upstream::connect(Spec::parse(&command, |_| None).unwrap())
+        .await
+        .unwrap();
+    let gw = Gateway::serving(Default::default(), registry(&[upstream])).await;
+    let level = root.path().join("level.txt");
+    let plan = gw.preview("shifty.set_level", json!({"level": 3})).await;
+    assert_eq!(plan["executable"], true, "{plan}");
+    let approver = gw.enroll("Ana").await;
+    approve_by(&gw, &plan, &[&approver]).await;
+
+    let reshaped = gw
+        .invoke_as(&gw.agent, "shifty.reshape", json!({ "params": {} }))
+        .await;
+    assert_eq!(reshaped.status, StatusCode::OK, "{}", reshaped.body);
+    // The server said so; the gateway reads the list again when told, not on a timer.
+    let mut blocked = Value::Null;
+    for _ in 0..100 {
+        blocked = gw.preview("shifty.set_level", json!({"level": 3})).await;
+        if blocked["executable"] == false {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        blocked["validation"][0]["code"], "tool_changed",
+        "{blocked}"
+    );
+
+    let stale = gw.execute(&plan).await;
+    assert_error(&stale, "plan_stale", 409);
+    let moved = &stale.body["error"]["details"]["moved"];
+    assert!(
+        moved.to_string().contains("mcp-tools/shifty.set_level"),
+        "{}",
+        stale.body
+    );
+    assert!(!level.exists(), "nothing ran");
+}
