@@ -254,6 +254,18 @@ async fn each_upstream_tool_is_a_capability_with_its_own_schema() {
     assert_eq!(write.body["dry_run"], "required");
     let read = describe("/v1/capabilities/files.read_text_file").await;
     assert_eq!(read.body["dry_run"], "not_applicable");
+    // The gateway's own MCP listing keeps the upstream's word: the read is read-only, the write
+    // destructive and not open-world.
+    let hints = |id: &str| {
+        let capability = gw.state.engine.registry.get(id).unwrap();
+        serde_json::to_value(countersign_gateway::mcp::annotations(capability)).unwrap()
+    };
+    let (read, write) = (hints("files.read_text_file"), hints("files.write_file"));
+    assert_eq!(read["readOnlyHint"], true, "{read}");
+    assert_eq!(read["openWorldHint"], false, "{read}");
+    assert_eq!(write["readOnlyHint"], false, "{write}");
+    assert_eq!(write["destructiveHint"], true, "{write}");
+    assert_eq!(write["openWorldHint"], false, "{write}");
 }
 
 /// The Python of the venv holding the official MCP SDK (`make mcp-venv`).

@@ -47,12 +47,20 @@ impl Definition for Proxied {
         )
     }
 
+    /// A tool the upstream says only reads declares no effect, so the gateway's own MCP
+    /// listing calls it read-only too; its plan still holds the call, for a policy to see.
     fn effects(&self) -> EffectProfile {
-        let read_only = self.hints.read_only;
+        if self.hints.read_only {
+            return EffectProfile {
+                kinds: &[],
+                irreversible: false,
+                external: false,
+            };
+        }
         EffectProfile {
             kinds: &[EffectKind::ExternalCall],
             irreversible: self.hints.destructive,
-            external: !read_only && self.hints.open_world,
+            external: self.hints.open_world,
         }
     }
 
