@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 
 use crate::app::{answer_confirmation, answer_if_asked, eventually, serial, App, Launch};
 use crate::demo_plans::{
-    contractors_of_support, preview, received, retention_plan, signed_over_its_digest, status,
-    REMOVE,
+    approve_in_window, contractors_of_support, preview, received, retention_plan,
+    signed_over_its_digest, status, REMOVE,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -282,16 +282,7 @@ async fn a_provider_call_is_approved_at_its_range_and_shows_what_it_cost() -> an
     let cost = app.text("[data-testid='pane-cost']").await?;
     assert!(cost.contains(&min) && cost.contains(&max), "{cost}");
     assert_eq!(gateway.providers().requests(), 0, "reviewing costs nothing");
-    app.click("[data-testid='approve']").await?;
-    answer_if_asked(
-        &app,
-        "[data-testid='decision-state'][data-state='answered']",
-    )
-    .await?;
-    eventually("the approval", || async {
-        Ok(status(&agent, &plan).await? == "approved")
-    })
-    .await?;
+    approve_in_window(&app, &agent, &plan).await?;
 
     let executed = agent.invoke("text.generate", &plan).await?;
     assert_eq!(executed.status, 200, "{}", executed.body);

@@ -54,3 +54,19 @@ pub async fn signed_over_its_digest(
     }
     Ok(decisions.len())
 }
+
+/// Approves `plan_id`, open in `app`, with the approve button (answering the confirmation if
+/// one is asked), and waits until the gateway has it approved.
+pub async fn approve_in_window(
+    app: &crate::app::App,
+    agent: &Agent,
+    plan_id: &str,
+) -> anyhow::Result<()> {
+    app.click("[data-testid='approve']").await?;
+    crate::app::answer_if_asked(app, "[data-testid='decision-state'][data-state='answered']")
+        .await?;
+    crate::app::eventually("the approval", || async {
+        Ok(status(agent, plan_id).await? == "approved")
+    })
+    .await
+}

@@ -9,6 +9,7 @@ mod accounts;
 mod console;
 mod console_edges;
 mod console_policy;
+mod console_proxy;
 mod console_standing;
 mod credentials;
 mod desktop;

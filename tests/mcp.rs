@@ -289,18 +289,10 @@ async fn an_mcp_agent_over_stdio_waits_for_a_signed_approval() -> anyhow::Result
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_agent_writes_through_a_published_server_only_after_a_signed_approval(
 ) -> anyhow::Result<()> {
-    let server = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/mcp-servers/npm/node_modules/.bin/mcp-server-filesystem");
-    assert!(
-        server.exists(),
-        "{} is missing: make mcp-servers makes it",
-        server.display()
-    );
     let root = tempfile::tempdir()?;
     let file = root.path().join("notes.txt");
     std::fs::write(&file, "before\n")?;
-    let upstream = format!("files={} {}", server.display(), root.path().display());
-    let gateway = TestGateway::before(&[upstream]).await?;
+    let gateway = TestGateway::before_files(root.path()).await?;
     let (_, token) =
         countersign_engine::accounts::add_agent(&gateway.state.store, "mcp", Some("usr_lead"))
             .await?;

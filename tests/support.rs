@@ -52,6 +52,20 @@ impl TestGateway {
         TestGateway::start_as(None, Policy::builtin(), upstreams).await
     }
 
+    /// A gateway in front of the published filesystem MCP server (`make mcp-servers`) over
+    /// `root`, as the upstream `files`.
+    pub async fn before_files(root: &std::path::Path) -> anyhow::Result<TestGateway> {
+        let server = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../target/mcp-servers/npm/node_modules/.bin/mcp-server-filesystem");
+        anyhow::ensure!(
+            server.exists(),
+            "{} is missing: make mcp-servers makes it",
+            server.display()
+        );
+        let upstream = format!("files={} {}", server.display(), root.display());
+        TestGateway::before(&[upstream]).await
+    }
+
     /// A gateway that evaluates the approval policy `policy`.
     pub async fn under(policy: Policy) -> anyhow::Result<TestGateway> {
         TestGateway::start_as(None, policy, &[]).await

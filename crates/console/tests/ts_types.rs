@@ -20,7 +20,7 @@ use countersign_console::review::execution::{
     DeliveriesView, DeliveryIssue, ExecutionView, FailureView, RemedyTaken,
 };
 use countersign_console::review::media::{MediaKind, MediaView};
-use countersign_console::review::request::{ParamView, RequestView};
+use countersign_console::review::request::{McpCallView, ParamView, RequestView};
 use countersign_console::review::rules::{RuleView, Turn};
 use countersign_console::review::sample::SampleCheck;
 use countersign_console::review::subjects::{SubjectRow, SubjectsPage};
@@ -74,6 +74,7 @@ fn declarations() -> String {
         SampleCheck::decl(),
         RequestView::decl(),
         ParamView::decl(),
+        McpCallView::decl(),
         JournalEntry::decl(),
         NotifyRules::decl(),
         Link::decl(),

@@ -54,6 +54,10 @@ pub enum EffectKind {
     Job,
 }
 
+/// The `type` of the effect a call through the MCP proxy plans (docs/mcp-proxy.md): its
+/// capability id is `UPSTREAM.TOOL`, the upstream's name holding no dot.
+pub const MCP_TOOL_CALL: &str = "mcp_tool_call";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Effect {

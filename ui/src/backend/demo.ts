@@ -39,9 +39,10 @@ function groups(effects: EffectView[]): EffectGroup[] {
 }
 
 /** A request as signed, from pointers and their values. */
-export function request(params: Record<string, string>, leaves = false): RequestView {
+export function request(params: Record<string, string>, leaves = false, mcp: RequestView['mcp'] = null): RequestView {
   return {
     leaves,
+    mcp,
     params: Object.entries(params).map(([path, text]) => ({ path, text, long: text.length > 240 || text.split('\n').length > 4 })),
   };
 }
@@ -55,7 +56,7 @@ export function plan(o: Partial<PlanView> & Pick<PlanView, 'plan_id' | 'label'>)
     effects: [], groups: [], validation: [], assumptions: [],
     cost: { min: '0.00', max: '0.00', currency: 'credits', cost_class: 'free', preflight: 'estimate' },
     stale: [], approvable: true, not_approvable_reason: null, approvals: [],
-    wallet: null, consequence: '', gist: '', queued: false, request: { params: [], leaves: false }, last_fetched: false, execution: null, supersedes: null,
+    wallet: null, consequence: '', gist: '', queued: false, request: { params: [], leaves: false, mcp: null }, last_fetched: false, execution: null, supersedes: null,
     superseded_by: null, rules: [], turn: 'me', standing_refused: null, ...o,
   };
   if (p.groups.length === 0) p.groups = groups(p.effects);

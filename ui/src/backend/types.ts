@@ -265,7 +265,12 @@ params: Array<ParamView>,
 /**
  * The plan calls an outside service: these parameters are what leaves for it.
  */
-leaves: boolean, };
+leaves: boolean, 
+/**
+ * The plan calls a tool of an MCP server the gateway stands in front of: these parameters
+ * are the tool's arguments.
+ */
+mcp: McpCallView | null, };
 
 export type ParamView = { path: string, 
 /**
@@ -276,6 +281,8 @@ text: string,
  * Shown collapsed until expanded.
  */
 long: boolean, };
+
+export type McpCallView = { upstream: string, tool: string, };
 
 export type JournalEntry = { id: number, gateway_id: string, plan_id: string, decision: string, 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clock, counted, isUrgent, relative, remaining } from './time';
+import { clock, counted, heading, isUrgent, relative, remaining } from './time';
 
 describe('counted', () => {
   it('says one thing in the singular and groups the digits of many', () => {
@@ -56,5 +56,13 @@ describe('clock', () => {
     expect(clock(d.toISOString())).toBe('14:05');
     expect(clock(new Date(2026, 10, 30, 9, 0).toISOString())).toBe('09:00');
     expect(clock('soon')).toBe('—');
+  });
+});
+
+describe('heading', () => {
+  it('turns a type name into words, keeping acronyms whole', () => {
+    expect(heading('direct_membership_removed')).toBe('Direct membership removed');
+    expect(heading('mcp_tool_call')).toBe('MCP tool call');
+    expect(heading('mcpx_call')).toBe('Mcpx call');
   });
 });

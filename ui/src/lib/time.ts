@@ -69,9 +69,10 @@ export function label(flag: string): string {
   return flag.replace(/_/g, ' ');
 }
 
-/** A type name as a heading: "direct_membership_removed" → "Direct membership removed". */
+/** A type name as a heading: "direct_membership_removed" → "Direct membership removed",
+ *  "mcp_tool_call" → "MCP tool call". */
 export function heading(flag: string): string {
-  const text = label(flag);
+  const text = label(flag).replace(/\b(mcp|api|url)\b/gi, (acronym) => acronym.toUpperCase());
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 

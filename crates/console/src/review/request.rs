@@ -2,7 +2,7 @@
 //! (`request.params`). For a provider capability they are the prompt and input text that leave
 //! for an outside service, so an approver reads them before signing, like every other signed word.
 
-use countersign_proto::plan::{EffectKind, Preview};
+use countersign_proto::plan::{EffectKind, Preview, MCP_TOOL_CALL};
 use serde::Serialize;
 use serde_json::Value;
 use ts_rs::TS;
@@ -19,6 +19,17 @@ pub struct RequestView {
     pub params: Vec<ParamView>,
     /// The plan calls an outside service: these parameters are what leaves for it.
     pub leaves: bool,
+    /// The plan calls a tool of an MCP server the gateway stands in front of: these parameters
+    /// are the tool's arguments.
+    pub mcp: Option<McpCallView>,
+}
+
+/// Which server's tool a proxied plan calls, read from the signed plan: an effect of type
+/// `mcp_tool_call`, and the capability id `UPSTREAM.TOOL` (docs/mcp-proxy.md).
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct McpCallView {
+    pub upstream: String,
+    pub tool: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
@@ -49,7 +60,19 @@ pub fn request_view(plan: &Preview) -> RequestView {
             .effects
             .iter()
             .any(|e| e.kind == EffectKind::ExternalCall),
+        mcp: mcp_call(plan),
     }
+}
+
+fn mcp_call(plan: &Preview) -> Option<McpCallView> {
+    if !plan.effects.iter().any(|e| e.effect_type == MCP_TOOL_CALL) {
+        return None;
+    }
+    let (upstream, tool) = plan.capability_id.split_once('.')?;
+    Some(McpCallView {
+        upstream: upstream.to_owned(),
+        tool: tool.to_owned(),
+    })
 }
 
 /// How the request of `new` differs from the one of `old` it replaces, value by value (line
@@ -178,5 +201,21 @@ mod tests {
         let changes = request_changes(&old, &new, &budget);
         let changed: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
         assert_eq!(changed, ["/n", "/prompt", "/seed"]);
+    }
+
+    #[test]
+    fn a_call_through_the_mcp_proxy_names_its_server_and_tool_and_a_native_plan_none() {
+        let native = plan(json!({"project_id": "prj_1"}));
+        assert_eq!(request_view(&native).mcp, None);
+        let mut proxied = plan(json!({"path": "/srv/a.txt", "content": "x"}));
+        proxied.capability_id = "files.write_file".to_owned();
+        proxied.effects[0].effect_type = MCP_TOOL_CALL.to_owned();
+        assert_eq!(
+            request_view(&proxied).mcp,
+            Some(McpCallView {
+                upstream: "files".to_owned(),
+                tool: "write_file".to_owned()
+            })
+        );
     }
 }

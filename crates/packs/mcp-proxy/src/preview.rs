@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use countersign_pack::build;
 use countersign_pack::{ApiError, ApiResult, Planned, PlannedEffect};
-use countersign_proto::plan::{Assumption, Change, EffectKind, ReadRevision};
+use countersign_proto::plan::{Assumption, Change, EffectKind, ReadRevision, MCP_TOOL_CALL};
 use countersign_proto::{Credits, ErrorCode};
 use serde_json::Value;
 
@@ -58,7 +58,7 @@ pub async fn plan(proxied: &Proxied, params: &Value) -> ApiResult<Planned> {
     }
     let mut effect = build::effect(
         1,
-        "mcp_tool_call",
+        MCP_TOOL_CALL,
         EffectKind::ExternalCall,
         format!("mcp/{upstream}/{}", proxied.tool),
         format!(

@@ -50,7 +50,7 @@ impl Proxied {
             digest: listed.digest.clone(),
             hints: listed.hints,
             dry_run_param,
-            adapter: Adapter::of(&upstream, &tool.name),
+            adapter: crate::adapter::of(&upstream, &tool.name),
             annotations: serde_json::to_value(&tool.annotations).unwrap_or(Value::Null),
             upstream,
         }

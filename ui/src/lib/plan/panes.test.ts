@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { demoPlans, execution } from '../../backend/demo';
 import { FakeBackend } from '../../backend/fake';
 import type { PlanView } from '../../backend';
+import Plan from '../Plan.svelte';
 import Changes from './Changes.svelte';
 import Cost from './Cost.svelte';
 import Effects from './Effects.svelte';
@@ -190,13 +191,31 @@ describe('the request pane', () => {
 
   it('says a provider request leaves, and opens long text on request', async () => {
     const text = 'Summarise the contract.\n'.repeat(20);
-    const request = { leaves: true, params: [{ path: '/messages/0/content', text, long: true }, { path: '/model', text: 'small', long: false }] };
+    const request = { leaves: true, mcp: null, params: [{ path: '/messages/0/content', text, long: true }, { path: '/model', text: 'small', long: false }] };
     render(Request, { props: { request } });
     expect(screen.getByTestId('request-leaves').textContent).toContain('outside service');
     const param = screen.getAllByTestId('request-param')[0];
     expect(param.querySelector('pre')!.textContent!.length).toBeLessThan(text.length);
     await fireEvent.click(screen.getByTestId('request-expand'));
     expect(param.querySelector('pre')!.textContent).toBe(text);
+  });
+});
+
+describe('a call through the MCP proxy', () => {
+  it('names the server and the tool its arguments go to', () => {
+    const request = { leaves: true, mcp: { upstream: 'files', tool: 'write_file' }, params: [{ path: '/path', text: '/srv/a.txt', long: false }] };
+    render(Request, { props: { request } });
+    const note = screen.getByTestId('request-leaves').textContent!;
+    expect(note).toContain('write_file is called with on the MCP server files');
+    expect(note).not.toContain('outside service');
+  });
+
+  it("is told apart from a capability of the gateway's own in the plan's header", () => {
+    const base = demo('plan_0001');
+    const plan = { ...base, capability_id: 'files.write_file', request: { ...base.request, mcp: { upstream: 'files', tool: 'write_file' } } };
+    const none = () => {};
+    render(Plan, { props: { plan, now: Date.now(), busy: false, backend: new FakeBackend(), onapprove: none, onreject: none, onrefresh: none, onopen: none, ondecided: none, onamended: none, onsnooze: none, onunsnooze: none } });
+    expect(screen.getByTestId('mcp-call').textContent).toBe('MCP tool write_file of the server files');
   });
 });
 

@@ -10,8 +10,8 @@ use countersign_proto::digest;
 use countersign_proto::plan::Change;
 use serde_json::{json, Value};
 
+use super::kind::Adapter;
 use super::previewed::{read, text_param, Previewed};
-use super::Adapter;
 use crate::upstream::{Unread, Upstream};
 
 /// The kind of resource whose revision is what a path holds, read through its upstream.

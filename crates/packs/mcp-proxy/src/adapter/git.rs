@@ -6,9 +6,9 @@
 use countersign_proto::plan::{Change, ReadRevision};
 use serde_json::Value;
 
+use super::kind::Adapter;
 use super::previewed::{read, text_param, Previewed};
 use super::repo::{self, Part, GIT_KIND};
-use super::Adapter;
 use crate::upstream::{Unread, Upstream};
 
 /// The adapter for `tool` of `upstream`, when the server lists the read-only tools of

@@ -4,6 +4,7 @@
 
 mod files;
 mod git;
+mod kind;
 mod previewed;
 mod repo;
 
@@ -11,36 +12,15 @@ use countersign_pack::{ApiError, ApiResult};
 use countersign_proto::ErrorCode;
 
 pub use files::{entry, FILE_KIND};
+pub use kind::Adapter;
 pub use previewed::Previewed;
 pub use repo::{parse as parse_git, revision as git_revision, GIT_KIND};
 
 use crate::upstream::{Unread, Upstream};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Adapter {
-    WriteFile,
-    EditFile,
-    MoveFile,
-    CreateDirectory,
-    GitCommit,
-    GitAdd,
-    GitReset,
-    GitCheckout,
-    GitCreateBranch,
-}
-
-impl Adapter {
-    /// The adapter for `tool` of `upstream`, if the upstream is a server one knows.
-    pub fn of(upstream: &Upstream, tool: &str) -> Option<Adapter> {
-        files::adapter(upstream, tool).or_else(|| git::adapter(upstream, tool))
-    }
-
-    fn reads_files(self) -> bool {
-        matches!(
-            self,
-            Adapter::WriteFile | Adapter::EditFile | Adapter::MoveFile | Adapter::CreateDirectory
-        )
-    }
+/// The adapter for `tool` of `upstream`, if the upstream is a server one knows.
+pub fn of(upstream: &Upstream, tool: &str) -> Option<Adapter> {
+    files::adapter(upstream, tool).or_else(|| git::adapter(upstream, tool))
 }
 
 /// The preview of a call through `adapter`; `Err` inside when the upstream says it cannot read
