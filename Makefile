@@ -265,7 +265,7 @@ fuzz: deps
 ## target/bench/report.md, the gateway's rows on SQLite and on a throw-away PostgreSQL cluster.
 ## `bench` measures everything (on 2 cores after the release build, about 10 minutes on SQLite
 ## and as long again on PostgreSQL); `bench-quick` a subset. BENCH_ARGS="--only latency,polls"
-## measures only those parts (criterion, polls, writes, bulk, latency, desktop), not recorded.
+## measures only those parts (criterion, policy, polls, writes, bulk, latency, proxy, desktop), not recorded.
 BENCH_TARGET := $(or $(CARGO_TARGET_DIR),target)
 
 bench: bench-build
@@ -276,7 +276,7 @@ bench-quick: bench-build-quick
 	tests/with-keyring.sh tests/with-postgres.sh $(BENCH_TARGET)/release/countersign-bench --quick \
 		$(BENCH_ARGS)
 
-bench-deps: deps
+bench-deps: deps mcp-servers
 	$(call apt_install_missing,wrk)
 
 # Release builds, timed apart from the run: the gateway, the harness, the desktop app with the

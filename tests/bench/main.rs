@@ -12,6 +12,7 @@ mod history;
 mod latency;
 mod policy;
 mod polls;
+mod proxy;
 mod settings;
 mod stats;
 mod table;
@@ -184,6 +185,9 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     rows.extend(store_rows(&settings, &mut timings, floor).await);
+    if settings.runs("proxy") {
+        rows.extend(section("MCP proxy", &mut timings, proxy::rows(&settings)).await);
+    }
     if settings.runs("desktop") {
         rows.extend(section("desktop", &mut timings, desktop::rows(&settings)).await);
     }

@@ -37,13 +37,14 @@ pub fn postgres_server() -> Option<String> {
 }
 
 /// The parts of a run, as `--only` names them.
-pub const PARTS: [&str; 7] = [
+pub const PARTS: [&str; 8] = [
     "criterion",
     "policy",
     "polls",
     "writes",
     "bulk",
     "latency",
+    "proxy",
     "desktop",
 ];
 

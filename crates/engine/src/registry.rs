@@ -227,6 +227,10 @@ impl Capability {
         self.definition().approval()
     }
 
+    pub fn max_string(self) -> usize {
+        self.definition().max_string()
+    }
+
     pub fn policy_facts(self) -> serde_json::Map<String, Value> {
         self.definition().policy_facts()
     }

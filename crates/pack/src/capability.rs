@@ -13,6 +13,10 @@ use crate::plan::{Applied, ApprovalRule, EffectProfile, Execution, Planned, Targ
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Characters in any string value of a request's params, unless its capability says otherwise
+/// ([`Definition::max_string`]).
+pub const MAX_STRING: usize = 1000;
+
 /// What every capability declares and how it evaluates a request. `plan` is the one evaluation
 /// that preview and execution share; it writes nothing.
 pub trait Definition: Send + Sync + 'static {
@@ -26,6 +30,12 @@ pub trait Definition: Send + Sync + 'static {
     }
     fn approval(&self) -> ApprovalRule {
         ApprovalRule::WhenRisky
+    }
+    /// The most characters any one string of a request may hold (every string may reach an
+    /// approver). A capability whose requests carry a whole document the approver reads (a
+    /// file's text through the MCP proxy) raises it; the request body's own limit still holds.
+    fn max_string(&self) -> usize {
+        MAX_STRING
     }
     /// What an approval policy may read of the capability beside its id, title and rule, as
     /// members of `input.capability` (the MCP upstream and tool a proxied capability calls).

@@ -23,6 +23,7 @@ mod sql;
 
 pub use capability::{
     BoxFuture, Definition, Domain, ExternalCapability, Kind, Pack, Probe, WorldCapability,
+    MAX_STRING,
 };
 pub use error::{ApiError, ApiResult};
 pub use external::{Called, ExternalCall, Output};

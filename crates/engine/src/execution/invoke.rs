@@ -44,7 +44,7 @@ pub async fn run(
         let mut conn = engine.store.pool().acquire().await?;
         scopes::authorize(&mut conn, registry, agent, capability, params).await?;
     }
-    bounds::invoke(&request)?;
+    bounds::invoke(&request, capability.max_string())?;
     let identity = match (&request.plan_id, &request.params) {
         (Some(_), Some(_)) => {
             return Err(ApiError::validation(

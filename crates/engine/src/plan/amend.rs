@@ -28,7 +28,7 @@ pub(crate) async fn check(
     if let Some(why) = eligibility::refusal(conn, approver, old, Decision::Reject).await? {
         return Err(ApiError::new(ErrorCode::NotEligible, why));
     }
-    bounds::amend(params)?;
+    bounds::amend(params, capability.max_string())?;
     if let Some(first) = capability.violations(params).first() {
         return Err(ApiError::validation(
             &first.schema_pointer,

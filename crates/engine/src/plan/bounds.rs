@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use crate::{ApiError, ApiResult};
 
-/// Characters in any string value of the params.
-pub const MAX_STRING: usize = 1000;
+/// Characters in any string value of the params, unless the capability says otherwise.
+pub use countersign_pack::MAX_STRING;
 /// Characters in an object key anywhere in the params.
 pub const MAX_KEY: usize = 100;
 /// Members of an object or items of an array anywhere in the params.
@@ -23,8 +23,9 @@ pub const MAX_RESOURCE: usize = 200;
 /// Characters in a revision, an idempotency key or a plan id.
 pub const MAX_TOKEN: usize = 100;
 
-pub fn dry_run(request: &DryRunRequest) -> ApiResult<()> {
-    params(&request.params)?;
+/// `request` within the bounds, its strings within `max_string` characters (the capability's).
+pub fn dry_run(request: &DryRunRequest, max_string: usize) -> ApiResult<()> {
+    params(&request.params, max_string)?;
     if let Some(expected) = &request.expected_revisions {
         if expected.len() > MAX_EXPECTED {
             return Err(ApiError::validation(
@@ -44,9 +45,9 @@ pub fn dry_run(request: &DryRunRequest) -> ApiResult<()> {
     Ok(())
 }
 
-pub fn invoke(request: &InvokeRequest) -> ApiResult<()> {
+pub fn invoke(request: &InvokeRequest, max_string: usize) -> ApiResult<()> {
     if let Some(params_value) = &request.params {
-        params(params_value)?;
+        params(params_value, max_string)?;
     }
     if let Some(plan_id) = &request.plan_id {
         text("/plan_id", plan_id, MAX_TOKEN, "The plan id")?;
@@ -59,15 +60,15 @@ pub fn invoke(request: &InvokeRequest) -> ApiResult<()> {
 
 /// An approver's amended params (`docs/amend.md`): the request an agent's plan will run, held to
 /// the bounds of the agent's own.
-pub fn amend(params_value: &Value) -> ApiResult<()> {
-    params(params_value)
+pub fn amend(params_value: &Value, max_string: usize) -> ApiResult<()> {
+    params(params_value, max_string)
 }
 
-fn params(value: &Value) -> ApiResult<()> {
-    walk("/params", value, 0)
+fn params(value: &Value, max_string: usize) -> ApiResult<()> {
+    walk("/params", value, 0, max_string)
 }
 
-fn walk(pointer: &str, value: &Value, depth: usize) -> ApiResult<()> {
+fn walk(pointer: &str, value: &Value, depth: usize, max_string: usize) -> ApiResult<()> {
     if depth > MAX_DEPTH {
         return Err(ApiError::validation(
             pointer,
@@ -75,7 +76,7 @@ fn walk(pointer: &str, value: &Value, depth: usize) -> ApiResult<()> {
         ));
     }
     match value {
-        Value::String(s) => text(pointer, s, MAX_STRING, "A string"),
+        Value::String(s) => text(pointer, s, max_string, "A string"),
         Value::Array(items) => {
             if items.len() > MAX_ITEMS {
                 return Err(ApiError::validation(
@@ -84,7 +85,7 @@ fn walk(pointer: &str, value: &Value, depth: usize) -> ApiResult<()> {
                 ));
             }
             for (i, item) in items.iter().enumerate() {
-                walk(&format!("{pointer}/{i}"), item, depth + 1)?;
+                walk(&format!("{pointer}/{i}"), item, depth + 1, max_string)?;
             }
             Ok(())
         }
@@ -98,7 +99,7 @@ fn walk(pointer: &str, value: &Value, depth: usize) -> ApiResult<()> {
             for (key, member) in members {
                 let inner = format!("{pointer}/{}", escape(&clip(key)));
                 text(&inner, key, MAX_KEY, "A member name")?;
-                walk(&inner, member, depth + 1)?;
+                walk(&inner, member, depth + 1, max_string)?;
             }
             Ok(())
         }
@@ -146,16 +147,32 @@ mod tests {
     #[test]
     fn long_strings_keys_and_arrays_are_refused_with_their_pointer() {
         let long = "x".repeat(MAX_STRING + 1);
-        let error = params(&json!({"filter": {"users": ["usr_1", long]}})).unwrap_err();
+        let error = params(&json!({"filter": {"users": ["usr_1", long]}}), MAX_STRING).unwrap_err();
         assert_eq!(pointer_of(error), "/params/filter/users/1");
         let key = "k".repeat(MAX_KEY + 1);
-        assert!(params(&json!({ key: 1 })).is_err());
+        assert!(params(&json!({ key: 1 }), MAX_STRING).is_err());
         let many: Vec<u32> = (0..=MAX_ITEMS as u32).collect();
         assert_eq!(
-            pointer_of(params(&json!({ "a": many })).unwrap_err()),
+            pointer_of(params(&json!({ "a": many }), MAX_STRING).unwrap_err()),
             "/params/a"
         );
-        assert!(params(&json!({"project": "prj_184", "filename": "a.pdf"})).is_ok());
+        assert!(params(
+            &json!({"project": "prj_184", "filename": "a.pdf"}),
+            MAX_STRING
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn a_capability_that_takes_whole_documents_raises_the_string_bound_alone() {
+        let document = json!({"content": "x".repeat(100_000)});
+        assert!(params(&document, MAX_STRING).is_err());
+        assert!(params(&document, 1 << 20).is_ok());
+        let key = "k".repeat(MAX_KEY + 1);
+        assert!(
+            params(&json!({ key: 1 }), 1 << 20).is_err(),
+            "keys stay bounded"
+        );
     }
 
     #[test]
@@ -164,6 +181,6 @@ mod tests {
         for _ in 0..=MAX_DEPTH {
             deep = json!([deep]);
         }
-        assert!(params(&deep).is_err());
+        assert!(params(&deep, MAX_STRING).is_err());
     }
 }

@@ -88,7 +88,7 @@ pub async fn run(
         scopes::authorize(&mut conn, registry, agent, capability, &request.params).await?;
         Asking::load(&mut conn, agent, engine.policy.reads()).await?
     };
-    bounds::dry_run(&request)?;
+    bounds::dry_run(&request, capability.max_string())?;
     let describe = capability.describe();
     if describe.dry_run == DryRunMode::NotApplicable {
         return Err(ApiError::validation(

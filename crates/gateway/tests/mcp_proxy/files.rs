@@ -263,3 +263,17 @@ async fn edit(served: &Served, text: &str, old: &str, new: &str) -> (std::path::
         .await;
     (file, plan)
 }
+
+#[tokio::test]
+async fn a_whole_file_longer_than_a_native_field_is_previewed_and_written() {
+    let served = Served::new().await;
+    let file = served.file("long.md", Some("short\n"));
+    let long = "a line of a long document\n".repeat(10_000);
+    let plan = served
+        .preview("write_file", json!({"path": file, "content": long}))
+        .await;
+    assert_eq!(plan["executable"], true, "{}", plan["validation"]);
+    let ran = served.approve_and_run(&plan).await;
+    assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
+    assert_eq!(text(&file), long);
+}

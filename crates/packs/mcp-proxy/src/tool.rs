@@ -17,6 +17,9 @@ use crate::preview;
 use crate::proxied::Proxied;
 use crate::upstream::{text_of, CallError};
 
+/// Characters in one string of a proxied call's arguments: as many as the request body holds.
+const MAX_DOCUMENT: usize = 1 << 20;
+
 /// How long an approved call may take before its outcome is unknown.
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -72,6 +75,12 @@ impl Definition for Proxied {
         } else {
             ApprovalRule::Always
         }
+    }
+
+    /// A tool's string may be a whole file's text (`write_file`'s `content`): bounded by the
+    /// request body's limit (1 MiB), not by the line a native capability's field holds.
+    fn max_string(&self) -> usize {
+        MAX_DOCUMENT
     }
 
     fn policy_facts(&self) -> Map<String, Value> {
