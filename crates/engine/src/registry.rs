@@ -227,6 +227,10 @@ impl Capability {
         self.definition().approval()
     }
 
+    pub fn reads_remotely(self) -> bool {
+        self.definition().reads_remotely()
+    }
+
     pub fn max_string(self) -> usize {
         self.definition().max_string()
     }

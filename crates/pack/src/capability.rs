@@ -37,6 +37,12 @@ pub trait Definition: Send + Sync + 'static {
     fn max_string(&self) -> usize {
         MAX_STRING
     }
+    /// Whether its plan and its resources' revisions are read from a server of its own, over
+    /// the network (an MCP upstream): the engine reads them before it takes the store's writer,
+    /// never while holding it.
+    fn reads_remotely(&self) -> bool {
+        false
+    }
     /// What an approval policy may read of the capability beside its id, title and rule, as
     /// members of `input.capability` (the MCP upstream and tool a proxied capability calls).
     fn policy_facts(&self) -> Map<String, Value> {

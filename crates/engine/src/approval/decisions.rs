@@ -3,7 +3,7 @@
 //! steps need.
 
 use chrono::Duration;
-use countersign_proto::approvals::{DecisionResponse, PlanStatus};
+use countersign_proto::approvals::{DecisionResponse, MovedRevision, PlanStatus};
 use countersign_proto::decision::{Decision, Statement, StatementError};
 use countersign_proto::dsse::{Envelope, DECISION_PAYLOAD_TYPE};
 use countersign_proto::statement::Signed as _;
@@ -13,6 +13,7 @@ use serde_json::json;
 
 use crate::accounts::{self, Approver};
 use crate::approval::receipts::Signer;
+use crate::plan::ahead;
 use crate::plan::plans::{self, StoredPlan};
 use crate::queue::events::EventKind;
 use crate::store::{Flag, WriteTx};
@@ -41,6 +42,8 @@ pub async fn decide(
     names_its_signer_and_plan(&statement, approver, &envelope, plan_id)?;
     addressed_here(&statement, engine)?;
 
+    // Reads of a server of the capability's own come before the writer (plan/ahead.rs).
+    let ahead = ahead::read(engine, plan_id, None, false).await?;
     let mut w = engine.store.write().await?;
     let plan = plans::load(&mut w.tx, plan_id)
         .await?
@@ -55,7 +58,7 @@ pub async fn decide(
     nonce_unused(&prior)?;
     in_time(&statement, &plan)?;
     open(&plan, &statement, withdrawal)?;
-    let w = current(w, engine, &plan).await?;
+    let w = current(w, engine, &plan, ahead.map(|ahead| ahead.moved)).await?;
     record(
         w,
         engine,
@@ -352,9 +355,13 @@ async fn current<'a>(
     mut w: WriteTx<'a>,
     engine: &Engine,
     plan: &StoredPlan,
+    ahead: Option<Vec<MovedRevision>>,
 ) -> ApiResult<WriteTx<'a>> {
     let plan_id = &plan.preview.plan_id;
-    let moved = plans::moved(&mut w.tx, engine.registry, &plan.preview.read_revisions).await?;
+    let moved = match ahead {
+        Some(moved) => moved,
+        None => plans::moved(&mut w.tx, engine.registry, &plan.preview.read_revisions).await?,
+    };
     if let Some(first) = moved.first() {
         if plan.status != PlanStatus::Stale {
             plans::set_status(&mut w.tx, plan_id, PlanStatus::Stale).await?;

@@ -55,6 +55,9 @@ pub struct Call<'a> {
     pub request: &'a InvokeRequest,
     pub trace_id: &'a str,
     pub started: Instant,
+    /// The plan evaluated again before the writer was taken, for a capability that reads
+    /// remotely (plan/ahead.rs); `None`: evaluated again here, inside the write.
+    pub rederived: Option<ApiResult<()>>,
 }
 
 /// What the call and its settlement need, owned, for the task they run in.
@@ -76,7 +79,11 @@ pub async fn run(mut w: WriteTx<'_>, call: Call<'_>) -> ApiResult<SuccessEnvelop
     let (plan, agent) = (call.plan, call.agent);
     call.external.ready()?;
     let registry = call.engine.registry;
-    if let Err(e) = rederive(&mut w.tx, call.capability, plan).await {
+    let rederived = match call.rederived {
+        Some(ahead) => ahead,
+        None => rederive(&mut w.tx, call.capability, plan).await.map(drop),
+    };
+    if let Err(e) = rederived {
         return Err(match e.code {
             ErrorCode::PlanStale if call.stored => stale(w, registry, plan, e).await?,
             _ => e,

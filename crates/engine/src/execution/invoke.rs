@@ -15,6 +15,7 @@ use countersign_policy::Policy;
 
 use crate::accounts::Agent;
 use crate::approval::policy::{self, Asking};
+use crate::plan::ahead::{self, Ahead};
 use crate::plan::dry_run::invalid_preview;
 use crate::plan::reads::no_such_plan;
 use crate::plan::rederive::{blocked, rederive, stale};
@@ -70,6 +71,11 @@ pub async fn run(
         }
     };
 
+    // Reads of a server of the capability's own come before the writer (plan/ahead.rs).
+    let ahead = match &request.plan_id {
+        Some(plan_id) => ahead::read(engine, plan_id, Some(&agent.id), true).await?,
+        None => None,
+    };
     let mut w = engine.store.write().await?;
     if let Some(key) = &request.idempotency_key {
         let stored: Option<(String, String)> = sqlx::query_as(
@@ -99,8 +105,15 @@ pub async fn run(
 
     let (plan, stored, decided_by) = match &request.plan_id {
         Some(plan_id) => {
-            let (plan, decided_by) =
-                approved_plan(&mut w.tx, registry, capability, agent, plan_id).await?;
+            let (plan, decided_by) = approved_plan(
+                &mut w.tx,
+                registry,
+                capability,
+                agent,
+                plan_id,
+                ahead.as_ref(),
+            )
+            .await?;
             (plan, true, decided_by)
         }
         None => (
@@ -129,6 +142,7 @@ pub async fn run(
                     request: &request,
                     trace_id,
                     started,
+                    rederived: ahead.map(|ahead| ahead.rederived),
                 };
                 return external::run(w, call).await;
             }
@@ -263,6 +277,7 @@ async fn approved_plan(
     capability: Capability,
     agent: &Agent,
     plan_id: &str,
+    ahead: Option<&Ahead>,
 ) -> ApiResult<(Preview, Vec<i64>)> {
     let plan = plans::load(tx, plan_id).await?.ok_or_else(no_such_plan)?;
     if plan.agent_id != agent.id {
@@ -307,7 +322,10 @@ async fn approved_plan(
             ),
         ));
     }
-    let moved = plans::moved(tx, registry, &plan.preview.read_revisions).await?;
+    let moved = match ahead {
+        Some(ahead) => ahead.moved.clone(),
+        None => plans::moved(tx, registry, &plan.preview.read_revisions).await?,
+    };
     if plan.status != PlanStatus::Approved && plan.status != PlanStatus::Stale {
         let approvals = approvals::of(tx, &plan).await?;
         return Err(ApiError::new(

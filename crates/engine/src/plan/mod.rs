@@ -2,6 +2,7 @@
 //! `staging`, `summaries`), read back (`plans`, `reads`), previewed again as a successor (`refresh`,
 //! `amend`) and derived again at execution (`rederive`).
 
+pub mod ahead;
 pub mod amend;
 pub mod bounds;
 pub mod dry_run;

@@ -87,6 +87,11 @@ pub async fn current(
     params: &Value,
     planned: Planned,
 ) -> ApiResult<Planned> {
+    // A server of the capability's own is not read under the writer (plan/ahead.rs): it was
+    // just read, and its state is not the store's to hold still.
+    if capability.reads_remotely() {
+        return Ok(planned);
+    }
     if plans::moved(tx, registry, &planned.read_revisions)
         .await?
         .is_empty()

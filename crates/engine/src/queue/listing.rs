@@ -91,6 +91,16 @@ async fn store_summary(
     let (to, created) = (plan.status, plan.preview.created_at);
     let capability = plan.preview.capability_id.clone();
     let subjects_total = plans::subjects_total(&plan);
+    let mut known = known;
+    if known.moved.is_none()
+        && registry
+            .get(&capability)
+            .is_some_and(|c| c.reads_remotely())
+    {
+        // A server of the capability's own is not read inside a write (plan/ahead.rs): the
+        // summary keeps the status the plan has; its record, read apart, says what moved.
+        known.moved = Some(Vec::new());
+    }
     let record = plans::record_with(conn, registry, plan, known).await?;
     let summary = plans::summary(registry, &record, subjects_total);
     // The status it was last published with comes back from the same statement (migration 0020).

@@ -127,7 +127,9 @@ impl Served {
     async fn serving(root: TempDir, upstream: &'static str, command: &str) -> Served {
         let spec = Spec::parse(&format!("{upstream}={command}"), |_| None).unwrap();
         let connected = Upstream::connect(spec).await.unwrap();
-        let gw = Gateway::serving(Limits::default(), registry(&[connected])).await;
+        // Reads apart from the writer, as deployed: an upstream read may be out while the
+        // gateway writes.
+        let gw = Gateway::serving_apart(Limits::default(), registry(&[connected])).await;
         Served {
             root,
             gw: Arc::new(gw),

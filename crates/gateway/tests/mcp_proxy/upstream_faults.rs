@@ -230,3 +230,84 @@ async fn a_tool_the_upstream_changes_under_a_waiting_plan_makes_it_stale_and_new
     );
     assert!(!level.exists(), "nothing ran");
 }
+
+#[tokio::test]
+async fn an_upstream_slow_to_read_holds_no_other_write_of_the_gateway_back() {
+    let served = Served::new().await;
+    let (approved, pending) = (
+        served.file("approved.txt", Some("before\n")),
+        served.file("pending.txt", Some("before\n")),
+    );
+    let write = |file: &std::path::Path| json!({"path": file, "content": "after\n"});
+    let ana = served.gw.enroll("Ana").await;
+    let to_run = served.preview("write_file", write(&approved)).await;
+    approve_by(&served.gw, &to_run, &[&ana]).await;
+    let to_decide = served.preview("write_file", write(&pending)).await;
+
+    let execution = tokio::spawn({
+        let (gw, plan) = (served.gw.clone(), to_run.clone());
+        async move { gw.execute(&plan).await }
+    });
+    let reply = while_a_read_is_held(&served, &approved, execution).await;
+    assert_error(&reply, "plan_stale", 409);
+
+    let statement = ana.sign(&ana.statement(&served.gw, &to_decide));
+    let decision = tokio::spawn({
+        let (gw, plan_id) = (served.gw.clone(), to_decide["plan_id"].clone());
+        async move { ana.send(&gw, plan_id.as_str().unwrap(), &statement).await }
+    });
+    let reply = while_a_read_is_held(&served, &pending, decision).await;
+    assert_error(&reply, "plan_stale", 409);
+
+    // A preview reads the file once, before the writer, and stores what it read.
+    let fresh = served.file("fresh.txt", Some("before\n"));
+    let preview = tokio::spawn({
+        let (gw, params) = (served.gw.clone(), write(&fresh));
+        async move { gw.try_preview("files.write_file", params).await }
+    });
+    let reply = while_a_read_is_held(&served, &fresh, preview).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let change = &reply.body["effects"][0]["changes"][0];
+    assert_eq!(change["before"], "someone else's\n", "{}", reply.body);
+}
+
+/// Makes `file` a pipe, so that the server's read of it (for `slow`'s staleness check) waits
+/// until the test writes into it; checks that the gateway writes meanwhile (another approver
+/// is enrolled), then lets the read go and answers what `slow` answered.
+async fn while_a_read_is_held(
+    served: &Served,
+    file: &std::path::Path,
+    slow: tokio::task::JoinHandle<crate::common::Reply>,
+) -> crate::common::Reply {
+    std::fs::remove_file(file).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(file)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Opening a pipe to write without waiting succeeds once a reader has it open: the server
+    // is inside its read.
+    let writer = loop {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        const O_NONBLOCK: i32 = 0o4000; // Linux's value
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(O_NONBLOCK)
+            .open(file)
+        {
+            Ok(writer) => break writer,
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    };
+    let name = format!("Ben {}", file.display());
+    tokio::time::timeout(Duration::from_secs(10), served.gw.enroll(&name))
+        .await
+        .expect("a write while an upstream read is out");
+    assert!(!slow.is_finished(), "the read was still out");
+    std::io::Write::write_all(&mut &writer, b"someone else's\n").unwrap();
+    drop(writer);
+    tokio::time::timeout(Duration::from_secs(30), slow)
+        .await
+        .expect("answered once the read is")
+        .unwrap()
+}

@@ -83,6 +83,11 @@ impl Definition for Proxied {
         MAX_DOCUMENT
     }
 
+    /// Its schema, files and repositories are read through the upstream.
+    fn reads_remotely(&self) -> bool {
+        true
+    }
+
     fn policy_facts(&self) -> Map<String, Value> {
         let mut facts = Map::new();
         let mcp = json!({"upstream": self.upstream.name(), "tool": self.tool,
