@@ -308,6 +308,11 @@ async fn an_mcp_agent_writes_through_a_published_server_only_after_a_signed_appr
     // The server's tools, under its name; the read ran at once.
     let tools = &event(&events, "tools")["tools"];
     assert!(tools["files.write_file"].is_object(), "{tools}");
+    for name in ["write_file", "read_text_file", "edit_file"] {
+        assert!(tools.get(name).is_none(), "{name} un-namespaced in {tools}");
+    }
+    let around = event(&events, "around");
+    assert_eq!(around["is_error"], true, "{around}");
     let read = event(&events, "read");
     assert_eq!(read["is_error"], false, "{read}");
     assert_eq!(read["structured"]["content"], "before\n", "{read}");

@@ -31,6 +31,12 @@ async def main(url, token, path):
                 },
             )
             report("read", **answer(await client.call_tool("files.read_text_file", {"path": path})))
+            # The server's own names lead nowhere: only its tools as the gateway serves them do.
+            try:
+                around = answer(await client.call_tool("write_file", {"path": path, "content": "around\n"}))
+            except Exception as error:  # a protocol error is as good a no as an error result
+                around = {"is_error": True, "structured": None, "text": str(error)}
+            report("around", **around)
             write = answer(await client.call_tool("files.write_file", {"path": path, "content": "as signed\n"}))
             # The test approves the plan when it reads this line.
             report("planned", write=write)

@@ -355,11 +355,11 @@ async fn current<'a>(
     mut w: WriteTx<'a>,
     engine: &Engine,
     plan: &StoredPlan,
-    ahead: Option<Vec<MovedRevision>>,
+    ahead: Option<ApiResult<Vec<MovedRevision>>>,
 ) -> ApiResult<WriteTx<'a>> {
     let plan_id = &plan.preview.plan_id;
     let moved = match ahead {
-        Some(moved) => moved,
+        Some(moved) => moved?,
         None => plans::moved(&mut w.tx, engine.registry, &plan.preview.read_revisions).await?,
     };
     if let Some(first) = moved.first() {

@@ -323,7 +323,7 @@ async fn approved_plan(
         ));
     }
     let moved = match ahead {
-        Some(ahead) => ahead.moved.clone(),
+        Some(ahead) => ahead.moved.clone()?,
         None => plans::moved(tx, registry, &plan.preview.read_revisions).await?,
     };
     if plan.status != PlanStatus::Approved && plan.status != PlanStatus::Stale {

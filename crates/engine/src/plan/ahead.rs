@@ -7,23 +7,25 @@
 //!
 //! [`Definition::reads_remotely`]: countersign_pack::Definition::reads_remotely
 
-use countersign_proto::approvals::MovedRevision;
+use countersign_proto::approvals::{MovedRevision, PlanStatus};
 
 use crate::plan::{plans, rederive::rederive};
 use crate::{ApiResult, Engine};
 
 /// What the plan's reads are now, read ahead.
 pub struct Ahead {
-    /// The read revisions that moved.
-    pub moved: Vec<MovedRevision>,
+    /// The read revisions that moved, or why they could not be read (kept for the check that
+    /// needs them: an answer the store already holds, a replay, does not wait on the server).
+    pub moved: ApiResult<Vec<MovedRevision>>,
     /// The plan evaluated again (when asked for, and nothing moved): drifted or blocked, or
     /// still the plan that was approved.
     pub rederived: ApiResult<()>,
 }
 
 /// Plan `plan_id`'s reads, read now, if its capability reads remotely; `None` otherwise (or
-/// when there is no such plan, or it is not `owner`'s: the write's own checks say so, as they
-/// say it of a plan that is not there), and evaluated again too when `evaluate`.
+/// when there is no such plan, it is not `owner`'s, or it is closed: the write's own checks say
+/// so, as they say it of a plan that is not there), and evaluated again too when `evaluate`
+/// (for an execution: only an approved or stale plan is read for then).
 pub async fn read(
     engine: &Engine,
     plan_id: &str,
@@ -41,14 +43,25 @@ pub async fn read(
     if owner.is_some_and(|agent| agent != plan.agent_id) {
         return Ok(None);
     }
+    // Only a plan that may still run (or, for a decision, still be decided) is read for.
+    let open = match evaluate {
+        true => matches!(plan.status, PlanStatus::Approved | PlanStatus::Stale),
+        false => matches!(
+            plan.status,
+            PlanStatus::PendingApproval | PlanStatus::Approved | PlanStatus::Stale
+        ),
+    };
+    if !open {
+        return Ok(None);
+    }
     let Some(capability) = engine.registry.get(&plan.preview.capability_id) else {
         return Ok(None);
     };
     if !capability.reads_remotely() {
         return Ok(None);
     }
-    let moved = plans::moved(&mut tx, engine.registry, &plan.preview.read_revisions).await?;
-    let rederived = if evaluate && moved.is_empty() {
+    let moved = plans::moved(&mut tx, engine.registry, &plan.preview.read_revisions).await;
+    let rederived = if evaluate && moved.as_ref().is_ok_and(Vec::is_empty) {
         rederive(&mut tx, capability, &plan.preview).await.map(drop)
     } else {
         Ok(())

@@ -4,7 +4,7 @@ use axum::http::StatusCode;
 use countersign_proto::digest::sha256;
 use serde_json::{json, Value};
 
-use super::{approve_by, flags, text, Served};
+use super::{approve_by, assert_moved, flags, text, Served};
 use crate::common::assert_error;
 
 #[tokio::test]
@@ -156,7 +156,10 @@ async fn an_edit_previewed_against_one_text_is_stale_against_another() {
     approve_by(&served.gw, &plan, &[&approver]).await;
     // The edit would still apply; it would land on a text nobody previewed.
     std::fs::write(&file, "mode = slow\nlevel = 9\n").unwrap();
-    assert_error(&served.gw.execute(&plan).await, "plan_stale", 409);
+    assert_moved(
+        &served.gw.execute(&plan).await,
+        &format!(":{}", file.display()),
+    );
     assert_eq!(text(&file), "mode = slow\nlevel = 9\n");
 }
 
@@ -216,7 +219,10 @@ async fn a_move_whose_destination_appeared_since_its_preview_is_stale() {
     let approver = served.gw.enroll("Ana").await;
     approve_by(&served.gw, &plan, &[&approver]).await;
     std::fs::write(&destination, "someone else's\n").unwrap();
-    assert_error(&served.gw.execute(&plan).await, "plan_stale", 409);
+    assert_moved(
+        &served.gw.execute(&plan).await,
+        &format!(":{}", destination.display()),
+    );
     assert_eq!(text(&source), "the text\n");
     assert_eq!(text(&destination), "someone else's\n");
 }

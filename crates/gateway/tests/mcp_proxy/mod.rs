@@ -280,3 +280,15 @@ fn sdk_python() -> PathBuf {
     );
     python
 }
+
+/// `reply` refuses a plan as stale because `resource` (by its end: a path, `#staged`) moved.
+fn assert_moved(reply: &Reply, resource: &str) {
+    crate::common::assert_error(reply, "plan_stale", 409);
+    let moved = reply.body["error"]["details"]["moved"].as_array().unwrap();
+    assert!(
+        moved
+            .iter()
+            .any(|m| m["resource"].as_str().unwrap().ends_with(resource)),
+        "{resource} among {moved:?}"
+    );
+}

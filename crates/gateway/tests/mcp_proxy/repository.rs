@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 use serde_json::json;
 
-use super::{approve_by, flags, git, Served};
+use super::{approve_by, assert_moved, flags, git, Served};
 use crate::common::assert_error;
 
 #[tokio::test]
@@ -73,7 +73,7 @@ async fn a_commit_whose_staged_changes_moved_is_stale_and_an_empty_one_is_blocke
     approve_by(&served.gw, &plan, &[&approver]).await;
     std::fs::write(repo.join("b.txt"), "slipped in\n").unwrap();
     git(repo, &["add", "b.txt"]);
-    assert_error(&served.gw.execute(&plan).await, "plan_stale", 409);
+    assert_moved(&served.gw.execute(&plan).await, "#staged");
     assert_eq!(git(repo, &["rev-list", "--count", "HEAD"]).trim(), "1");
 }
 
@@ -95,7 +95,7 @@ async fn git_add_shows_what_it_stages_and_stages_exactly_that() {
     let shown = change["after"].as_str().unwrap();
     assert!(shown.contains("+two"), "{shown}");
     assert!(
-        shown.contains("untracked, staged whole: new.txt"),
+        shown.contains("untracked, staged whole (its content is not shown): new.txt"),
         "{shown}"
     );
     assert!(!shown.contains("left.txt"), "{shown}");
@@ -165,11 +165,39 @@ async fn a_branch_is_previewed_with_its_commit_created_once_and_checked_out_as_s
     std::fs::write(repo.join("a.txt"), "one\ntwo\n").unwrap();
     git(repo, &["commit", "-qam", "second"]);
     git(repo, &["branch", "-f", "feature/x", "HEAD"]);
-    assert_error(&served.gw.execute(&plan).await, "plan_stale", 409);
+    assert_moved(&served.gw.execute(&plan).await, "#rev:refs/heads/feature/x");
     assert_eq!(git(repo, &["branch", "--show-current"]).trim(), "main");
 
     let plan = served.preview("git_checkout", checkout).await;
     let ran = served.approve_and_run(&plan).await;
     assert_eq!(ran.status, StatusCode::OK, "{}", ran.body);
     assert_eq!(git(repo, &["branch", "--show-current"]).trim(), "feature/x");
+}
+
+#[tokio::test]
+async fn a_first_commit_is_previewed_and_a_pathspec_pattern_is_blocked() {
+    let served = Served::git().await;
+    let repo = served.root.path();
+    // The branch back to no commit, its file still staged: the repository's first commit.
+    git(repo, &["update-ref", "-d", "HEAD"]);
+    let first = served
+        .preview("git_commit", json!({"repo_path": repo, "message": "First"}))
+        .await;
+    assert_eq!(first["executable"], true, "{first}");
+    let description = first["effects"][0]["description"].as_str().unwrap();
+    assert!(description.contains("after commit none"), "{description}");
+
+    std::fs::write(repo.join("b.txt"), "two\n").unwrap();
+    for pattern in ["*.txt", ":/"] {
+        let plan = served
+            .preview("git_add", json!({"repo_path": repo, "files": [pattern]}))
+            .await;
+        let refusal = plan["validation"][0]["message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            refusal.contains("a pattern git expands"),
+            "{pattern}: {plan}"
+        );
+    }
 }

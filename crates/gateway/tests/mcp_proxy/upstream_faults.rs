@@ -244,40 +244,40 @@ async fn an_upstream_slow_to_read_holds_no_other_write_of_the_gateway_back() {
     approve_by(&served.gw, &to_run, &[&ana]).await;
     let to_decide = served.preview("write_file", write(&pending)).await;
 
-    let execution = tokio::spawn({
+    let execution = || {
         let (gw, plan) = (served.gw.clone(), to_run.clone());
-        async move { gw.execute(&plan).await }
-    });
+        tokio::spawn(async move { gw.execute(&plan).await })
+    };
     let reply = while_a_read_is_held(&served, &approved, execution).await;
     assert_error(&reply, "plan_stale", 409);
 
     let statement = ana.sign(&ana.statement(&served.gw, &to_decide));
-    let decision = tokio::spawn({
+    let decision = || {
         let (gw, plan_id) = (served.gw.clone(), to_decide["plan_id"].clone());
-        async move { ana.send(&gw, plan_id.as_str().unwrap(), &statement).await }
-    });
+        tokio::spawn(async move { ana.send(&gw, plan_id.as_str().unwrap(), &statement).await })
+    };
     let reply = while_a_read_is_held(&served, &pending, decision).await;
     assert_error(&reply, "plan_stale", 409);
 
     // A preview reads the file once, before the writer, and stores what it read.
     let fresh = served.file("fresh.txt", Some("before\n"));
-    let preview = tokio::spawn({
+    let preview = || {
         let (gw, params) = (served.gw.clone(), write(&fresh));
-        async move { gw.try_preview("files.write_file", params).await }
-    });
+        tokio::spawn(async move { gw.try_preview("files.write_file", params).await })
+    };
     let reply = while_a_read_is_held(&served, &fresh, preview).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     let change = &reply.body["effects"][0]["changes"][0];
     assert_eq!(change["before"], "someone else's\n", "{}", reply.body);
 }
 
-/// Makes `file` a pipe, so that the server's read of it (for `slow`'s staleness check) waits
-/// until the test writes into it; checks that the gateway writes meanwhile (another approver
-/// is enrolled), then lets the read go and answers what `slow` answered.
+/// Makes `file` a pipe, then starts `slow`, whose read of it through the server waits until
+/// the test writes into it; checks that the gateway writes meanwhile (another approver is
+/// enrolled), then lets the read go and answers what `slow` answered.
 async fn while_a_read_is_held(
     served: &Served,
     file: &std::path::Path,
-    slow: tokio::task::JoinHandle<crate::common::Reply>,
+    slow: impl FnOnce() -> tokio::task::JoinHandle<crate::common::Reply>,
 ) -> crate::common::Reply {
     std::fs::remove_file(file).unwrap();
     let made = std::process::Command::new("mkfifo")
@@ -285,6 +285,8 @@ async fn while_a_read_is_held(
         .status()
         .unwrap();
     assert!(made.success());
+    let slow = slow();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     // Opening a pipe to write without waiting succeeds once a reader has it open: the server
     // is inside its read.
     let writer = loop {
@@ -296,7 +298,10 @@ async fn while_a_read_is_held(
             .open(file)
         {
             Ok(writer) => break writer,
-            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Err(_) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(10)).await
+            }
+            Err(e) => panic!("the server never opened the pipe: {e}"),
         }
     };
     let name = format!("Ben {}", file.display());

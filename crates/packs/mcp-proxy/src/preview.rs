@@ -78,6 +78,12 @@ pub async fn plan(proxied: &Proxied, params: &Value) -> ApiResult<Planned> {
     }
     effect.reversible = !proxied.hints.destructive;
     effect.external = proxied.hints.open_world;
+    // The adapter reads first: what it records as read is what the tool's own preview saw, or
+    // older, never newer (a change in between makes the plan stale, not wrongly current).
+    let adapted = match proxied.adapter {
+        Some(adapter) => Some(adapter::preview(adapter, &proxied.upstream, params).await?),
+        None => None,
+    };
     let mut refusal = None;
     if let Some(param) = proxied.dry_run_param {
         match own_preview(proxied, param, params).await? {
@@ -90,18 +96,16 @@ pub async fn plan(proxied: &Proxied, params: &Value) -> ApiResult<Planned> {
             }
         }
     }
-    match proxied.adapter {
+    match adapted {
         // The tool's own preview has said why it cannot run: the adapter has nothing to add.
         Some(_) if refusal.is_some() => {}
-        Some(adapter) => match adapter::preview(adapter, &proxied.upstream, params).await? {
-            Ok(previewed) => {
-                effect.description = previewed.description;
-                effect.resource = previewed.resource;
-                effect.changes.extend(previewed.changes);
-                planned.read_revisions.extend(previewed.reads);
-            }
-            Err(why) => refusal = Some(format!("{upstream} cannot preview the call: {why}")),
-        },
+        Some(Ok(previewed)) => {
+            effect.description = previewed.description;
+            effect.resource = previewed.resource;
+            effect.changes.extend(previewed.changes);
+            planned.read_revisions.extend(previewed.reads);
+        }
+        Some(Err(why)) => refusal = Some(format!("{upstream} cannot preview the call: {why}")),
         None if proxied.dry_run_param.is_none() => planned.assumptions.push(Assumption {
             dependency: upstream.to_owned(),
             description: NO_PREVIEW.to_owned(),

@@ -3,6 +3,7 @@
 //! stages), `git_checkout` and `git_create_branch` (the branch and commit before and after).
 //! Each records the parts of the repository it depends on as read revisions.
 
+use countersign_proto::digest;
 use countersign_proto::plan::{Change, ReadRevision};
 use serde_json::Value;
 
@@ -104,7 +105,7 @@ async fn commit(at: &At<'_>) -> Result<Previewed, Unread> {
     let branch = repo::branch(upstream, repo).await?;
     let head = repo::head(upstream, repo).await?;
     let reads = vec![
-        at.now(Part::Staged).await?,
+        at.read(Part::Staged, Some(digest::sha256(diff.as_bytes()))),
         at.read(Part::Branch, Some(branch.clone())),
         at.read(Part::Head, Some(head.clone())),
     ];
@@ -118,8 +119,9 @@ async fn commit(at: &At<'_>) -> Result<Previewed, Unread> {
     ))
 }
 
-/// `git_add`: the unstaged diff of each named path and the untracked files among them. The
-/// server reads `.` as everything; a path names itself and what is under it.
+/// `git_add`: the unstaged diff of each named path and the untracked paths among them (by name:
+/// the git server reads no working-tree file, so their content is not shown, and the plan says
+/// so). The server reads `.` as everything; a path names itself and what is under it.
 async fn add(at: &At<'_>, params: &Value) -> Result<Previewed, Unread> {
     let (upstream, repo) = (at.upstream, at.repo);
     let named: Vec<String> = params["files"]
@@ -132,12 +134,28 @@ async fn add(at: &At<'_>, params: &Value) -> Result<Previewed, Unread> {
                 .collect()
         })
         .unwrap_or_default();
+    // The server hands the names to `git add --` as pathspecs: a glob or a magic signature
+    // would stage more than a preview of the names shows.
+    if let Some(pattern) = named
+        .iter()
+        .find(|n| n.starts_with(':') || n.contains(['*', '?', '[']))
+    {
+        return Err(Unread::Refused(format!(
+            "{pattern} is a pattern git expands: name the paths themselves"
+        )));
+    }
     let covers = |path: &str| {
         named
             .iter()
             .any(|n| n.is_empty() || path == n || path.starts_with(&format!("{n}/")))
     };
     let diff = repo::unstaged(upstream, repo).await?;
+    // A path git quotes in a header (`diff --git "a/…"`) is not one a name can be matched to.
+    if diff.contains("diff --git \"") {
+        return Err(Unread::Refused(
+            "a changed path holds characters git quotes: it cannot be previewed by name".into(),
+        ));
+    }
     let mut staged: String = sections(&diff)
         .into_iter()
         .filter(|(path, _)| covers(path))
@@ -146,10 +164,16 @@ async fn add(at: &At<'_>, params: &Value) -> Result<Previewed, Unread> {
     let untracked: Vec<String> = repo::untracked(upstream, repo)
         .await?
         .into_iter()
-        .filter(|path| covers(path.trim_end_matches('/')))
+        .filter(|path| {
+            // An untracked directory is listed as `dir/`: a name inside it stages part of it.
+            let path = path.trim_end_matches('/');
+            covers(path) || named.iter().any(|n| n.starts_with(&format!("{path}/")))
+        })
         .collect();
     for path in &untracked {
-        staged.push_str(&format!("untracked, staged whole: {path}\n"));
+        staged.push_str(&format!(
+            "untracked, staged whole (its content is not shown): {path}\n"
+        ));
     }
     if staged.is_empty() {
         return Err(Unread::Refused(format!(
@@ -158,10 +182,7 @@ async fn add(at: &At<'_>, params: &Value) -> Result<Previewed, Unread> {
         )));
     }
     let reads = vec![
-        at.read(
-            Part::Unstaged,
-            Some(countersign_proto::digest::sha256(diff.as_bytes())),
-        ),
+        at.read(Part::Unstaged, Some(digest::sha256(diff.as_bytes()))),
         at.now(Part::Untracked).await?,
         at.now(Part::Staged).await?,
     ];
@@ -210,10 +231,7 @@ fn sections(diff: &str) -> Vec<(&str, &str)> {
 async fn reset(at: &At<'_>) -> Result<Previewed, Unread> {
     let repo = at.repo;
     let diff = repo::staged(at.upstream, repo).await?;
-    let read = at.read(
-        Part::Staged,
-        Some(countersign_proto::digest::sha256(diff.as_bytes())),
-    );
+    let read = at.read(Part::Staged, Some(digest::sha256(diff.as_bytes())));
     if diff.trim().is_empty() {
         return Ok(at.previewed(
             format!("Nothing is staged in {repo}: git_reset changes nothing."),
@@ -232,13 +250,19 @@ async fn reset(at: &At<'_>) -> Result<Previewed, Unread> {
 /// leaves HEAD detached, and the description says so.
 async fn checkout(at: &At<'_>, name: &str) -> Result<Previewed, Unread> {
     let (upstream, repo) = (at.upstream, at.repo);
-    let Some(target) = repo::commit_of(upstream, repo, name).await? else {
-        return Err(Unread::Refused(format!("{name} names no commit in {repo}")));
-    };
     let local = repo::branches(upstream, repo)
         .await?
         .iter()
         .any(|b| b == name);
+    // git checks a local branch out before a tag of the same name; git_show would take the tag.
+    let rev = if local {
+        format!("refs/heads/{name}")
+    } else {
+        name.to_owned()
+    };
+    let Some(target) = repo::commit_of(upstream, repo, &rev).await? else {
+        return Err(Unread::Refused(format!("{name} names no commit in {repo}")));
+    };
     let branch = repo::branch(upstream, repo).await?;
     let head = repo::head(upstream, repo).await?;
     let after = if local {
@@ -247,7 +271,7 @@ async fn checkout(at: &At<'_>, name: &str) -> Result<Previewed, Unread> {
         format!("detached at {target}")
     };
     let reads = vec![
-        at.read(Part::Rev(name.to_owned()), Some(target.clone())),
+        at.read(Part::Rev(rev), Some(target.clone())),
         at.read(Part::Branch, Some(branch.clone())),
         at.read(Part::Head, Some(head.clone())),
         at.now(Part::Staged).await?,
@@ -271,11 +295,8 @@ async fn checkout(at: &At<'_>, name: &str) -> Result<Previewed, Unread> {
 async fn create_branch(at: &At<'_>, params: &Value) -> Result<Previewed, Unread> {
     let (upstream, repo) = (at.upstream, at.repo);
     let name = text_param(params, "branch_name")?;
-    if repo::branches(upstream, repo)
-        .await?
-        .iter()
-        .any(|b| b == name)
-    {
+    let branches = repo::branches(upstream, repo).await?;
+    if branches.iter().any(|b| b == name) {
         return Err(Unread::Refused(format!(
             "the branch {name} exists in {repo}"
         )));
@@ -291,12 +312,19 @@ async fn create_branch(at: &At<'_>, params: &Value) -> Result<Previewed, Unread>
             branch => branch.to_owned(),
         },
     };
-    let Some(commit) = repo::commit_of(upstream, repo, &base).await? else {
+    // The server takes the base as a reference: a local branch is what it is sure to find.
+    if !branches.contains(&base) {
+        return Err(Unread::Refused(format!(
+            "base_branch {base} is no local branch of {repo}"
+        )));
+    }
+    let base_ref = format!("refs/heads/{base}");
+    let Some(commit) = repo::commit_of(upstream, repo, &base_ref).await? else {
         return Err(Unread::Refused(format!("{base} names no commit in {repo}")));
     };
     let reads = vec![
-        at.now(Part::Rev(name.to_owned())).await?,
-        at.read(Part::Rev(base.clone()), Some(commit.clone())),
+        at.now(Part::Rev(format!("refs/heads/{name}"))).await?,
+        at.read(Part::Rev(base_ref), Some(commit.clone())),
     ];
     Ok(at.previewed(
         format!(

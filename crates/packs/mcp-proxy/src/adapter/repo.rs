@@ -137,16 +137,27 @@ pub async fn branch(upstream: &Upstream, repo: &str) -> Result<String, Unread> {
         .to_owned())
 }
 
-/// The commit HEAD names, or `none` in a repository without one.
+/// The commit HEAD names, or `none` in a repository without one (where `git_log` fails).
 pub async fn head(upstream: &Upstream, repo: &str) -> Result<String, Unread> {
-    let text = upstream
+    let text = match upstream
         .read(LOG, json!({ "repo_path": repo, "max_count": 1 }))
-        .await?;
+        .await
+    {
+        Ok(text) => text,
+        Err(Unread::Refused(_)) if branch_unborn(upstream, repo).await? => return Ok("none".into()),
+        Err(unread) => return Err(unread),
+    };
     Ok(text
         .lines()
         .find_map(|line| line.strip_prefix("Commit: "))
         .unwrap_or("none")
         .to_owned())
+}
+
+/// Whether the branch checked out has no commit yet (`git status` says "No commits yet").
+async fn branch_unborn(upstream: &Upstream, repo: &str) -> Result<bool, Unread> {
+    let text = upstream.read(STATUS, json!({ "repo_path": repo })).await?;
+    Ok(text.lines().any(|line| line == "No commits yet"))
 }
 
 /// The commit `name` resolves to, `None` when it resolves to none.
