@@ -20,8 +20,9 @@ use serde_json::{json, Value};
 
 const PROJECTS: [&str; 5] = ["prj_184", "prj_311", "prj_420", "prj_421", "prj_200"];
 
-/// The kill lands within this many milliseconds of a round's decisions and invokes starting: the
-/// time they take here, so that most kills cut them rather than follow them.
+/// The kill lands within this many milliseconds of the invoker's first answers, while decisions
+/// and invokes are still going: the time they take here, so that most kills cut them rather than
+/// follow them.
 const KILL_WITHIN_MS: u64 = 40;
 
 /// The share of rounds whose kill must cut a request mid-flight (sent, and never answered, as the
@@ -195,8 +196,13 @@ async fn killed_mid_flight_the_gateway_loses_nothing_and_runs_nothing_twice() {
             let (journal, gateway_id) = (journal.clone(), gateway_id.clone());
             tokio::spawn(async move { journal.flush(&client, &gateway_id).await })
         };
+        // The kill waits for the invoker's first answers: from then on its requests follow each
+        // other back to back, so a kill cuts one rather than landing before the first is sent
+        // (which a loaded machine made common: the harness then tested nothing).
+        let answering = std::sync::Arc::new(tokio::sync::Notify::new());
         let invoker = {
             let (url, agent, plans) = (gateway.url.clone(), agent.clone(), plans.clone());
+            let answering = answering.clone();
             // Every plan invoked at once, again and again until the gateway is gone, so that
             // requests are in flight whenever the kill lands.
             tokio::spawn(async move {
@@ -219,6 +225,7 @@ async fn killed_mid_flight_the_gateway_loses_nothing_and_runs_nothing_twice() {
                             Err(_) => cut += 1,
                         }
                     }
+                    answering.notify_one();
                     if gone {
                         break;
                     }
@@ -226,6 +233,7 @@ async fn killed_mid_flight_the_gateway_loses_nothing_and_runs_nothing_twice() {
                 (executed, cut)
             })
         };
+        let _ = tokio::time::timeout(Duration::from_secs(30), answering.notified()).await;
         tokio::time::sleep(Duration::from_millis(dice.gen_range(0..KILL_WITHIN_MS))).await;
         gateway.kill();
         sender.await.unwrap().unwrap();

@@ -17,6 +17,7 @@ use tempfile::TempDir;
 use crate::common::{approve_by, Gateway, Reply};
 
 mod files;
+mod remote;
 mod repository;
 mod upstream_faults;
 

@@ -237,6 +237,9 @@ async fn open(
             listener.serve(transport).await.map_err(|e| failed(&e))
         }
         Target::Http { url, token } => {
+            // rmcp's client is built on rustls without a provider of its own: without one
+            // installed for the process it panics. Another part may have installed one first.
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             if let Some(token) = token {
                 config = config.auth_header(token.as_str());
