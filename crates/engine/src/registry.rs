@@ -8,7 +8,7 @@ use countersign_pack::{
     ApprovalRule, Definition, Domain, EffectProfile, Handle, Kind, Pack, Planned, Probe, Target,
 };
 use countersign_proto::describe::{ApprovalNeed, Describe, DryRunMode};
-use countersign_proto::plan::ViolationDetail;
+use countersign_proto::plan::{pointer_token, ViolationDetail};
 use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
 use sqlx::AnyConnection;
@@ -30,6 +30,8 @@ pub struct Registry {
     capabilities: Vec<Registered>,
     domains: Vec<Box<dyn Domain>>,
     probes: Vec<Box<dyn Probe>>,
+    /// Some capability reads remotely (plan/ahead.rs): known once, asked on every decision.
+    remote: bool,
 }
 
 impl Registry {
@@ -40,10 +42,12 @@ impl Registry {
             capabilities: Vec::new(),
             domains: Vec::new(),
             probes: Vec::new(),
+            remote: false,
         };
         for pack in packs {
             for kind in pack.capabilities {
                 let definition = kind.definition();
+                registry.remote |= definition.reads_remotely();
                 let id = definition.id();
                 if registry
                     .capabilities
@@ -100,6 +104,11 @@ impl Registry {
     }
 
     /// The outside parts the packs need, for the readiness check.
+    /// Whether any capability reads its state from a server of its own (plan/ahead.rs).
+    pub fn reads_remotely(&self) -> bool {
+        self.remote
+    }
+
     pub fn probes(&self) -> &[Box<dyn Probe>] {
         &self.probes
     }
@@ -290,11 +299,6 @@ pub fn violations_of(
             }
         })
         .collect()
-}
-
-/// `name` as one reference token of a JSON pointer (RFC 6901).
-fn pointer_token(name: &str) -> String {
-    name.replace('~', "~0").replace('/', "~1")
 }
 
 /// When the built-in policy makes a capability's requests wait: its rule, and never for one

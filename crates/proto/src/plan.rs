@@ -220,3 +220,8 @@ pub struct InvokeRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
 }
+
+/// `name` as one reference token of a JSON pointer (RFC 6901): `~` as `~0`, `/` as `~1`.
+pub fn pointer_token(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}

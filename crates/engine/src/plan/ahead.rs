@@ -33,7 +33,7 @@ pub async fn read(
     evaluate: bool,
 ) -> ApiResult<Option<Ahead>> {
     // A gateway with no such capability pays nothing for this, not even the plan's load.
-    if !engine.registry.all().any(|c| c.reads_remotely()) {
+    if !engine.registry.reads_remotely() {
         return Ok(None);
     }
     let mut tx = engine.store.snapshot().await?;

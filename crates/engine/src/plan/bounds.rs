@@ -3,7 +3,7 @@
 //! is stored or evaluated. What the characters may do on a screen is the console's and the CLI's
 //! to neutralise: they must not trust any gateway's text.
 
-use countersign_proto::plan::{DryRunRequest, InvokeRequest};
+use countersign_proto::plan::{pointer_token, DryRunRequest, InvokeRequest};
 use serde_json::Value;
 
 use crate::{ApiError, ApiResult};
@@ -34,7 +34,7 @@ pub fn dry_run(request: &DryRunRequest, max_string: usize) -> ApiResult<()> {
             ));
         }
         for (resource, revision) in expected {
-            let pointer = format!("/expected_revisions/{}", escape(&clip(resource)));
+            let pointer = format!("/expected_revisions/{}", pointer_token(&clip(resource)));
             text(&pointer, resource, MAX_RESOURCE, "A resource name")?;
             text(&pointer, revision, MAX_TOKEN, "A revision")?;
         }
@@ -97,7 +97,7 @@ fn walk(pointer: &str, value: &Value, depth: usize, max_string: usize) -> ApiRes
                 ));
             }
             for (key, member) in members {
-                let inner = format!("{pointer}/{}", escape(&clip(key)));
+                let inner = format!("{pointer}/{}", pointer_token(&clip(key)));
                 text(&inner, key, MAX_KEY, "A member name")?;
                 walk(&inner, member, depth + 1, max_string)?;
             }
@@ -124,12 +124,7 @@ fn clip(key: &str) -> String {
 
 /// A member name as a JSON pointer segment, clipped as every refusal clips it.
 pub fn pointer_segment(key: &str) -> String {
-    escape(&clip(key))
-}
-
-/// A JSON pointer segment (RFC 6901).
-fn escape(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
+    pointer_token(&clip(key))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! Each records the parts of the repository it depends on as read revisions.
 
 use countersign_proto::digest;
-use countersign_proto::plan::{Change, ReadRevision};
+use countersign_proto::plan::{pointer_token, Change, ReadRevision};
 use serde_json::Value;
 
 use super::kind::Adapter;
@@ -338,11 +338,6 @@ async fn create_branch(at: &At<'_>, params: &Value) -> Result<Previewed, Unread>
         )],
         reads,
     ))
-}
-
-/// `name` as one token of a JSON pointer (RFC 6901): a branch may hold `/`.
-fn pointer_token(name: &str) -> String {
-    name.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]
