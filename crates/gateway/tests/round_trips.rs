@@ -18,10 +18,10 @@ use crate::common::{Approver, Gateway};
 
 /// The statements sqlx has run in this process since the last [`Statements::take`].
 #[derive(Clone, Default)]
-struct Statements(Arc<Mutex<Vec<String>>>);
+pub struct Statements(Arc<Mutex<Vec<String>>>);
 
 impl Statements {
-    fn installed() -> Statements {
+    pub fn installed() -> Statements {
         static LOG: OnceLock<Statements> = OnceLock::new();
         LOG.get_or_init(|| {
             let log = Statements::default();
@@ -67,7 +67,7 @@ impl<S: tracing::Subscriber> Layer<S> for Statements {
 }
 
 /// The fewest statements any of `requests` ran, and those statements.
-async fn fewest<F, Fut>(
+pub async fn fewest<F, Fut>(
     log: &Statements,
     store: &countersign_engine::Store,
     requests: usize,
@@ -166,4 +166,43 @@ async fn an_approval_is_eleven_statements_and_a_plan_record_six() {
     // same person under another approver account, the read revision, the new decision, the
     // decisions it joins, the wallet, the plan's status and summary, the event.
     assert_eq!(decided.len(), 11 + commit, "{decided:#?}");
+}
+
+#[tokio::test]
+async fn a_new_plan_waiting_for_people_is_written_once_with_its_place_in_the_queue() {
+    let log = Statements::installed();
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let made = fewest(&log, &gw.state.store, 3, |n| {
+        let gw = &gw;
+        async move {
+            let plan = gw
+                .dry_run(json!({"project": "prj_184", "retention_days": 40 + n}))
+                .await;
+            assert_eq!(plan["would_require_approval"], true, "{plan}");
+        }
+    })
+    .await;
+    // Its row is inserted with its summary, not inserted and then rewritten: a 1 MB file's plan
+    // is a 3 MB row, and SQLite rewrites the whole of it on any UPDATE.
+    let writes: Vec<&String> = made
+        .iter()
+        .filter(|s| s.starts_with("INSERT INTO plans") || s.starts_with("UPDATE plans"))
+        .collect();
+    assert_eq!(writes.len(), 1, "{made:#?}");
+    assert!(writes[0].starts_with("INSERT INTO plans"), "{made:#?}");
+    assert!(
+        !made.iter().any(|s| s.starts_with("SELECT preview")),
+        "the new plan is not read back: {made:#?}"
+    );
+    // And it is listed, as an approver sees the queue.
+    let queue = gw
+        .call("GET", "/v1/approvals", Some(&dana.token), None)
+        .await;
+    assert_eq!(queue.status, 200, "{}", queue.body);
+    assert_eq!(
+        queue.body["items"].as_array().map(Vec::len),
+        Some(3),
+        "{}",
+        queue.body
+    );
 }

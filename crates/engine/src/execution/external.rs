@@ -75,11 +75,11 @@ struct InFlight {
     executed_at: String,
 }
 
-pub async fn run(mut w: WriteTx<'_>, call: Call<'_>) -> ApiResult<SuccessEnvelope> {
+pub async fn run(mut w: WriteTx<'_>, mut call: Call<'_>) -> ApiResult<SuccessEnvelope> {
     let (plan, agent) = (call.plan, call.agent);
     call.external.ready()?;
     let registry = call.engine.registry;
-    let rederived = match call.rederived {
+    let rederived = match call.rederived.take() {
         Some(ahead) => ahead,
         None => rederive(&mut w.tx, call.capability, plan).await.map(drop),
     };
@@ -110,19 +110,7 @@ pub async fn run(mut w: WriteTx<'_>, call: Call<'_>) -> ApiResult<SuccessEnvelop
         .execute(&mut *w.tx)
         .await?;
     }
-    let flight = InFlight {
-        engine: call.engine.clone(),
-        capability: call.capability,
-        external: call.external,
-        plan: plan.clone(),
-        stored: call.stored,
-        agent_id: agent.id.clone(),
-        key: call.request.idempotency_key.clone(),
-        trace_id: call.trace_id.to_owned(),
-        started: call.started,
-        audit_id: ids::random_id("aud_", 8),
-        executed_at: ids::to_text(ids::now()),
-    };
+    let flight = InFlight::of(&call);
     if call.stored {
         let in_flight = json!({"executed_at": flight.executed_at, "audit_id": flight.audit_id,
                                "in_flight": true, "charged": credits(budget)});
@@ -136,12 +124,49 @@ pub async fn run(mut w: WriteTx<'_>, call: Call<'_>) -> ApiResult<SuccessEnvelop
         .await?;
     }
     w.commit().await?;
-    tokio::spawn(flight.finish().in_current_span())
-        .await
-        .map_err(|e| ApiError::from(anyhow::anyhow!("the provider call's task ended: {e}")))?
+    flight.launch().await
+}
+
+/// Whether `call` writes nothing before the provider is called: evaluated for its invoke alone,
+/// with no idempotency key to take and nothing to reserve. Step 1 is then its evaluation, which
+/// needs no writer (an MCP tool that only reads, called as often as an agent reads).
+pub fn writes_nothing_first(call: &Call<'_>) -> bool {
+    !call.stored
+        && call.request.idempotency_key.is_none()
+        && call.plan.estimated_cost.amount_max.value().is_zero()
+}
+
+/// Steps 2 and 3 of a call that [`writes_nothing_first`], its plan just evaluated.
+pub async fn run_unwritten(call: Call<'_>) -> ApiResult<SuccessEnvelope> {
+    debug_assert!(writes_nothing_first(&call));
+    call.external.ready()?;
+    InFlight::of(&call).launch().await
 }
 
 impl InFlight {
+    fn of(call: &Call<'_>) -> InFlight {
+        InFlight {
+            engine: call.engine.clone(),
+            capability: call.capability,
+            external: call.external,
+            plan: call.plan.clone(),
+            stored: call.stored,
+            agent_id: call.agent.id.clone(),
+            key: call.request.idempotency_key.clone(),
+            trace_id: call.trace_id.to_owned(),
+            started: call.started,
+            audit_id: ids::random_id("aud_", 8),
+            executed_at: ids::to_text(ids::now()),
+        }
+    }
+
+    /// Steps 2 and 3, in a task of their own.
+    async fn launch(self) -> ApiResult<SuccessEnvelope> {
+        tokio::spawn(self.finish().in_current_span())
+            .await
+            .map_err(|e| ApiError::from(anyhow::anyhow!("the provider call's task ended: {e}")))?
+    }
+
     async fn finish(self) -> ApiResult<SuccessEnvelope> {
         let budget = self.plan.estimated_cost.amount_max;
         let span = tracing::info_span!(

@@ -76,6 +76,40 @@ pub async fn run(
         Some(plan_id) => ahead::read(engine, plan_id, Some(&agent.id), true).await?,
         None => None,
     };
+    // An inline call without a key, of a capability whose state is elsewhere (a provider, an
+    // MCP upstream), is evaluated before the writer: nothing of the store's is read to hold
+    // still, and one that writes nothing before its call (external.rs) never waits for it.
+    let early = match (
+        &request.plan_id,
+        &request.idempotency_key,
+        capability.kind(),
+    ) {
+        (None, None, Kind::External(external)) => {
+            let mut snapshot = engine.store.snapshot().await?;
+            let plan =
+                inline_plan(&mut snapshot, &engine.policy, capability, agent, &request).await?;
+            snapshot.commit().await?;
+            let call = external::Call {
+                engine,
+                capability,
+                external: external.as_ref(),
+                plan: &plan,
+                stored: false,
+                identity: &identity,
+                agent,
+                request: &request,
+                trace_id,
+                started,
+                rederived: Some(Ok(())),
+            };
+            if plan.executable && external::writes_nothing_first(&call) {
+                let span = execution_span(&plan, &[]);
+                return external::run_unwritten(call).instrument(span).await;
+            }
+            Some(plan)
+        }
+        _ => None,
+    };
     let mut w = engine.store.write().await?;
     if let Some(key) = &request.idempotency_key {
         let stored: Option<(String, String)> = sqlx::query_as(
@@ -116,11 +150,14 @@ pub async fn run(
             .await?;
             (plan, true, decided_by)
         }
-        None => (
-            inline_plan(&mut w.tx, &engine.policy, capability, agent, &request).await?,
-            false,
-            Vec::new(),
-        ),
+        None => match early {
+            Some(plan) => (plan, false, Vec::new()),
+            None => (
+                inline_plan(&mut w.tx, &engine.policy, capability, agent, &request).await?,
+                false,
+                Vec::new(),
+            ),
+        },
     };
     let span = execution_span(&plan, &decided_by);
     // The execution as one span, which the trace of the invoke holds (docs/operations.md).

@@ -2,8 +2,8 @@
 
 use chrono::{DateTime, Duration, Utc};
 use countersign_proto::approvals::{
-    Approvals, EffectCounts, MovedRevision, PlanRecord, PlanStatus, PlanSummary, PlanWallet,
-    Staleness, ValidationCounts, ValidationSubjects,
+    Amendment, Approvals, EffectCounts, MovedRevision, PlanRecord, PlanStatus, PlanSummary,
+    PlanWallet, Staleness, ValidationCounts, ValidationSubjects,
 };
 use countersign_proto::digest::{plan_digest, request_digest};
 use countersign_proto::plan::{Caller, PlanRequest, Preview, ReadRevision, Severity, Validation};
@@ -139,17 +139,34 @@ pub struct SubjectRows<'a> {
     pub staged: bool,
 }
 
+/// What a plan is stored with beside its preview.
+pub struct Stored<'a> {
+    pub named: &'a [ValidationSubjects],
+    pub requirement: &'a Requirement,
+    pub policy_digest: &'a str,
+    pub supersedes: Option<&'a str>,
+    pub amendment: Option<&'a Amendment>,
+    /// What the queue lists of it, when that is known as it is stored: the row is then written
+    /// once, not inserted and rewritten (a 1 MB file's plan is a 3 MB row).
+    pub summary: Option<&'a PlanSummary>,
+}
+
 /// Stores a preview, the resources it read, its full subject sets (unless they were staged under
 /// its id) and the items its validation names.
 pub async fn insert(
     conn: &mut AnyConnection,
     preview: &Preview,
     subjects: SubjectRows<'_>,
-    named: &[ValidationSubjects],
-    requirement: &Requirement,
-    policy_digest: &str,
-    supersedes: Option<&str>,
+    stored: Stored<'_>,
 ) -> ApiResult<()> {
+    let Stored {
+        named,
+        requirement,
+        policy_digest,
+        supersedes,
+        amendment,
+        summary,
+    } = stored;
     let status = if preview.would_require_approval {
         PlanStatus::PendingApproval
     } else {
@@ -161,8 +178,10 @@ pub async fn insert(
     let inserted = sqlx::query(
         "INSERT INTO plans (id, capability_id, agent_id, plan_digest, preview, status,
          required_approvals, created_at, expires_at, supersedes, subject_rows, subjects_distinct,
-         validation_subjects, rules, policy_digest, escalates_at)
-         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16
+         validation_subjects, rules, policy_digest, escalates_at, amendment, summary,
+         counted_status)
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+                $19
          WHERE EXISTS (SELECT 1 FROM policy_state WHERE id = 1 AND digest = $15)",
     )
     .bind(&preview.plan_id)
@@ -190,6 +209,9 @@ pub async fn insert(
             .filter(|_| status == PlanStatus::PendingApproval)
             .map(ids::to_text),
     )
+    .bind(amendment.map(serde_json::to_string).transpose()?)
+    .bind(summary.map(serde_json::to_string).transpose()?)
+    .bind(summary.map(|_| status_text(status)))
     .execute(&mut *conn)
     .await?;
     if inserted.rows_affected() == 0 {

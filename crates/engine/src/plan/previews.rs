@@ -11,6 +11,7 @@ use countersign_pack::Planned;
 
 use crate::accounts::callers::Agent;
 use crate::approval::policy::{self, Asking};
+use crate::plan::plans::StoredPlan;
 use crate::plan::staging::Staged;
 use crate::plan::summaries::{self, SubjectSummaries};
 use crate::queue::events::EventKind;
@@ -157,6 +158,40 @@ pub async fn create(
         } => (Some(supersedes), freed, amendment),
     };
     quotas::check(tx, &preview, summaries.rows, &engine.limits, freed).await?;
+    let waits = preview.would_require_approval;
+    let candidates = match waits {
+        true => Some(standing::candidates(tx, engine, &preview).await?),
+        false => None,
+    };
+    // A plan that will wait for people as it is stored goes into the queue with its summary in
+    // the same write; one that standing approvals may approve is listed once they are counted.
+    let listed = match &candidates {
+        Some(found) if found.is_empty() && preview.executable => {
+            let stored = StoredPlan {
+                preview,
+                agent_id: agent.id.clone(),
+                status: PlanStatus::PendingApproval,
+                required_approvals: requirement.required(),
+                requirement: requirement.clone(),
+                execution: None,
+                supersedes: supersedes.map(str::to_owned),
+                superseded_by: None,
+                subjects_distinct: Some(summaries.distinct),
+                validation_subjects: named.clone(),
+                amendment: amendment.cloned(),
+            };
+            // Nothing it read has moved: it was evaluated against this transaction's state, or
+            // (a server of its own) just read.
+            let known = plans::Known {
+                moved: Some(Vec::new()),
+                ..plans::Known::default()
+            };
+            let (record, summary) = queue::summarize(tx, engine.registry, stored, known).await?;
+            preview = record.plan;
+            Some(summary)
+        }
+        _ => None,
+    };
     plans::insert(
         tx,
         &preview,
@@ -165,28 +200,29 @@ pub async fn create(
             summaries,
             staged: staged.is_some(),
         },
-        &named,
-        &requirement,
-        engine.policy.digest(),
-        supersedes,
+        plans::Stored {
+            named: &named,
+            requirement: &requirement,
+            policy_digest: engine.policy.digest(),
+            supersedes,
+            // Stored before the standing approvals are looked at: the amender's does not count.
+            amendment,
+            summary: listed.as_ref(),
+        },
     )
     .await?;
     write_audit(tx, audit, capability, &agent.id, Some(&preview.plan_id)).await?;
-    if let Some(amendment) = amendment {
-        // Stored before the standing approvals are looked at: the amender's does not count.
-        sqlx::query("UPDATE plans SET amendment = $1 WHERE id = $2")
-            .bind(serde_json::to_string(amendment)?)
-            .bind(&preview.plan_id)
-            .execute(&mut **tx)
-            .await?;
-    }
     // A plan its standing approvals approve runs without reaching anyone's queue.
-    let status = match preview.would_require_approval {
-        true => standing::apply(tx, engine, &preview).await?,
-        false => PlanStatus::Approved,
+    let status = match candidates {
+        Some(found) => standing::apply(tx, &preview, found).await?,
+        None => PlanStatus::Approved,
     };
-    if status == PlanStatus::PendingApproval {
-        queue::publish(tx, engine.registry, &preview.plan_id, EventKind::Created).await?;
+    match &listed {
+        Some(summary) => queue::publish_stored(tx, summary).await?,
+        None if status == PlanStatus::PendingApproval => {
+            queue::publish(tx, engine.registry, &preview.plan_id, EventKind::Created).await?
+        }
+        None => {}
     }
     Ok((preview, status))
 }

@@ -2,7 +2,7 @@
 //! [`publish`] (or [`mark_stale_readers`]), which rewrites the plan's stored summary and logs an
 //! event; a listing then reads stored summaries, and a conditional poll needs only the revision.
 
-use countersign_proto::approvals::{PlanStatus, PlanSummary};
+use countersign_proto::approvals::{PlanRecord, PlanStatus, PlanSummary};
 use sqlx::AnyConnection;
 
 use super::events::EventKind;
@@ -71,6 +71,27 @@ pub async fn publish_plan(
     Ok(())
 }
 
+/// Plan `plan`'s record as it stands in this transaction, and what the queue lists of it.
+pub async fn summarize(
+    conn: &mut AnyConnection,
+    registry: &'static Registry,
+    plan: StoredPlan,
+    known: plans::Known,
+) -> ApiResult<(PlanRecord, PlanSummary)> {
+    let subjects_total = plans::subjects_total(&plan);
+    let record = plans::record_with(conn, registry, plan, known).await?;
+    let summary = plans::summary(registry, &record, subjects_total);
+    Ok((record, summary))
+}
+
+/// As [`publish`] of a new plan stored with its `summary` in the same write (one write of its
+/// row, not an insert and a rewrite): what is left to say is that it is there.
+pub async fn publish_stored(conn: &mut AnyConnection, summary: &PlanSummary) -> ApiResult<()> {
+    telemetry::plan_created(&summary.capability_id);
+    events::record(conn, &summary.plan_id, EventKind::Created).await?;
+    Ok(())
+}
+
 /// A finished plan can no longer go stale: its reads leave the index writes consult, which so
 /// stays as large as the live queue, not as the gateway's history.
 async fn forget_reads(conn: &mut AnyConnection, plan_id: &str) -> Result<(), sqlx::Error> {
@@ -90,7 +111,6 @@ async fn store_summary(
 ) -> ApiResult<()> {
     let (to, created) = (plan.status, plan.preview.created_at);
     let capability = plan.preview.capability_id.clone();
-    let subjects_total = plans::subjects_total(&plan);
     let mut known = known;
     if known.moved.is_none()
         && registry
@@ -101,8 +121,7 @@ async fn store_summary(
         // summary keeps the status the plan has; its record, read apart, says what moved.
         known.moved = Some(Vec::new());
     }
-    let record = plans::record_with(conn, registry, plan, known).await?;
-    let summary = plans::summary(registry, &record, subjects_total);
+    let (record, summary) = summarize(conn, registry, plan, known).await?;
     // The status it was last published with comes back from the same statement (migration 0020).
     let from: Option<String> = sqlx::query_scalar(
         "UPDATE plans SET previous_status = counted_status, counted_status = $2, summary = $1,

@@ -2,6 +2,7 @@
 //! database), behind one interface over sqlx's `Any` driver, so every query is written once.
 
 pub mod backup;
+mod checkpoint;
 mod migrations;
 mod notify;
 
@@ -33,6 +34,7 @@ pub struct Store {
     commits: watch::Sender<u64>,
     /// This process's name in commit notices, so that it does not wake twice for its own.
     instance: String,
+    /// PostgreSQL's commit listener (`notify`), SQLite's checkpointer (`checkpoint`).
     listener: Option<tokio::task::JoinHandle<()>>,
     /// One turn: writes apart wait here before they queue for the writer.
     apart: tokio::sync::Semaphore,
@@ -155,7 +157,15 @@ impl Store {
         let commits = watch::Sender::new(0);
         let postgres_begin = postgres_begin(&instance);
         let listener = match dialect {
-            Dialect::Sqlite => None,
+            Dialect::Sqlite if in_memory => None,
+            Dialect::Sqlite => Some(
+                checkpoint::spawn(
+                    &with_param(url, "mode", "rw"),
+                    &sqlite_pragmas(false),
+                    commits.subscribe(),
+                )
+                .await?,
+            ),
             Dialect::Postgres => Some(
                 notify::listen(
                     &with_param(url, "application_name", &instance),
@@ -400,7 +410,11 @@ fn sqlite_pragmas(writer: bool) -> String {
         WRITE_QUEUE_TIMEOUT.as_millis()
     );
     if writer {
-        pragmas.push_str(" PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
+        pragmas.push_str(&format!(
+            " PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+             PRAGMA wal_autocheckpoint = {};",
+            checkpoint::BACKSTOP_PAGES
+        ));
     }
     pragmas
 }
@@ -509,5 +523,36 @@ mod tests {
             with_param("sqlite:///a.db?mode=rw", "mode", "ro"),
             "sqlite:///a.db?mode=rw"
         );
+    }
+
+    /// A commit of 2,000 pages, under the writer's backstop, is copied into the database by the
+    /// checkpointer: the database file grows to hold it though no write checkpointed.
+    #[tokio::test]
+    async fn the_log_is_copied_back_after_a_commit_by_the_checkpointer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.db");
+        let store = Store::open(&format!("sqlite://{}", path.display()))
+            .await
+            .unwrap();
+        let before = std::fs::metadata(&path).unwrap().len();
+        let mut w = store.write().await.unwrap();
+        sqlx::query("CREATE TABLE filler (text TEXT)")
+            .execute(&mut *w.tx)
+            .await
+            .unwrap();
+        sqlx::query("INSERT INTO filler (text) VALUES ($1)")
+            .bind("x".repeat(8 << 20))
+            .execute(&mut *w.tx)
+            .await
+            .unwrap();
+        w.commit().await.unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::fs::metadata(&path).unwrap().len() < before + (8 << 20) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the log was never copied back"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
     }
 }

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use super::{approve_by, assert_moved, flags, text, Served};
 use crate::common::assert_error;
+use crate::round_trips::{fewest, Statements};
 
 #[tokio::test]
 async fn a_write_waits_for_a_signed_approval_then_writes_exactly_the_signed_content_once() {
@@ -115,6 +116,39 @@ async fn a_read_only_tool_runs_at_once_and_leaves_no_plan() {
     let write = invoke("files.write_file", json!({"path": file, "content": "x"})).await;
     assert_error(&write, "dry_run_required", 428);
     assert_eq!(text(&file), "hello from the upstream\n");
+}
+
+#[tokio::test]
+async fn a_read_only_call_writes_only_its_audit() {
+    let log = Statements::installed();
+    let served = Served::new().await;
+    let gw = &served.gw;
+    let file = served.file("readme.txt", Some("hello\n"));
+    let ran = fewest(&log, &gw.state.store, 3, |_| async {
+        let read = gw
+            .invoke_as(
+                &gw.agent,
+                "files.read_text_file",
+                json!({ "params": { "path": file } }),
+            )
+            .await;
+        assert_eq!(read.status, StatusCode::OK, "{}", read.body);
+    })
+    .await;
+    // The agent's token and scopes and what the policy reads of its person, then the audit
+    // after the call. It costs nothing and takes no key: nothing is written before the call, so
+    // the writer is not waited for, and the wallet is not read under it.
+    // (PostgreSQL's log holds the COMMIT of each transaction, the snapshot's too.)
+    let writes: Vec<&String> = ran
+        .iter()
+        .filter(|s| !s.starts_with("SELECT") && *s != "COMMIT")
+        .collect();
+    assert_eq!(writes.len(), 1, "{ran:#?}");
+    assert!(
+        writes[0].starts_with("INSERT INTO execution_audit"),
+        "{ran:#?}"
+    );
+    assert!(!ran.iter().any(|s| s.contains("FROM wallets")), "{ran:#?}");
 }
 
 #[tokio::test]

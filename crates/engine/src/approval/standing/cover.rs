@@ -38,15 +38,29 @@ struct Candidate {
     signer: Approver,
 }
 
-/// Counts the standing approvals that cover the new plan `preview` (stored in `tx`, waiting) as
-/// their signers' approvals, where a rule of the plan takes one and at most one for the plan
-/// (`requirement::Tally`). Returns the plan's status after them.
-pub async fn apply(tx: &mut Tx, engine: &Engine, preview: &Preview) -> ApiResult<PlanStatus> {
-    let waiting = PlanStatus::PendingApproval;
-    if !preview.executable {
-        return Ok(waiting);
+/// The standing approvals that cover a new plan and have room for it, found before it is
+/// stored: a plan none covers is stored with its place in the queue at once.
+pub struct Candidates {
+    found: Vec<Candidate>,
+    now: DateTime<Utc>,
+}
+
+impl Candidates {
+    pub fn is_empty(&self) -> bool {
+        self.found.is_empty()
     }
+}
+
+/// The standing approvals that cover the new plan `preview` (waiting for people) as `tx` stands.
+pub async fn candidates(tx: &mut Tx, engine: &Engine, preview: &Preview) -> ApiResult<Candidates> {
     let now = ids::now();
+    let none = || Candidates {
+        found: Vec::new(),
+        now,
+    };
+    if !preview.executable {
+        return Ok(none());
+    }
     // Only the candidates: not revoked, suspended or used up, their signer and key active, and
     // not expired (to the second; the exact time is checked below).
     let expired_before =
@@ -66,10 +80,10 @@ pub async fn apply(tx: &mut Tx, engine: &Engine, preview: &Preview) -> ApiResult
     .fetch_all(&mut **tx)
     .await?;
     if rows.is_empty() {
-        return Ok(waiting);
+        return Ok(none());
     }
     let cost = preview.estimated_cost.amount_max;
-    let candidates: Vec<Candidate> = rows
+    let found: Vec<Candidate> = rows
         .into_iter()
         .filter_map(|row| {
             let statement: StandingStatement = serde_json::from_str(&row.1).ok()?;
@@ -92,10 +106,26 @@ pub async fn apply(tx: &mut Tx, engine: &Engine, preview: &Preview) -> ApiResult
             })
         })
         .collect();
+    Ok(Candidates { found, now })
+}
+
+/// Counts `candidates` of the new plan `preview` (stored in `tx`, waiting) as their signers'
+/// approvals, where a rule of the plan takes one and at most one for the plan
+/// (`requirement::Tally`). Returns the plan's status after them.
+pub async fn apply(
+    tx: &mut Tx,
+    preview: &Preview,
+    candidates: Candidates,
+) -> ApiResult<PlanStatus> {
+    let waiting = PlanStatus::PendingApproval;
+    let Candidates { found, now } = candidates;
+    if found.is_empty() {
+        return Ok(waiting);
+    }
     let Some(plan) = plans::load(tx, &preview.plan_id).await? else {
         return Ok(waiting);
     };
-    let Some(seated) = seat(tx, &plan, candidates, now).await? else {
+    let Some(seated) = seat(tx, &plan, found, now).await? else {
         return Ok(waiting);
     };
     record(tx, &seated, preview, now).await?;

@@ -8,7 +8,7 @@ mod cover;
 mod list;
 mod uses;
 
-pub use cover::apply;
+pub use cover::{apply, candidates, Candidates};
 pub use list::{load, MAX_PAGE};
 pub use uses::take;
 
