@@ -23,6 +23,7 @@ use crate::plan::summaries::{self, SubjectSummaries};
 use crate::queue::events::EventKind;
 use crate::registry::{Capability, Registry};
 use crate::store::Tx;
+use sqlx::AnyConnection;
 use tracing::Instrument as _;
 
 use crate::{
@@ -41,10 +42,15 @@ pub async fn run(
     let started = Instant::now();
     let capability = engine.capability(id)?;
     let registry = engine.registry;
-    if let Some(params) = &request.params {
-        let mut conn = engine.store.pool().acquire().await?;
-        scopes::authorize(&mut conn, registry, agent, capability, params).await?;
-    }
+    // A read connection, kept for an inline call's evaluation below.
+    let mut reading = match &request.params {
+        Some(params) => {
+            let mut conn = engine.store.pool().acquire().await?;
+            scopes::authorize(&mut conn, registry, agent, capability, params).await?;
+            Some(conn)
+        }
+        None => None,
+    };
     bounds::invoke(&request, capability.max_string())?;
     let identity = match (&request.plan_id, &request.params) {
         (Some(_), Some(_)) => {
@@ -77,18 +83,22 @@ pub async fn run(
         None => None,
     };
     // An inline call without a key, of a capability whose state is elsewhere (a provider, an
-    // MCP upstream), is evaluated before the writer: nothing of the store's is read to hold
-    // still, and one that writes nothing before its call (external.rs) never waits for it.
+    // MCP upstream), is evaluated before the writer, on the read connection its scopes were
+    // read on: nothing of the store's is read to hold still, and one that writes nothing before
+    // its call (external.rs) never waits for the writer.
     let early = match (
         &request.plan_id,
         &request.idempotency_key,
         capability.kind(),
     ) {
         (None, None, Kind::External(external)) => {
-            let mut snapshot = engine.store.snapshot().await?;
-            let plan =
-                inline_plan(&mut snapshot, &engine.policy, capability, agent, &request).await?;
-            snapshot.commit().await?;
+            let mut conn = match reading.take() {
+                Some(conn) => conn,
+                None => engine.store.pool().acquire().await?,
+            };
+            let plan = inline_plan(&mut conn, &engine.policy, capability, agent, &request).await?;
+            // Not held across the call.
+            drop(conn);
             let call = external::Call {
                 engine,
                 capability,
@@ -110,6 +120,7 @@ pub async fn run(
         }
         _ => None,
     };
+    drop(reading);
     let mut w = engine.store.write().await?;
     if let Some(key) = &request.idempotency_key {
         let stored: Option<(String, String)> = sqlx::query_as(
@@ -404,7 +415,7 @@ async fn approved_plan(
 
 /// A capability invoked with params and no plan: evaluated now, and run only if it needs nobody.
 async fn inline_plan(
-    tx: &mut Tx,
+    conn: &mut AnyConnection,
     policy: &Policy,
     capability: Capability,
     agent: &Agent,
@@ -419,7 +430,7 @@ async fn inline_plan(
         return Err(ApiError::new(ErrorCode::ValidationError, message)
             .with_details(json!({ "violations": invalid.violations })));
     }
-    let planned = capability.plan(tx, &params).await?;
+    let planned = capability.plan(conn, &params).await?;
     let summaries = SubjectSummaries::of(&summaries::sets_of(&planned));
     let mut plan = plans::build_preview(
         capability,
@@ -433,7 +444,7 @@ async fn inline_plan(
         },
         &summaries,
     )?;
-    let asking = Asking::load(tx, agent, policy.reads()).await?;
+    let asking = Asking::load(conn, agent, policy.reads()).await?;
     let requirement = policy::requirement(policy, capability, &plan, &asking)?;
     plans::seal(&mut plan, &requirement)?;
     // No plan exists that could wait for approvals, and describe said this may happen
