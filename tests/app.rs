@@ -264,10 +264,35 @@ where
             return Ok(());
         }
         if Instant::now() > deadline {
-            bail!("waited {WAIT:?} for {what}");
+            bail!(
+                "waited {WAIT:?} for {what}; the windows showing: {:?}",
+                showing()
+            );
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// The titles of the windows on the display, for a wait that failed: a native dialog nobody
+/// answered, or none where one was expected, says why.
+fn showing() -> Vec<String> {
+    let names = Command::new("timeout")
+        .args(["5", "xdotool", "search", "--onlyvisible", "--name", "."])
+        .output();
+    let Ok(names) = names else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&names.stdout)
+        .lines()
+        .filter_map(|window| {
+            let title = Command::new("xdotool")
+                .args(["getwindowname", window])
+                .output()
+                .ok()?;
+            Some(String::from_utf8_lossy(&title.stdout).trim().to_owned())
+        })
+        .filter(|title| !title.is_empty())
+        .collect()
 }
 
 /// The native confirmation titled `Approve …` (before a signature) or `Change this request?`
