@@ -158,8 +158,7 @@ pub async fn create(
         } => (Some(supersedes), freed, amendment),
     };
     quotas::check(tx, &preview, summaries.rows, &engine.limits, freed).await?;
-    let waits = preview.would_require_approval;
-    let candidates = match waits {
+    let candidates = match preview.would_require_approval {
         true => Some(standing::candidates(tx, engine, &preview).await?),
         false => None,
     };

@@ -536,6 +536,12 @@ mod tests {
             .unwrap();
         let before = std::fs::metadata(&path).unwrap().len();
         let mut w = store.write().await.unwrap();
+        // The writer checkpoints only past the backstop: its commits never wait for the copy.
+        let threshold: i64 = sqlx::query_scalar("PRAGMA wal_autocheckpoint")
+            .fetch_one(&mut *w.tx)
+            .await
+            .unwrap();
+        assert_eq!(threshold, i64::from(checkpoint::BACKSTOP_PAGES));
         sqlx::query("CREATE TABLE filler (text TEXT)")
             .execute(&mut *w.tx)
             .await
