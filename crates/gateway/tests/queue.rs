@@ -273,3 +273,68 @@ async fn writes_succeed_while_polls_keep_every_reader_busy() {
         assert!(poller.await.unwrap() > 0);
     }
 }
+
+/// The read index holds the plans a write must mark stale: those listed for people and not
+/// stale yet. A plan no person waits on is judged at its execution (its reads are read again
+/// there), so it stays out, and a write never reads it back: thousands of uploads an agent
+/// previewed kept every later upload reading each of them (issue 49, 17 invokes/s on SQLite).
+#[tokio::test]
+async fn the_read_index_holds_only_plans_people_wait_on_until_they_go_stale() {
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let reads = |plan: &Value| {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM plan_reads WHERE plan_id = $1")
+            .bind(plan["plan_id"].as_str().unwrap().to_owned())
+            .fetch_one(gw.state.store.pool())
+    };
+    let upload = |name: &str| {
+        json!({"project": "prj_421", "filename": name, "mime_type": "text/plain",
+               "size_bytes": 1})
+    };
+    let unattended = gw
+        .preview("documents.document.upload", upload("a.txt"))
+        .await;
+    assert_eq!(unattended["would_require_approval"], false);
+    assert_eq!(
+        reads(&unattended).await.unwrap(),
+        0,
+        "no person waits on it"
+    );
+    let run = gw.dry_run(retention("prj_200", 14)).await;
+    let waiting = gw.dry_run(retention("prj_200", 60)).await;
+    assert!(
+        reads(&waiting).await.unwrap() > 0,
+        "listed, it can go stale"
+    );
+
+    crate::common::approve_by(&gw, &run, &[&dana]).await;
+    let executed = gw.invoke(json!({"plan_id": run["plan_id"]})).await;
+    assert_eq!(executed.status, StatusCode::OK, "{}", executed.body);
+    let listed = poll(&gw, &dana.token, QUEUE, None).await;
+    let status = listed.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["plan_id"] == waiting["plan_id"])
+        .map(|s| s["status"].clone());
+    assert_eq!(status, Some(json!("stale")), "{}", listed.body);
+    assert_eq!(reads(&waiting).await.unwrap(), 0, "stale, it leaves");
+
+    // Out of the index, the unattended plan is still judged at its execution.
+    let moved = gw
+        .invoke_as(
+            &gw.agent,
+            "documents.document.upload",
+            json!({"params": upload("b.txt")}),
+        )
+        .await;
+    assert_eq!(moved.status, StatusCode::OK, "{}", moved.body);
+    let stale = gw
+        .invoke_as(
+            &gw.agent,
+            "documents.document.upload",
+            json!({"plan_id": unattended["plan_id"]}),
+        )
+        .await;
+    assert_eq!(stale.status, StatusCode::CONFLICT, "{}", stale.body);
+    assert_eq!(stale.body["error"]["code"], "plan_stale", "{}", stale.body);
+}

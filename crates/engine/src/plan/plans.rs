@@ -129,6 +129,27 @@ fn version_conflicts(
         .collect()
 }
 
+/// Enters what plan `plan_id` read in the index a write consults for the plans it makes stale
+/// (`queue::mark_stale_readers`). Only a plan listed for people is in it, from the write that
+/// lists it until it goes stale or closes: a plan nobody waits on is judged when it runs, its
+/// reads read again there, and thousands of them must not make every write read them back.
+pub async fn index_reads(
+    conn: &mut AnyConnection,
+    plan_id: &str,
+    reads: &[ReadRevision],
+) -> Result<(), sqlx::Error> {
+    for read in reads {
+        sqlx::query(
+            "INSERT INTO plan_reads (resource, plan_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        )
+        .bind(&read.resource)
+        .bind(plan_id)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
 /// Subject rows per SQLite INSERT: five parameters each, under its limit of 32766.
 const SUBJECT_BATCH: usize = 5000;
 
@@ -222,14 +243,8 @@ pub async fn insert(
             ),
         ));
     }
-    for read in &preview.read_revisions {
-        sqlx::query(
-            "INSERT INTO plan_reads (resource, plan_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-        )
-        .bind(&read.resource)
-        .bind(&preview.plan_id)
-        .execute(&mut *conn)
-        .await?;
+    if summary.is_some() {
+        index_reads(conn, &preview.plan_id, &preview.read_revisions).await?;
     }
     if subjects.staged {
         // The staged rows are the plan's from this commit on: their marker goes.

@@ -63,9 +63,12 @@ pub async fn publish_plan(
         plans::set_status(conn, &plan_id, status).await?;
         return Ok(());
     }
-    store_summary(conn, registry, plan, known).await?;
+    let reads = plan.preview.read_revisions.clone();
+    let listed = store_summary(conn, registry, plan, known).await?;
     if plans::is_closed(status) {
         forget_reads(conn, &plan_id).await?;
+    } else if listed.now_open && !listed.indexed_before {
+        plans::index_reads(conn, &plan_id, &reads).await?;
     }
     events::record(conn, &plan_id, kind).await?;
     Ok(())
@@ -102,13 +105,21 @@ async fn forget_reads(conn: &mut AnyConnection, plan_id: &str) -> Result<(), sql
     Ok(())
 }
 
+/// Where a plan stands in the read index (`plans::index_reads`) as its summary is stored.
+struct Listed {
+    /// Listed before and not stale since: its reads are in the index already.
+    indexed_before: bool,
+    /// Listed now, open and not stale: its reads belong in the index.
+    now_open: bool,
+}
+
 /// Stores the status of `plan` (not blocked) and the summary approvers list it by.
 async fn store_summary(
     conn: &mut AnyConnection,
     registry: &'static Registry,
     plan: StoredPlan,
     known: plans::Known,
-) -> ApiResult<()> {
+) -> ApiResult<Listed> {
     let (to, created) = (plan.status, plan.preview.created_at);
     let capability = plan.preview.capability_id.clone();
     let mut known = known;
@@ -133,29 +144,33 @@ async fn store_summary(
     .bind(&record.plan.plan_id)
     .fetch_one(&mut *conn)
     .await?;
-    telemetry::plan_changed(
-        &capability,
-        from.as_deref().map(plans::parse_status),
-        to,
-        created,
-    );
-    Ok(())
+    let from = from.as_deref().map(plans::parse_status);
+    telemetry::plan_changed(&capability, from, to, created);
+    Ok(Listed {
+        indexed_before: from.is_some_and(|from| from != PlanStatus::Stale),
+        now_open: summary.status != PlanStatus::Stale,
+    })
 }
+
+/// The open plans listed for people that read `$1`, from the read index to the plans and never
+/// the other way: SQLite, which keeps no statistics here, walked every approved plan to test it
+/// against the index's list (`CROSS JOIN` fixes its order; PostgreSQL plans as it likes).
+const STALE_READERS: &str = "SELECT p.id, p.summary FROM plan_reads r CROSS JOIN plans p
+     WHERE r.resource = $1 AND p.id = r.plan_id
+       AND p.summary IS NOT NULL AND p.status IN ('pending_approval', 'approved')
+     ORDER BY r.plan_id";
 
 /// A write moved `resource`: every pending or approved plan that read it is stale now. Only the
 /// status in their summaries changes, so it is set in place rather than re-derived plan by plan.
 pub async fn mark_stale_readers(conn: &mut AnyConnection, resource: &str) -> ApiResult<()> {
-    let readers: Vec<(String, String)> = sqlx::query_as(
-        "SELECT id, summary FROM plans
-         WHERE summary IS NOT NULL AND status IN ('pending_approval', 'approved')
-           AND id IN (SELECT plan_id FROM plan_reads WHERE resource = $1)
-         ORDER BY id",
-    )
-    .bind(resource)
-    .fetch_all(&mut *conn)
-    .await?;
+    let readers: Vec<(String, String)> = sqlx::query_as(STALE_READERS)
+        .bind(resource)
+        .fetch_all(&mut *conn)
+        .await?;
     for (plan_id, summary) in readers {
         let mut summary: PlanSummary = serde_json::from_str(&summary)?;
+        // A stale plan stays stale: what it read no longer concerns any write.
+        forget_reads(conn, &plan_id).await?;
         if summary.status == PlanStatus::Stale {
             continue;
         }
@@ -320,4 +335,34 @@ pub async fn backfill(store: &Store, registry: &'static Registry) -> ApiResult<(
     }
     w.commit().await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On SQLite, whatever the PostgreSQL pass sets: the order is SQLite's planner's choice.
+    #[tokio::test]
+    async fn a_write_looks_up_its_stale_readers_from_the_read_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&format!("sqlite://{}", dir.path().join("s.db").display()))
+            .await
+            .unwrap();
+        let mut conn = store.pool().acquire().await.unwrap();
+        let steps: Vec<(i64, i64, i64, String)> =
+            sqlx::query_as(&format!("EXPLAIN QUERY PLAN {STALE_READERS}"))
+                .bind("storage/q_1")
+                .fetch_all(&mut *conn)
+                .await
+                .unwrap();
+        let steps: Vec<&str> = steps.iter().map(|s| s.3.as_str()).collect();
+        assert!(
+            steps[0].starts_with("SEARCH r USING PRIMARY KEY (resource=?)"),
+            "{steps:?}"
+        );
+        assert!(
+            steps[1..].iter().all(|s| s.starts_with("SEARCH p USING")),
+            "each plan by its id, none scanned: {steps:?}"
+        );
+    }
 }
