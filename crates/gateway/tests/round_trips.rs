@@ -206,3 +206,39 @@ async fn a_new_plan_waiting_for_people_is_written_once_with_its_place_in_the_que
         queue.body
     );
 }
+
+#[tokio::test]
+async fn a_call_without_a_plan_is_evaluated_once_under_the_writer() {
+    let log = Statements::installed();
+    let gw = Gateway::new().await;
+    let ran = fewest(&log, &gw.state.store, 3, |n| {
+        let gw = &gw;
+        async move {
+            let params = json!({"project": "prj_421", "filename": format!("{n}.txt"),
+                                "mime_type": "text/plain", "size_bytes": 1});
+            let reply = gw
+                .invoke_as(
+                    &gw.agent,
+                    "documents.document.upload",
+                    json!({ "params": params }),
+                )
+                .await;
+            assert_eq!(reply.status, 200, "{}", reply.body);
+        }
+    })
+    .await;
+    // The quota an upload reads, read once: evaluated in the writer's transaction, the call is
+    // applied as evaluated there, not derived a second time (nothing can have moved between).
+    let quota_reads = ran
+        .iter()
+        .filter(|s| s.starts_with("SELECT quota_bytes, revision FROM storage_quotas"))
+        .count();
+    assert_eq!(quota_reads, 1, "{ran:#?}");
+    // And the bytes in use are summed by that evaluation alone: the execution's journal names
+    // what it derived in the same transaction.
+    let sums = ran
+        .iter()
+        .filter(|s| s.starts_with("SELECT CAST(COALESCE(SUM(size_bytes)"))
+        .count();
+    assert_eq!(sums, 1, "{ran:#?}");
+}

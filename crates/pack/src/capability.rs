@@ -57,7 +57,8 @@ pub trait Definition: Send + Sync + 'static {
 }
 
 /// A capability whose effects are rows of the gateway's own world: applied inside the write
-/// transaction that re-derived the plan, so they commit together or not at all.
+/// transaction that derived `planned` (again, for a stored plan), so they commit together or not
+/// at all, and what `planned` read is what the transaction holds.
 pub trait WorldCapability: Definition {
     fn apply<'a>(
         &'a self,

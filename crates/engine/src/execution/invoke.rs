@@ -96,7 +96,8 @@ pub async fn run(
                 Some(conn) => conn,
                 None => engine.store.pool().acquire().await?,
             };
-            let plan = inline_plan(&mut conn, &engine.policy, capability, agent, &request).await?;
+            let (plan, _) =
+                inline_plan(&mut conn, &engine.policy, capability, agent, &request).await?;
             // Not held across the call.
             drop(conn);
             let call = external::Call {
@@ -148,7 +149,9 @@ pub async fn run(
         }
     }
 
-    let (plan, stored, decided_by) = match &request.plan_id {
+    // `in_this_write`: what an inline call was evaluated to under this writer, which nothing can
+    // have moved since; a stored or early plan is derived again below.
+    let (plan, stored, decided_by, in_this_write) = match &request.plan_id {
         Some(plan_id) => {
             let (plan, decided_by) = approved_plan(
                 &mut w.tx,
@@ -159,15 +162,15 @@ pub async fn run(
                 ahead.as_ref(),
             )
             .await?;
-            (plan, true, decided_by)
+            (plan, true, decided_by, None)
         }
         None => match early {
-            Some(plan) => (plan, false, Vec::new()),
-            None => (
-                inline_plan(&mut w.tx, &engine.policy, capability, agent, &request).await?,
-                false,
-                Vec::new(),
-            ),
+            Some(plan) => (plan, false, Vec::new(), None),
+            None => {
+                let (plan, planned) =
+                    inline_plan(&mut w.tx, &engine.policy, capability, agent, &request).await?;
+                (plan, false, Vec::new(), Some(planned))
+            }
         },
     };
     let span = execution_span(&plan, &decided_by);
@@ -190,7 +193,10 @@ pub async fn run(
                     request: &request,
                     trace_id,
                     started,
-                    rederived: ahead.map(|ahead| ahead.rederived),
+                    rederived: match in_this_write {
+                        Some(_) => Some(Ok(())),
+                        None => ahead.map(|ahead| ahead.rederived),
+                    },
                 };
                 return external::run(w, call).await;
             }
@@ -201,12 +207,15 @@ pub async fn run(
             agent_id: &agent.id,
             plan_id: stored.then_some(plan.plan_id.as_str()),
         };
-        let now_planned = match rederive(&mut w.tx, capability, &plan).await {
-            Ok(planned) => planned,
-            Err(e) if e.code == ErrorCode::PlanStale && stored => {
-                return Err(stale(w, registry, &plan, e).await?);
-            }
-            Err(e) => return Err(e),
+        let now_planned = match in_this_write {
+            Some(planned) => planned,
+            None => match rederive(&mut w.tx, capability, &plan).await {
+                Ok(planned) => planned,
+                Err(e) if e.code == ErrorCode::PlanStale && stored => {
+                    return Err(stale(w, registry, &plan, e).await?);
+                }
+                Err(e) => return Err(e),
+            },
         };
         if stored {
             if let Some(refused) = standing::take(&mut w.tx, registry, &plan).await? {
@@ -420,7 +429,7 @@ async fn inline_plan(
     capability: Capability,
     agent: &Agent,
     request: &InvokeRequest,
-) -> ApiResult<Preview> {
+) -> ApiResult<(Preview, countersign_pack::Planned)> {
     let params = request.params.clone().unwrap_or(Value::Null);
     let audit_id = ids::random_id("aud_", 8);
     let violations = capability.violations(&params);
@@ -437,7 +446,7 @@ async fn inline_plan(
         agent,
         &params,
         None,
-        planned,
+        planned.clone(),
         plans::PreviewIds {
             plan_id: plans::new_id(),
             audit_id: &audit_id,
@@ -460,10 +469,10 @@ async fn inline_plan(
              plan approved.",
         ));
     }
-    Ok(plan)
+    Ok((plan, planned))
 }
 
-/// Applies the plan as it was derived again inside the write transaction (`now_planned`), and
+/// Applies the plan as it was derived inside the write transaction (`now_planned`), and
 /// makes stale every open plan that read what it moved.
 async fn execute(
     tx: &mut Tx,

@@ -152,12 +152,6 @@ pub async fn plan(conn: &mut AnyConnection, p: &Params) -> ApiResult<Planned> {
 }
 
 pub async fn apply(h: &mut Handle<'_>, p: &Params, planned: &Planned) -> ApiResult<Applied> {
-    let used_before: i64 = sqlx::query_scalar(
-        "SELECT CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) FROM documents WHERE project_id = $1",
-    )
-    .bind(&p.project)
-    .fetch_one(h.conn())
-    .await?;
     // The id is allocated here, at execution: a preview consumes no identifier.
     let (id, filename, size): (String, String, i64) = sqlx::query_as(
         "INSERT INTO documents (id, project_id, filename, mime_type, size_bytes, created_at)
@@ -189,20 +183,12 @@ pub async fn apply(h: &mut Handle<'_>, p: &Params, planned: &Planned) -> ApiResu
     )];
     if let Some(storage) = planned.effects.get(1) {
         crate::world::bump(h, &storage.effect.resource).await?;
-        let used_after: i64 = sqlx::query_scalar(
-            "SELECT CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) FROM documents WHERE project_id = $1",
-        )
-        .bind(&p.project)
-        .fetch_one(h.conn())
-        .await?;
+        // `planned` was derived in this transaction, so the bytes in use it names are those the
+        // insert above started from and ended at: summing the documents again reads the same.
         journal.push(JournalEntry::of(
             &storage.effect,
             vec![],
-            vec![Change {
-                path: format!("/projects/{}/used_bytes", p.project),
-                before: json!(used_before),
-                after: json!(used_after),
-            }],
+            storage.effect.changes.clone(),
         ));
     }
     let mut metadata = serde_json::Map::new();
