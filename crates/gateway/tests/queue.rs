@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::common::{retention, Gateway};
 use axum::http::StatusCode;
 use countersign_embedded::default_registry;
+use countersign_engine::queue::events::EventKind;
 use countersign_engine::Limits;
 use serde_json::{json, Value};
 
@@ -337,4 +338,33 @@ async fn the_read_index_holds_only_plans_people_wait_on_until_they_go_stale() {
         .await;
     assert_eq!(stale.status, StatusCode::CONFLICT, "{}", stale.body);
     assert_eq!(stale.body["error"]["code"], "plan_stale", "{}", stale.body);
+}
+
+/// A plan that closed and then opened again (an execution recorded, then settled as never done)
+/// is back in the read index: a write must still find it to mark it stale.
+#[tokio::test]
+async fn a_plan_open_again_after_it_closed_is_back_in_the_read_index() {
+    let gw = Gateway::new().await;
+    let plan = gw.dry_run(retention("prj_200", 60)).await;
+    let id = plan["plan_id"].as_str().unwrap();
+    let store = &gw.state.store;
+    let reads = || {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM plan_reads WHERE plan_id = $1")
+            .bind(id)
+            .fetch_one(store.pool())
+    };
+    for (status, indexed) in [("executed", false), ("approved", true)] {
+        let mut w = store.write().await.unwrap();
+        sqlx::query("UPDATE plans SET status = $1 WHERE id = $2")
+            .bind(status)
+            .bind(id)
+            .execute(&mut *w.tx)
+            .await
+            .unwrap();
+        countersign_engine::queue::publish(&mut w.tx, gw.state.registry, id, EventKind::Updated)
+            .await
+            .unwrap();
+        w.commit().await.unwrap();
+        assert_eq!(reads().await.unwrap() > 0, indexed, "{status}");
+    }
 }

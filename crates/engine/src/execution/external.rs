@@ -55,8 +55,9 @@ pub struct Call<'a> {
     pub request: &'a InvokeRequest,
     pub trace_id: &'a str,
     pub started: Instant,
-    /// The plan evaluated again before the writer was taken, for a capability that reads
-    /// remotely (plan/ahead.rs); `None`: evaluated again here, inside the write.
+    /// The plan already evaluated against the state it runs on: again before the writer was
+    /// taken, for a capability that reads remotely (plan/ahead.rs), or in this very write (an
+    /// inline call); `None`: evaluated again here, inside the write.
     pub rederived: Option<ApiResult<()>>,
 }
 

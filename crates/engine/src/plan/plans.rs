@@ -131,8 +131,9 @@ fn version_conflicts(
 
 /// Enters what plan `plan_id` read in the index a write consults for the plans it makes stale
 /// (`queue::mark_stale_readers`). Only a plan listed for people is in it, from the write that
-/// lists it until it goes stale or closes: a plan nobody waits on is judged when it runs, its
-/// reads read again there, and thousands of them must not make every write read them back.
+/// lists it until a write marks it stale or it closes (one found stale otherwise keeps its reads
+/// until it closes; the lookup passes it over): a plan nobody waits on is judged when it runs,
+/// its reads read again there, and thousands of them must not make every write read them back.
 pub async fn index_reads(
     conn: &mut AnyConnection,
     plan_id: &str,

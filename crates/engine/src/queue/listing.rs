@@ -63,6 +63,20 @@ pub async fn publish_plan(
         plans::set_status(conn, &plan_id, status).await?;
         return Ok(());
     }
+    list(conn, registry, plan, known).await?;
+    events::record(conn, &plan_id, kind).await?;
+    Ok(())
+}
+
+/// Stores `plan`'s summary and keeps the read index to it: a closed plan leaves it, one listed
+/// open for the first time (or again after it was marked stale) enters it.
+async fn list(
+    conn: &mut AnyConnection,
+    registry: &'static Registry,
+    plan: StoredPlan,
+    known: plans::Known,
+) -> ApiResult<()> {
+    let (plan_id, status) = (plan.preview.plan_id.clone(), plan.status);
     let reads = plan.preview.read_revisions.clone();
     let listed = store_summary(conn, registry, plan, known).await?;
     if plans::is_closed(status) {
@@ -70,7 +84,6 @@ pub async fn publish_plan(
     } else if listed.now_open && !listed.indexed_before {
         plans::index_reads(conn, &plan_id, &reads).await?;
     }
-    events::record(conn, &plan_id, kind).await?;
     Ok(())
 }
 
@@ -107,7 +120,8 @@ async fn forget_reads(conn: &mut AnyConnection, plan_id: &str) -> Result<(), sql
 
 /// Where a plan stands in the read index (`plans::index_reads`) as its summary is stored.
 struct Listed {
-    /// Listed before and not stale since: its reads are in the index already.
+    /// Listed open before and not marked stale since: its reads are in the index already (a
+    /// plan that closed, then opened again, left it).
     indexed_before: bool,
     /// Listed now, open and not stale: its reads belong in the index.
     now_open: bool,
@@ -147,7 +161,8 @@ async fn store_summary(
     let from = from.as_deref().map(plans::parse_status);
     telemetry::plan_changed(&capability, from, to, created);
     Ok(Listed {
-        indexed_before: from.is_some_and(|from| from != PlanStatus::Stale),
+        indexed_before: from
+            .is_some_and(|from| from != PlanStatus::Stale && !plans::is_closed(from)),
         now_open: summary.status != PlanStatus::Stale,
     })
 }
@@ -330,7 +345,7 @@ pub async fn backfill(store: &Store, registry: &'static Registry) -> ApiResult<(
         let plan = changed(&mut w.tx, &plan_id).await?;
         // A blocked plan has no summary: it reaches no person.
         if plan.preview.executable {
-            store_summary(&mut w.tx, registry, plan, plans::Known::default()).await?;
+            list(&mut w.tx, registry, plan, plans::Known::default()).await?;
         }
     }
     w.commit().await?;
