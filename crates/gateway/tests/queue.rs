@@ -21,6 +21,15 @@ fn ids(list: &Value) -> Vec<String> {
         .collect()
 }
 
+/// How many reads of `plan` the read index holds.
+async fn indexed_reads(gw: &Gateway, plan: &Value) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM plan_reads WHERE plan_id = $1")
+        .bind(plan["plan_id"].as_str().unwrap())
+        .fetch_one(gw.state.store.pool())
+        .await
+        .unwrap()
+}
+
 fn etag(reply: &crate::common::Reply) -> String {
     reply.headers["etag"].to_str().unwrap().to_owned()
 }
@@ -196,15 +205,10 @@ async fn finished_plans_leave_the_read_index() {
         .await;
     assert_eq!(rejected.status, StatusCode::OK, "{}", rejected.body);
 
-    let reads = |plan: &Value| {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM plan_reads WHERE plan_id = $1")
-            .bind(plan["plan_id"].as_str().unwrap().to_owned())
-            .fetch_one(gw.state.store.pool())
-    };
-    assert_eq!(reads(&run).await.unwrap(), 0, "executed");
-    assert_eq!(reads(&refused).await.unwrap(), 0, "rejected");
+    assert_eq!(indexed_reads(&gw, &run).await, 0, "executed");
+    assert_eq!(indexed_reads(&gw, &refused).await, 0, "rejected");
     assert!(
-        reads(&waiting).await.unwrap() > 0,
+        indexed_reads(&gw, &waiting).await > 0,
         "a pending plan still can go stale"
     );
 }
@@ -282,11 +286,6 @@ async fn writes_succeed_while_polls_keep_every_reader_busy() {
 #[tokio::test]
 async fn the_read_index_holds_only_plans_people_wait_on_until_they_go_stale() {
     let (gw, dana) = Gateway::with_approver("Dana").await;
-    let reads = |plan: &Value| {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM plan_reads WHERE plan_id = $1")
-            .bind(plan["plan_id"].as_str().unwrap().to_owned())
-            .fetch_one(gw.state.store.pool())
-    };
     let upload = |name: &str| {
         json!({"project": "prj_421", "filename": name, "mime_type": "text/plain",
                "size_bytes": 1})
@@ -296,14 +295,14 @@ async fn the_read_index_holds_only_plans_people_wait_on_until_they_go_stale() {
         .await;
     assert_eq!(unattended["would_require_approval"], false);
     assert_eq!(
-        reads(&unattended).await.unwrap(),
+        indexed_reads(&gw, &unattended).await,
         0,
         "no person waits on it"
     );
     let run = gw.dry_run(retention("prj_200", 14)).await;
     let waiting = gw.dry_run(retention("prj_200", 60)).await;
     assert!(
-        reads(&waiting).await.unwrap() > 0,
+        indexed_reads(&gw, &waiting).await > 0,
         "listed, it can go stale"
     );
 
@@ -318,7 +317,7 @@ async fn the_read_index_holds_only_plans_people_wait_on_until_they_go_stale() {
         .find(|s| s["plan_id"] == waiting["plan_id"])
         .map(|s| s["status"].clone());
     assert_eq!(status, Some(json!("stale")), "{}", listed.body);
-    assert_eq!(reads(&waiting).await.unwrap(), 0, "stale, it leaves");
+    assert_eq!(indexed_reads(&gw, &waiting).await, 0, "stale, it leaves");
 
     // Out of the index, the unattended plan is still judged at its execution.
     let moved = gw
@@ -348,11 +347,6 @@ async fn a_plan_open_again_after_it_closed_is_back_in_the_read_index() {
     let plan = gw.dry_run(retention("prj_200", 60)).await;
     let id = plan["plan_id"].as_str().unwrap();
     let store = &gw.state.store;
-    let reads = || {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM plan_reads WHERE plan_id = $1")
-            .bind(id)
-            .fetch_one(store.pool())
-    };
     for (status, indexed) in [("executed", false), ("approved", true)] {
         let mut w = store.write().await.unwrap();
         sqlx::query("UPDATE plans SET status = $1 WHERE id = $2")
@@ -365,6 +359,6 @@ async fn a_plan_open_again_after_it_closed_is_back_in_the_read_index() {
             .await
             .unwrap();
         w.commit().await.unwrap();
-        assert_eq!(reads().await.unwrap() > 0, indexed, "{status}");
+        assert_eq!(indexed_reads(&gw, &plan).await > 0, indexed, "{status}");
     }
 }
