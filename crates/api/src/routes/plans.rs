@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
+use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use countersign_engine::accounts::{Approver, Caller};
@@ -72,8 +73,8 @@ pub async fn subjects(
 ) -> HttpResult<Response> {
     let page = query(page)?;
     let (cursor, limit) = (page.cursor.as_deref(), page.limit);
-    let subjects = reads::subjects(&state, &caller, &plan_id, &effect_id, cursor, limit);
-    Ok(Json(subjects.await?).into_response())
+    let page = reads::subjects(&state, &caller, &plan_id, &effect_id, cursor, limit).await?;
+    Ok(([(CONTENT_TYPE, "application/json")], page).into_response())
 }
 
 #[derive(Deserialize)]
