@@ -47,6 +47,7 @@ mod revocation;
 mod round_trips;
 mod router;
 mod scopes;
+mod sql_helpers;
 mod standing;
 mod stats;
 mod storage_faults;

@@ -38,6 +38,23 @@ impl Dialect {
         }
     }
 
+    /// One text value holding a JSON array with an array of the expressions `row` for each row
+    /// selected, ordered by `order` (`[]` when none), to read with `serde_json` into tuples.
+    ///
+    /// For large results: sqlx's SQLite driver passes each row from its worker thread on its
+    /// own, which costs several times what reading the row does (100,000 rows: about 0.9 s
+    /// against 0.12 s as one value).
+    pub fn json_rows(self, row: &str, order: &str) -> String {
+        match self {
+            Dialect::Sqlite => {
+                format!("coalesce(json_group_array(json_array({row}) ORDER BY {order}), '[]')")
+            }
+            Dialect::Postgres => {
+                format!("coalesce(json_agg(json_build_array({row}) ORDER BY {order})::text, '[]')")
+            }
+        }
+    }
+
     /// The RFC 3339 UTC timestamp `days` (an integer expression) after the timestamp `column`.
     pub fn days_after(self, column: &str, days: &str) -> String {
         match self {
