@@ -95,8 +95,16 @@ ui/node_modules/.installed: ui/package.json ui/package-lock.json
 	$(PHASE) npm npm --prefix ui ci --no-audit --no-fund
 	touch $@
 
-ui: deps
-	$(if $(PREPARED)$(UI_BUILT),,$(PHASE) ui-build npm --prefix ui run build)
+# The UI is built again only when one of its sources changed: a build rewrites ui/dist, and the
+# desktop crate, which embeds it, would be compiled again for nothing (`make bench` after
+# `make bench-build` did so for minutes).
+UI_SOURCES := $(shell find ui/src -type f) ui/index.html ui/package.json ui/package-lock.json \
+	ui/svelte.config.js ui/tsconfig.json ui/vite.config.ts
+
+ui/dist/index.html: $(UI_SOURCES) ui/node_modules/.installed
+	$(PHASE) ui-build npm --prefix ui run build
+
+ui: deps $(if $(PREPARED)$(UI_BUILT),,ui/dist/index.html)
 
 ui-test: deps
 	$(PHASE) ui-test npm --prefix ui run check

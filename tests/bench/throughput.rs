@@ -6,12 +6,21 @@ use serde_json::json;
 use tempfile::TempDir;
 
 use crate::gateway::{pending_plan, Gateway};
-use crate::settings::Settings;
+use crate::settings::{Settings, Store};
 use crate::stats::Summary;
 use crate::table::{Goal, Row, Unit};
 use crate::wrk::{self, Load, Order, WrkRun};
 
 const DRY_RUNS_PER_SECOND: f64 = 500.0;
+/// Issue 49: the embedded store executes at PostgreSQL's pace (the run that filed it: SQLite
+/// 32.9/s, PostgreSQL 423/s). PostgreSQL's rate is a round trip per statement; its bar holds it
+/// where the runs since stood (391 – 435/s on two machines), so a regression fails.
+fn invokes_per_second(store: &Store) -> f64 {
+    match store {
+        Store::Sqlite => 500.0,
+        Store::Postgres { .. } => 350.0,
+    }
+}
 const CONNECTIONS: u32 = 4;
 /// Invokes one agent's 50-credit wallet pays for at 0.09 credits each, with room to spare.
 const INVOKES_PER_AGENT: usize = 500;
@@ -75,7 +84,8 @@ async fn measure(settings: &Settings) -> anyhow::Result<Vec<Row>> {
                 Row::new(
                     "invokes/s (document upload, wrk, 4 connections)",
                     Unit::Rate,
-                ),
+                )
+                .goal(Goal::AtLeast(invokes_per_second(&settings.store))),
                 &invokes,
                 &[200],
             ),
