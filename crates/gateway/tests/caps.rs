@@ -85,9 +85,10 @@ async fn a_decided_plan_frees_its_place_under_the_pending_cap() {
 
 #[tokio::test]
 async fn the_subject_row_cap_refuses_a_plan_that_would_overflow_it() {
-    // grp_support's contractor removal stores 37 + 37 + 6 + 4 subject rows.
+    // grp_support's contractor removal stores 37 + 6 + 4 subject rows (its notification names
+    // the 37 it removes, and reads their rows).
     let gw = Gateway::limited(Limits {
-        max_subject_rows: 100,
+        max_subject_rows: 90,
         ..Limits::default()
     })
     .await;
@@ -108,11 +109,11 @@ fn all_staff_contractors() -> Value {
 
 #[tokio::test]
 async fn a_large_plans_staged_subject_rows_are_its_own_or_gone() {
-    // 27,777 rows (11,111 contractors, their notices, the VPN entitlements of half of them):
-    // staged before the plan, in batches. The cap lets the first plan in and refuses the second
-    // only once it is evaluated and staged.
+    // 16,666 rows (11,111 contractors, whose notices read their rows, and the VPN entitlements
+    // of half of them): staged before the plan, in batches. The cap lets the first plan in and
+    // refuses the second only once it is evaluated and staged.
     let gw = Gateway::limited(Limits {
-        max_subject_rows: 40_000,
+        max_subject_rows: 30_000,
         ..Limits::default()
     })
     .await;
@@ -120,7 +121,7 @@ async fn a_large_plans_staged_subject_rows_are_its_own_or_gone() {
     assert_eq!(first.status, StatusCode::OK, "{}", first.body);
     let plan_id = first.body["plan_id"].as_str().unwrap();
     let held = count(&gw, "SELECT COUNT(*) FROM plan_subjects").await;
-    assert_eq!(held, 27_777);
+    assert_eq!(held, 16_666);
     assert_eq!(count(&gw, &rows(plan_id)).await, held);
     let recorded = format!("SELECT subject_rows FROM plans WHERE id = '{plan_id}'");
     assert_eq!(count(&gw, &recorded).await, held);
@@ -136,6 +137,49 @@ async fn a_large_plans_staged_subject_rows_are_its_own_or_gone() {
     assert_error(&second, "quota_exceeded", 429);
     assert_eq!(count(&gw, "SELECT COUNT(*) FROM plan_subjects").await, held);
     assert_eq!(count(&gw, staging).await, 0);
+}
+
+/// Every item of `effect_id`'s pages, as served.
+async fn pages(gw: &Gateway, plan_id: &str, effect_id: &str) -> Vec<Value> {
+    let mut items = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let uri = format!("/v1/plans/{plan_id}/effects/{effect_id}/subjects?limit=5000{cursor}");
+        let reply = gw.call("GET", &uri, Some(&gw.agent), None).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        items.extend(reply.body["items"].as_array().unwrap().iter().cloned());
+        match reply.body["next_cursor"].as_str() {
+            Some(next) => cursor = format!("&cursor={next}"),
+            None => return items,
+        }
+    }
+}
+
+/// A removal's notification names exactly the people it removes: one set, whose rows are stored
+/// once (written with the plan, or staged before it) and served as the pages of both effects.
+#[tokio::test]
+async fn effects_naming_one_set_share_its_rows() {
+    let gw = Gateway::new().await;
+    for (params, stored) in [
+        (contractors(), 37 + 6 + 4),
+        (all_staff_contractors(), 16_666),
+    ] {
+        let plan = gw.preview(REMOVE, params).await;
+        let plan_id = plan["plan_id"].as_str().unwrap();
+        let effects = plan["effects"].as_array().unwrap();
+        let (removal, notice) = (&effects[0], effects.last().unwrap());
+        assert_eq!(notice["type"], "notification_queued");
+        assert_eq!(notice["subjects"]["digest"], removal["subjects"]["digest"]);
+        assert_eq!(count(&gw, &rows(plan_id)).await, stored);
+        let recorded = format!("SELECT subject_rows FROM plans WHERE id = '{plan_id}'");
+        assert_eq!(count(&gw, &recorded).await, stored);
+        let removed = pages(&gw, plan_id, "eff_1").await;
+        assert_eq!(json!(removed.len()), removal["subjects"]["total"]);
+        assert_eq!(
+            pages(&gw, plan_id, notice["id"].as_str().unwrap()).await,
+            removed
+        );
+    }
 }
 
 #[tokio::test]

@@ -181,7 +181,7 @@ async fn checks(
             "SELECT 1 FROM plan_subjects WHERE plan_id = $1 AND effect_id = $2 AND subject_id = $3",
         )
         .bind(&plan.preview.plan_id)
-        .bind(&effect.id)
+        .bind(plan.rows_of(&effect.id))
         .bind(person)
         .fetch_optional(&mut *conn)
         .await?;

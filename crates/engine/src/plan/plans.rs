@@ -1,5 +1,7 @@
 //! Plans: turning an evaluation into a stored preview, and reading plans back with their status.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Duration, Utc};
 use countersign_proto::approvals::{
     Amendment, Approvals, EffectCounts, MovedRevision, PlanRecord, PlanStatus, PlanSummary,
@@ -201,9 +203,9 @@ pub async fn insert(
         "INSERT INTO plans (id, capability_id, agent_id, plan_digest, preview, status,
          required_approvals, created_at, expires_at, supersedes, subject_rows, subjects_distinct,
          validation_subjects, rules, policy_digest, escalates_at, amendment, summary,
-         counted_status)
+         counted_status, shared_subjects)
          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-                $19
+                $19, $20
          WHERE EXISTS (SELECT 1 FROM policy_state WHERE id = 1 AND digest = $15)",
     )
     .bind(&preview.plan_id)
@@ -234,6 +236,7 @@ pub async fn insert(
     .bind(amendment.map(serde_json::to_string).transpose()?)
     .bind(summary.map(serde_json::to_string).transpose()?)
     .bind(summary.map(|_| status_text(status)))
+    .bind(shared_subjects(&subjects.summaries.shared)?)
     .execute(&mut *conn)
     .await?;
     if inserted.rows_affected() == 0 {
@@ -254,7 +257,7 @@ pub async fn insert(
             .execute(&mut *conn)
             .await?;
     } else {
-        for (effect_id, set) in subjects.sets {
+        for (effect_id, set) in subjects.summaries.stored(subjects.sets) {
             insert_subjects(conn, &preview.plan_id, effect_id, set).await?;
         }
     }
@@ -349,10 +352,11 @@ pub async fn load(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<Option<S
         Option<String>,
         Option<String>,
         Option<String>,
+        Option<String>,
     );
     let row: Option<Row> = sqlx::query_as(
         "SELECT preview, agent_id, status, required_approvals, execution, supersedes, superseded_by,
-                subjects_distinct, validation_subjects, rules, amendment
+                subjects_distinct, validation_subjects, rules, amendment, shared_subjects
          FROM plans WHERE id = $1",
     )
     .bind(plan_id)
@@ -370,6 +374,7 @@ pub async fn load(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<Option<S
         validation_subjects,
         rules,
         amendment,
+        shared,
     )) = row
     else {
         return Ok(None);
@@ -394,7 +399,19 @@ pub async fn load(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<Option<S
             .transpose()?
             .unwrap_or_default(),
         amendment: amendment.map(|a| serde_json::from_str(&a)).transpose()?,
+        shared_subjects: shared
+            .map(|s| serde_json::from_str(&s))
+            .transpose()?
+            .unwrap_or_default(),
     }))
+}
+
+/// The effects whose subject rows are another effect's, as a plan's row keeps them: `NULL` when
+/// every effect has rows of its own (all plans stored before sets were shared).
+fn shared_subjects(shared: &BTreeMap<String, String>) -> serde_json::Result<Option<String>> {
+    (!shared.is_empty())
+        .then(|| serde_json::to_string(shared))
+        .transpose()
 }
 
 pub async fn set_status(

@@ -178,6 +178,7 @@ pub async fn create(
                 subjects_distinct: Some(summaries.distinct),
                 validation_subjects: named.clone(),
                 amendment: amendment.cloned(),
+                shared_subjects: summaries.shared.clone(),
             };
             // Nothing it read has moved: it was evaluated against this transaction's state, or
             // (a server of its own) just read.

@@ -93,10 +93,11 @@ pub async fn subjects(
         None => String::new(),
     };
     let total = effect.subjects.as_ref().map_or(0, |s| s.total);
+    let rows_of = plan.rows_of(effect_id);
     let (count, items, last): (i64, String, Option<String>) =
         sqlx::query_as(&subject_page_sql(engine.store.dialect()))
             .bind(plan_id)
-            .bind(effect_id)
+            .bind(rows_of)
             .bind(&after)
             .bind(i64::from(limit))
             .fetch_one(&mut *conn)
@@ -108,7 +109,7 @@ pub async fn subjects(
                  WHERE plan_id = $1 AND effect_id = $2 AND subject_id > $3 LIMIT 1",
             )
             .bind(plan_id)
-            .bind(effect_id)
+            .bind(rows_of)
             .bind(&last)
             .fetch_optional(&mut *conn)
             .await?;

@@ -82,7 +82,7 @@ pub async fn stage(store: &Store, sets: Vec<SubjectSet>) -> ApiResult<Option<Sta
         .await?;
     marker.commit().await?;
     let size = batch(store.dialect());
-    for (effect_id, subjects) in &staged.sets {
+    for (effect_id, subjects) in staged.summaries.stored(&staged.sets) {
         for chunk in subjects.chunks(size) {
             let written = async {
                 let mut batch = store.write_apart().await?;

@@ -1,5 +1,7 @@
 //! A plan as the store holds it: its preview and what the gateway keeps beside it.
 
+use std::collections::BTreeMap;
+
 use countersign_proto::approvals::{Amendment, PlanStatus, ValidationSubjects};
 use countersign_proto::plan::Preview;
 use serde_json::Value;
@@ -24,4 +26,16 @@ pub struct StoredPlan {
     pub validation_subjects: Vec<ValidationSubjects>,
     /// Who changed the request of the plan it supersedes, and how.
     pub amendment: Option<Amendment>,
+    /// The effects whose subjects are an earlier effect's set, with that effect: their rows are
+    /// stored once, under it.
+    pub shared_subjects: BTreeMap<String, String>,
+}
+
+impl StoredPlan {
+    /// The effect whose subject rows `effect_id`'s subjects are.
+    pub fn rows_of<'a>(&'a self, effect_id: &'a str) -> &'a str {
+        self.shared_subjects
+            .get(effect_id)
+            .map_or(effect_id, String::as_str)
+    }
 }

@@ -3,7 +3,7 @@
 //! taken: sorting, hashing and counting 100,000 ids is the costly part of storing a preview, and
 //! under the writer every decision would wait for it.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use countersign_pack::{Planned, Subject};
@@ -23,23 +23,33 @@ pub fn sets_of(planned: &Planned) -> Vec<SubjectSet> {
         .collect()
 }
 
-/// The summaries of a plan's subject sets; effects that share one set share its summary.
+/// The summaries of a plan's subject sets; effects that share one set share its summary, and its
+/// rows: they are stored once, under the first effect that names the set.
 #[derive(Default)]
 pub struct SubjectSummaries {
     sets: Vec<(Arc<Vec<Subject>>, Subjects)>,
-    /// The subject rows the plan stores: one per effect and subject.
+    /// The subject rows the plan stores: one per subject of each set.
     pub rows: u64,
+    /// The effects whose set an earlier effect names too, each with the effect its rows are
+    /// stored under (a bulk removal's notification names exactly the people it removes).
+    pub shared: BTreeMap<String, String>,
     /// How many different subjects the sets name together.
     pub distinct: u64,
 }
 
 impl SubjectSummaries {
     pub fn of(sets: &[SubjectSet]) -> SubjectSummaries {
-        let mut summaries = SubjectSummaries {
-            rows: sets.iter().map(|(_, s)| s.len() as u64).sum(),
-            ..SubjectSummaries::default()
-        };
-        for (_, set) in sets {
+        let mut summaries = SubjectSummaries::default();
+        for (index, (effect_id, set)) in sets.iter().enumerate() {
+            match sets[..index]
+                .iter()
+                .find(|(_, earlier)| Arc::ptr_eq(earlier, set))
+            {
+                Some((owner, _)) => {
+                    summaries.shared.insert(effect_id.clone(), owner.clone());
+                }
+                None => summaries.rows += set.len() as u64,
+            }
             if !set.is_empty() && summaries.find(set).is_none() {
                 summaries.sets.push((set.clone(), summarize(set)));
             }
@@ -71,6 +81,12 @@ impl SubjectSummaries {
             })
             .flatten();
         subjects
+    }
+
+    /// The sets whose rows the plan stores: each set once, under the first effect naming it.
+    pub fn stored<'a>(&'a self, sets: &'a [SubjectSet]) -> impl Iterator<Item = &'a SubjectSet> {
+        sets.iter()
+            .filter(|(effect_id, _)| !self.shared.contains_key(effect_id))
     }
 
     fn find(&self, set: &Arc<Vec<Subject>>) -> Option<&Subjects> {

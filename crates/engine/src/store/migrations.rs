@@ -27,7 +27,7 @@ const FILES: (Files, Files) = embedded!(
     "0012_staged_subjects.sql" "0013_blocked_plans_unqueued.sql" "0014_user_revisions.sql"
     "0015_approval_policy.sql" "0016_rule_escalation.sql" "0017_standing_approvals.sql"
     "0018_standing_uses_at_execution.sql" "0019_mail_remedies.sql" "0020_plan_transitions.sql"
-    "0021_documents_sized_by_project.sql"
+    "0021_documents_sized_by_project.sql" "0022_shared_subject_sets.sql"
 );
 const SQLITE_FILES: Files = FILES.0;
 const POSTGRES_FILES: Files = FILES.1;
