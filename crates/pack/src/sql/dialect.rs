@@ -1,7 +1,12 @@
 //! The few places where SQLite and PostgreSQL spell one thing differently. Everything else is
 //! written once, with `$N` parameters, which both accept: capabilities' SQL included.
 
-use sqlx::AnyConnection;
+use serde::de::DeserializeOwned;
+use sqlx::any::{AnyArguments, AnyRow};
+use sqlx::{Any, AnyConnection, FromRow, Row};
+
+/// A query on either store, as [`Dialect::read_rows`] hands it over for its parameters.
+pub type AnyQuery<'q> = sqlx::query::Query<'q, Any, AnyArguments<'q>>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dialect {
@@ -38,19 +43,38 @@ impl Dialect {
         }
     }
 
-    /// One text value holding a JSON array with an array of the expressions `row` for each row
-    /// selected, ordered by `order` (`[]` when none), to read with `serde_json` into tuples.
+    /// The rows of `SELECT {columns} {rest} ORDER BY {order}` as `T`s (tuples of the columns), for
+    /// large results; `bind` binds the parameters `rest` names (owned values: the query's text
+    /// is made here).
     ///
-    /// For large results: sqlx's SQLite driver passes each row from its worker thread on its
-    /// own, which costs several times what reading the row does (100,000 rows: about 0.9 s
-    /// against 0.12 s as one value).
-    pub fn json_rows(self, row: &str, order: &str) -> String {
+    /// sqlx's SQLite driver passes each row from its worker thread on its own, which costs
+    /// several times what reading the row does: on SQLite the database folds the rows into one
+    /// JSON array, read as one value (100,000 rows: 0.96 s row by row, about 0.15 s so).
+    /// PostgreSQL's rows come off the socket in the task that reads them, and building JSON
+    /// there costs more than that (0.4 s against 0.13 s): it reads rows.
+    pub async fn read_rows<T>(
+        self,
+        conn: &mut AnyConnection,
+        (columns, rest, order): (&str, &str, &str),
+        bind: impl for<'q> FnOnce(AnyQuery<'q>) -> AnyQuery<'q>,
+    ) -> Result<Vec<T>, sqlx::Error>
+    where
+        T: DeserializeOwned + for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+    {
         match self {
             Dialect::Sqlite => {
-                format!("coalesce(json_group_array(json_array({row}) ORDER BY {order}), '[]')")
+                let sql = format!(
+                    "SELECT coalesce(json_group_array(json_array({columns}) ORDER BY {order}), \
+                     '[]') {rest}"
+                );
+                let row = bind(sqlx::query(&sql)).fetch_one(conn).await?;
+                let text: String = row.try_get(0)?;
+                serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
             }
             Dialect::Postgres => {
-                format!("coalesce(json_agg(json_build_array({row}) ORDER BY {order})::text, '[]')")
+                let sql = format!("SELECT {columns} {rest} ORDER BY {order}");
+                let rows = bind(sqlx::query(&sql)).fetch_all(conn).await?;
+                rows.iter().map(T::from_row).collect()
             }
         }
     }

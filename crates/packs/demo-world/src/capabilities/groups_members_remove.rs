@@ -177,20 +177,24 @@ pub async fn plan(conn: &mut AnyConnection, p: &Params) -> ApiResult<Planned> {
     }
 
     let users = p.filter.users.as_ref().map(|u| json!(u).to_string());
-    let rows: String = sqlx::query_scalar(&format!(
-        "SELECT {} FROM group_members m JOIN users u ON u.id = m.user_id
-         WHERE m.group_id = $1
-           AND ($2 IS NULL OR u.employment = $2)
-           AND ($3 IS NULL OR u.id IN ({}))",
-        dialect.json_rows("u.id, u.name, u.email", "u.id"),
-        dialect.json_strings(3)
-    ))
-    .bind(&p.group)
-    .bind(&p.filter.employment)
-    .bind(&users)
-    .fetch_one(&mut *conn)
-    .await?;
-    let rows: Vec<(String, String, String)> = serde_json::from_str(&rows)?;
+    let (group_id, employment) = (p.group.clone(), p.filter.employment.clone());
+    let rows: Vec<(String, String, String)> = dialect
+        .read_rows(
+            conn,
+            (
+                "u.id, u.name, u.email",
+                &format!(
+                    "FROM group_members m JOIN users u ON u.id = m.user_id
+                     WHERE m.group_id = $1
+                       AND ($2 IS NULL OR u.employment = $2)
+                       AND ($3 IS NULL OR u.id IN ({}))",
+                    dialect.json_strings(3)
+                ),
+                "u.id",
+            ),
+            |query| query.bind(group_id).bind(employment).bind(users),
+        )
+        .await?;
     let to = build::recipients(
         rows.iter()
             .map(|(id, _, email)| (id.as_str(), email.as_str())),
