@@ -12,6 +12,12 @@ use crate::table::{Goal, Row, Unit};
 use crate::wrk::{self, Load, Order, WrkRun};
 
 const DRY_RUNS_PER_SECOND: f64 = 500.0;
+const CONNECTIONS: u32 = 4;
+/// Invokes one agent's 50-credit wallet pays for at 0.09 credits each, with room to spare.
+const INVOKES_PER_AGENT: usize = 500;
+/// Requests prepared per run, as a multiple of what the rate seen so far would send.
+const HEADROOM: f64 = 1.5;
+
 /// Issue 49: the embedded store executes at PostgreSQL's pace (the run that filed it: SQLite
 /// 32.9/s, PostgreSQL 423/s). PostgreSQL's rate is a round trip per statement; its bar holds it
 /// where the runs since stood (391 – 435/s on two machines), so a regression fails.
@@ -21,11 +27,6 @@ fn invokes_per_second(store: &Store) -> f64 {
         Store::Postgres { .. } => 350.0,
     }
 }
-const CONNECTIONS: u32 = 4;
-/// Invokes one agent's 50-credit wallet pays for at 0.09 credits each, with room to spare.
-const INVOKES_PER_AGENT: usize = 500;
-/// Requests prepared per run, as a multiple of what the rate seen so far would send.
-const HEADROOM: f64 = 1.5;
 
 pub async fn rows(settings: &Settings) -> Vec<Row> {
     match measure(settings).await {

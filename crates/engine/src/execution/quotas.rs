@@ -135,7 +135,7 @@ pub async fn check(
                 max,
                 held,
                 format!(
-                    "This plan names {new_rows} subjects and this agent's plans hold {held} of \
+                    "This plan stores {new_rows} subject rows and this agent's plans hold {held} of \
                      at most {max}; narrow the request or wait for older plans to close."
                 ),
             ));

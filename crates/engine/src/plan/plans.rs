@@ -1,7 +1,5 @@
 //! Plans: turning an evaluation into a stored preview, and reading plans back with their status.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Duration, Utc};
 use countersign_proto::approvals::{
     Amendment, Approvals, EffectCounts, MovedRevision, PlanRecord, PlanStatus, PlanSummary,
@@ -27,6 +25,7 @@ use crate::{ids, ApiError, ApiResult};
 /// How long a plan stays executable (PROTOCOL section 4).
 pub const PLAN_LIFETIME: Duration = Duration::minutes(15);
 
+use crate::plan::stored_plan;
 pub use crate::plan::stored_plan::StoredPlan;
 
 /// A new plan's id.
@@ -236,7 +235,7 @@ pub async fn insert(
     .bind(amendment.map(serde_json::to_string).transpose()?)
     .bind(summary.map(serde_json::to_string).transpose()?)
     .bind(summary.map(|_| status_text(status)))
-    .bind(shared_subjects(&subjects.summaries.shared)?)
+    .bind(stored_plan::shared_text(&subjects.summaries.shared)?)
     .execute(&mut *conn)
     .await?;
     if inserted.rows_affected() == 0 {
@@ -273,7 +272,13 @@ pub(crate) async fn insert_subjects(
     effect_id: &str,
     subjects: &[Subject],
 ) -> Result<(), sqlx::Error> {
-    let detail = |s: &Subject| s.detail.as_ref().map(Value::to_string);
+    // A detail of `null` is none: a page leaves it out, as `SubjectItem` serialises.
+    let detail = |s: &Subject| {
+        s.detail
+            .as_ref()
+            .filter(|d| !d.is_null())
+            .map(Value::to_string)
+    };
     match Dialect::of(conn) {
         Dialect::Sqlite => {
             for batch in subjects.chunks(SUBJECT_BATCH) {
@@ -404,14 +409,6 @@ pub async fn load(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<Option<S
             .transpose()?
             .unwrap_or_default(),
     }))
-}
-
-/// The effects whose subject rows are another effect's, as a plan's row keeps them: `NULL` when
-/// every effect has rows of its own (all plans stored before sets were shared).
-fn shared_subjects(shared: &BTreeMap<String, String>) -> serde_json::Result<Option<String>> {
-    (!shared.is_empty())
-        .then(|| serde_json::to_string(shared))
-        .transpose()
 }
 
 pub async fn set_status(

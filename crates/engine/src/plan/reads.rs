@@ -46,11 +46,9 @@ pub async fn plan(engine: &Engine, caller: &Caller, plan_id: &str) -> ApiResult<
 }
 
 /// One page of `effect_id`'s subjects, ids ascending, after `cursor`: a
-/// [`SubjectPage`](countersign_proto::guard::SubjectPage)'s JSON.
-///
-/// The database renders the page's items and joins them into one value: a driver that hands
-/// rows over one at a time (sqlx's SQLite worker sends each through a channel) spent most of a
-/// 5,000-subject page passing rows, not reading them.
+/// [`SubjectPage`](countersign_proto::guard::SubjectPage)'s JSON, its items rendered as each
+/// store reads fastest ([`Page::items`]). An effect whose set another effect names first reads
+/// that effect's rows.
 pub async fn subjects(
     engine: &Engine,
     caller: &Caller,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use countersign_pack::Dialect;
 
-use crate::plan::summaries::{SubjectSet, SubjectSummaries};
+use crate::plan::summaries::{self, SubjectSet, SubjectSummaries};
 use crate::store::Store;
 use crate::{ids, plan::plans, ApiResult};
 
@@ -56,8 +56,7 @@ impl Staged {
 /// Writes `sets` (a plan's effects and their subjects) under a new plan id, when they are many;
 /// `None` when the plan's own transaction may as well write them.
 pub async fn stage(store: &Store, sets: Vec<SubjectSet>) -> ApiResult<Option<Staged>> {
-    let rows: u64 = sets.iter().map(|(_, s)| s.len() as u64).sum();
-    if rows < STAGE_FROM {
+    if summaries::rows_stored(&sets) < STAGE_FROM {
         return Ok(None);
     }
     // Sorting, hashing and counting the ids takes tens of milliseconds for 100,000 subjects (a

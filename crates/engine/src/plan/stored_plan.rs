@@ -39,3 +39,11 @@ impl StoredPlan {
             .map_or(effect_id, String::as_str)
     }
 }
+
+/// [`StoredPlan::shared_subjects`] as a plan's row keeps them: `NULL` when every effect has rows
+/// of its own (as all plans stored before sets were shared have).
+pub(crate) fn shared_text(shared: &BTreeMap<String, String>) -> serde_json::Result<Option<String>> {
+    (!shared.is_empty())
+        .then(|| serde_json::to_string(shared))
+        .transpose()
+}

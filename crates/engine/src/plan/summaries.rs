@@ -41,12 +41,9 @@ impl SubjectSummaries {
     pub fn of(sets: &[SubjectSet]) -> SubjectSummaries {
         let mut summaries = SubjectSummaries::default();
         for (index, (effect_id, set)) in sets.iter().enumerate() {
-            match sets[..index]
-                .iter()
-                .find(|(_, earlier)| Arc::ptr_eq(earlier, set))
-            {
-                Some((owner, _)) => {
-                    summaries.shared.insert(effect_id.clone(), owner.clone());
+            match owner(sets, index) {
+                Some(owner) => {
+                    summaries.shared.insert(effect_id.clone(), owner.to_owned());
                 }
                 None => summaries.rows += set.len() as u64,
             }
@@ -97,6 +94,22 @@ impl SubjectSummaries {
     }
 }
 
+/// The subject rows `sets` store: each set once, however many effects name it.
+pub fn rows_stored(sets: &[SubjectSet]) -> u64 {
+    (0..sets.len())
+        .filter(|&index| owner(sets, index).is_none())
+        .map(|index| sets[index].1.len() as u64)
+        .sum()
+}
+
+/// The earlier effect whose set `sets[index]` names too, if one does: its rows are that effect's.
+fn owner(sets: &[SubjectSet], index: usize) -> Option<&str> {
+    sets[..index]
+        .iter()
+        .find(|(_, earlier)| Arc::ptr_eq(earlier, &sets[index].1))
+        .map(|(effect_id, _)| effect_id.as_str())
+}
+
 /// A set's total, sample and digest; its cursor depends on the effect that names it.
 fn summarize(subjects: &[Subject]) -> Subjects {
     let mut ids: Vec<&str> = subjects.iter().map(|s| s.id.as_str()).collect();
@@ -127,4 +140,39 @@ pub fn cursor_position(effect_id: &str, cursor: &str) -> Option<String> {
         .strip_prefix(effect_id)?
         .strip_prefix('_')?;
     String::from_utf8(hex::decode(encoded).ok()?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(ids: &[&str]) -> Arc<Vec<Subject>> {
+        Arc::new(
+            ids.iter()
+                .map(|id| Subject::new((*id).to_owned(), (*id).to_owned()))
+                .collect(),
+        )
+    }
+
+    /// A set two effects name is stored once, under the first; an equal set of its own is not
+    /// the same set (its labels or details may differ) and is stored again.
+    #[test]
+    fn a_set_named_twice_is_stored_once_under_its_first_effect() {
+        let removed = set(&["usr_a", "usr_b", "usr_c"]);
+        let sets: Vec<SubjectSet> = vec![
+            ("eff_1".to_owned(), removed.clone()),
+            ("eff_2".to_owned(), set(&["usr_b"])),
+            ("eff_3".to_owned(), set(&["usr_a", "usr_b", "usr_c"])),
+            ("eff_4".to_owned(), removed),
+        ];
+        let summaries = SubjectSummaries::of(&sets);
+        assert_eq!(rows_stored(&sets), 7);
+        assert_eq!(summaries.rows, 7);
+        assert_eq!(
+            summaries.shared,
+            BTreeMap::from([("eff_4".to_owned(), "eff_1".to_owned())])
+        );
+        let stored: Vec<&str> = summaries.stored(&sets).map(|(id, _)| id.as_str()).collect();
+        assert_eq!(stored, ["eff_1", "eff_2", "eff_3"]);
+    }
 }

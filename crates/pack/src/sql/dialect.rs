@@ -45,7 +45,9 @@ impl Dialect {
 
     /// The rows of `SELECT {columns} {rest} ORDER BY {order}` as `T`s (tuples of the columns), for
     /// large results; `bind` binds the parameters `rest` names (owned values: the query's text
-    /// is made here).
+    /// is made here). `rest` is a `FROM … WHERE …` without `GROUP BY` or `LIMIT` (SQLite folds the
+    /// rows into one value), and the columns are text or numbers (a boolean reads as 0 or 1 on
+    /// SQLite, a blob not at all).
     ///
     /// sqlx's SQLite driver passes each row from its worker thread on its own, which costs
     /// several times what reading the row does: on SQLite the database folds the rows into one
