@@ -15,9 +15,11 @@ use crate::table::{Goal, Row, Unit};
 use crate::wrk::{self, Load, Order};
 use countersign_e2e::procmem;
 
-const DRY_RUN: Duration = Duration::from_secs(1);
+/// Issue 49's bar (PostgreSQL ran it in 762 ms when the issue was filed).
+const DRY_RUN: Duration = Duration::from_millis(500);
 const FIRST_SCREEN: Duration = Duration::from_millis(300);
-const DIGEST_CHECK: Duration = Duration::from_millis(250);
+/// Issue 49's bar: PostgreSQL's time when the issue was filed, 124 ms, with room.
+const DIGEST_CHECK: Duration = Duration::from_millis(150);
 const CONNECTIONS: u32 = 4;
 /// Bulk dry_runs started under poll load at most, whatever the duration.
 const MAX_BULK_UNDER_LOAD: usize = 50;

@@ -115,9 +115,27 @@ async fn measure(settings: &Settings) -> anyhow::Result<Vec<Row>> {
     rows.push(spread(&medians));
     // The floor has no store: measured once, beside the SQLite rows.
     if matches!(settings.store, crate::settings::Store::Sqlite) {
-        rows.push(bare_axum_floor(settings, dir.path()).await);
+        let floor = bare_axum_floor(settings, dir.path()).await;
+        rows.push(against_floor(&medians, &floor));
+        rows.push(floor);
     }
     Ok(rows)
+}
+
+/// The gateway's `304` rate at the longest queue over the bare handler's: the bearer check, the
+/// rate limit and the revision compare should cost no more than the rest (issue 49: 0.28 when
+/// it was filed).
+fn against_floor(medians: &[(usize, Option<f64>)], floor: &Row) -> Row {
+    let (pending, rate) = medians.last().copied().unwrap_or((0, None));
+    let bar = format!(
+        "`304` polls/s, {} pending ÷ a bare axum handler's",
+        thousands(pending)
+    );
+    let row = Row::new(bar, Unit::Ratio).goal(Goal::AtLeast(0.5));
+    match (rate, floor.value()) {
+        (Some(rate), Some(floor)) if floor > 0.0 => row.measured(Summary::single(rate / floor)),
+        _ => row.skipped("a `304` row or the floor was not measured"),
+    }
 }
 
 /// The poll's floor: the same wrk load against an axum handler that answers `304` and does
