@@ -139,22 +139,6 @@ async fn a_large_plans_staged_subject_rows_are_its_own_or_gone() {
     assert_eq!(count(&gw, staging).await, 0);
 }
 
-/// Every item of `effect_id`'s pages, as served.
-async fn pages(gw: &Gateway, plan_id: &str, effect_id: &str) -> Vec<Value> {
-    let mut items = Vec::new();
-    let mut cursor = String::new();
-    loop {
-        let uri = format!("/v1/plans/{plan_id}/effects/{effect_id}/subjects?limit=5000{cursor}");
-        let reply = gw.call("GET", &uri, Some(&gw.agent), None).await;
-        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-        items.extend(reply.body["items"].as_array().unwrap().iter().cloned());
-        match reply.body["next_cursor"].as_str() {
-            Some(next) => cursor = format!("&cursor={next}"),
-            None => return items,
-        }
-    }
-}
-
 /// A removal's notification names exactly the people it removes: one set, whose rows are stored
 /// once (written with the plan, or staged before it) and served as the pages of both effects.
 #[tokio::test]
@@ -173,12 +157,10 @@ async fn effects_naming_one_set_share_its_rows() {
         assert_eq!(count(&gw, &rows(plan_id)).await, stored);
         let recorded = format!("SELECT subject_rows FROM plans WHERE id = '{plan_id}'");
         assert_eq!(count(&gw, &recorded).await, stored);
-        let removed = pages(&gw, plan_id, "eff_1").await;
+        let pages = |effect_id| gw.subject_items(&gw.agent, plan_id, effect_id, 5000);
+        let removed = pages("eff_1").await;
         assert_eq!(json!(removed.len()), removal["subjects"]["total"]);
-        assert_eq!(
-            pages(&gw, plan_id, notice["id"].as_str().unwrap()).await,
-            removed
-        );
+        assert_eq!(pages(notice["id"].as_str().unwrap()).await, removed);
     }
 }
 

@@ -5,6 +5,7 @@ use countersign_proto::approvals::{PlanRecord, PlanStatus};
 use countersign_proto::guard::SubjectItem;
 use countersign_proto::ErrorCode;
 use serde_json::{json, Value};
+use sqlx::Row;
 
 use crate::accounts::Caller;
 use crate::plan::plans::{self, StoredPlan};
@@ -147,49 +148,48 @@ impl Page<'_> {
         conn: &mut sqlx::AnyConnection,
         dialect: Dialect,
     ) -> ApiResult<(usize, String, Option<String>)> {
-        match dialect {
-            Dialect::Sqlite => {
-                let (count, items, last): (i64, String, Option<String>) =
-                    sqlx::query_as(SQLITE_PAGE)
-                        .bind(self.plan_id)
-                        .bind(self.rows_of)
-                        .bind(self.after)
-                        .bind(i64::from(self.limit))
-                        .fetch_one(&mut *conn)
-                        .await?;
-                Ok((count as usize, items, last))
-            }
-            Dialect::Postgres => {
-                let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
-                    "SELECT subject_id, label, detail FROM plan_subjects
-                     WHERE plan_id = $1 AND effect_id = $2 AND subject_id > $3
-                     ORDER BY subject_id LIMIT $4",
-                )
-                .bind(self.plan_id)
-                .bind(self.rows_of)
-                .bind(self.after)
-                .bind(i64::from(self.limit))
-                .fetch_all(&mut *conn)
-                .await?;
-                let mut items = String::with_capacity(rows.len() * 48);
-                for (n, (id, label, detail)) in rows.iter().enumerate() {
-                    if n > 0 {
-                        items.push(',');
-                    }
-                    let detail = detail.as_deref().map(serde_json::from_str).transpose()?;
-                    let item = SubjectItem {
-                        id: id.clone(),
-                        label: label.clone(),
-                        detail: detail.unwrap_or(Value::Null),
-                    };
-                    items.push_str(&serde_json::to_string(&item)?);
-                }
-                let last = rows.last().map(|(id, _, _)| id.clone());
-                Ok((rows.len(), items, last))
-            }
+        let sql = match dialect {
+            Dialect::Sqlite => SQLITE_PAGE,
+            Dialect::Postgres => POSTGRES_PAGE,
+        };
+        let query = sqlx::query(sql)
+            .bind(self.plan_id)
+            .bind(self.rows_of)
+            .bind(self.after)
+            .bind(i64::from(self.limit));
+        if dialect == Dialect::Sqlite {
+            let row = query.fetch_one(&mut *conn).await?;
+            let count: i64 = row.try_get(0)?;
+            return Ok((count as usize, row.try_get(1)?, row.try_get(2)?));
         }
+        let rows = query.fetch_all(&mut *conn).await?;
+        let mut items = String::with_capacity(rows.len() * 48);
+        let mut last = None;
+        for row in &rows {
+            if last.is_some() {
+                items.push(',');
+            }
+            let detail: Option<String> = row.try_get(2)?;
+            let item = SubjectItem {
+                id: row.try_get(0)?,
+                label: row.try_get(1)?,
+                detail: detail
+                    .as_deref()
+                    .map(serde_json::from_str)
+                    .transpose()?
+                    .unwrap_or(Value::Null),
+            };
+            items.push_str(&serde_json::to_string(&item)?);
+            last = Some(item.id);
+        }
+        Ok((rows.len(), items, last))
     }
 }
+
+const POSTGRES_PAGE: &str = "
+    SELECT subject_id, label, detail FROM plan_subjects
+    WHERE plan_id = $1 AND effect_id = $2 AND subject_id > $3
+    ORDER BY subject_id LIMIT $4";
 
 /// Ordered twice on purpose: the subquery's order picks the page, and an aggregate's order is its
 /// own (arbitrary without ORDER BY).

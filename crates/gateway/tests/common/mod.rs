@@ -530,7 +530,19 @@ impl Gateway {
         effect_id: &str,
         limit: u32,
     ) -> Vec<String> {
-        let mut ids = Vec::new();
+        let items = self.subject_items(token, plan_id, effect_id, limit).await;
+        items.into_iter().map(|i| i.id).collect()
+    }
+
+    /// Every subject of an effect as served, paged from the gateway in `limit`-sized pages.
+    pub async fn subject_items(
+        &self,
+        token: &str,
+        plan_id: &str,
+        effect_id: &str,
+        limit: u32,
+    ) -> Vec<countersign_proto::guard::SubjectItem> {
+        let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
             let mut uri = format!("/v1/plans/{plan_id}/effects/{effect_id}/subjects?limit={limit}");
@@ -541,10 +553,10 @@ impl Gateway {
             assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
             let page: countersign_proto::guard::SubjectPage =
                 serde_json::from_value(reply.body).unwrap();
-            ids.extend(page.items.into_iter().map(|i| i.id));
+            items.extend(page.items);
             match page.next_cursor {
                 Some(next) => cursor = Some(next),
-                None => return ids,
+                None => return items,
             }
         }
     }
