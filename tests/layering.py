@@ -14,11 +14,13 @@ MAY_USE = {
     "countersign-providers": {"countersign-pack", "countersign-proto"},
     "countersign-example-pack": {"countersign-pack", "countersign-proto"},
     "countersign-mcp-proxy": {"countersign-pack", "countersign-proto"},
+    "countersign-agent-tools": {"countersign-pack", "countersign-proto"},
     "countersign-engine": {"countersign-pack", "countersign-policy", "countersign-proto"},
     "countersign-api": {"countersign-engine", "countersign-pack", "countersign-proto"},
     "countersign-embedded": {
         "countersign-api", "countersign-engine", "countersign-pack", "countersign-policy",
         "countersign-proto", "countersign-demo-world", "countersign-providers",
+        "countersign-agent-tools",
     },
     "countersign-gateway": {
         "countersign-api", "countersign-engine", "countersign-pack", "countersign-policy",
@@ -38,6 +40,7 @@ NEVER = {
     "countersign-api": {"rmcp", "lettre", "reqwest"},
     "countersign-embedded": {"rmcp", "lettre", "countersign-gateway"},
     "countersign-mcp-proxy": {"axum", "lettre", "countersign-engine"},
+    "countersign-agent-tools": {"axum", "rmcp", "lettre", "reqwest", "countersign-engine"},
     "countersign-desktop": {"rmcp", "lettre", "countersign-gateway"},
     "countersign-console": {"axum", "countersign-engine", "countersign-api"},
 }

@@ -2,6 +2,7 @@
 //! scripts. Exit codes: 0 done, 1 refused (the code is printed), 2 usage, 3 gateway unreachable.
 
 mod audit;
+mod hook;
 mod json;
 mod mail;
 mod outcome;
@@ -131,6 +132,12 @@ enum Command {
     },
     /// Replace the signing key; the old one's public half is kept for history.
     RotateKey,
+    /// A coding agent's hook: its tool call previewed, waited on and released as the agent
+    /// (docs/agent-hook.md). Prints the agent's decision; always exits 0.
+    Hook {
+        #[command(subcommand)]
+        agent: HookAgent,
+    },
     /// Send the credential of the current gateway to a new URL from now on (the gateway moved):
     /// only after the gateway there proves the identity key it was enrolled under.
     MoveCredential {
@@ -140,6 +147,23 @@ enum Command {
         /// Do not ask before moving.
         #[arg(long)]
         yes: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum HookAgent {
+    /// Claude Code's `PreToolUse` command hook: its JSON on standard input, the decision on
+    /// standard output.
+    ClaudeCode {
+        /// A file holding the agent's token (default: `COUNTERSIGN_AGENT_TOKEN`).
+        #[arg(long)]
+        token_file: Option<PathBuf>,
+        /// How long to wait for a person's decision, in seconds, before denying the call.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+        /// What to answer when the gateway cannot be reached.
+        #[arg(long, value_enum, default_value = "deny")]
+        offline: hook::Offline,
     },
 }
 
@@ -277,7 +301,8 @@ fn enrollment_code(code: Option<&str>) -> Result<String, Failure> {
 }
 
 async fn run(cli: Cli) -> Outcome {
-    if let Some(path) = &cli.ca_cert {
+    // The hook answers every failure with a decision of its own (hook.rs).
+    if let (Some(path), false) = (&cli.ca_cert, matches!(cli.command, Command::Hook { .. })) {
         countersign_console::transport::trust_ca_file(path)?;
     }
     let style = style::Style::detect();
@@ -467,6 +492,24 @@ async fn run(cli: Cli) -> Outcome {
                 .map(|(e, verified)| serde_json::json!({"entry": e, "verified": verified}))
                 .collect();
             print(json, &out, || render::history(&entries));
+        }
+        Command::Hook {
+            agent:
+                HookAgent::ClaudeCode {
+                    token_file,
+                    timeout,
+                    offline,
+                },
+        } => {
+            let answer = hook::claude_code(hook::Options {
+                url: cli.url.clone(),
+                token_file: token_file.clone(),
+                timeout: std::time::Duration::from_secs(*timeout),
+                offline: *offline,
+                ca_cert: cli.ca_cert.clone(),
+            })
+            .await;
+            println!("{}", answer.to_json());
         }
         Command::RotateKey => {
             let mut console = open(&cli).await?;

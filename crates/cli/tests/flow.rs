@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+#[path = "flow/hook.rs"]
+mod hook;
 #[path = "flow/mail.rs"]
 mod mail;
 #[path = "flow/standing.rs"]

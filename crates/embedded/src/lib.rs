@@ -28,7 +28,8 @@ use tokio::task::JoinHandle;
 pub use co_approver::CoApprover;
 
 /// The reference gateway's capabilities, in the order it lists them: the demo world's, the
-/// budget guard, and the provider pack at `settings` calling `providers`.
+/// budget guard, the provider pack at `settings` calling `providers`, and a coding agent's tool
+/// calls (`agent.tool_call`, released to the agent once approved).
 pub fn registry(settings: &PackSettings, providers: Providers) -> Result<Registry, String> {
     Registry::new(packs(settings, providers))
 }
@@ -39,6 +40,7 @@ pub fn packs(settings: &PackSettings, providers: Providers) -> Vec<Pack> {
         countersign_demo_world::pack(),
         countersign_engine::builtin_pack(),
         countersign_providers::pack(settings, providers),
+        countersign_agent_tools::pack(),
     ]
 }
 

@@ -136,6 +136,13 @@ impl Registry {
             .map(|d| d.as_ref())
     }
 
+    /// Whether `resource`'s revision is the calling agent's to observe, never read here
+    /// ([`Domain::observed_by_caller`]).
+    pub fn observed_by_caller(&self, resource: &str) -> bool {
+        self.domain_of(resource)
+            .is_some_and(|domain| domain.observed_by_caller())
+    }
+
     /// The current revision of `resource`, or `None` when it does not exist or no domain keeps it.
     pub async fn revision(
         &self,

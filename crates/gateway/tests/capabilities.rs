@@ -25,7 +25,7 @@ async fn describe_lists_every_capability_with_its_policy() {
         .await;
     let items = reply.body["items"].as_array().unwrap();
     let by_id = |id: &str| items.iter().find(|c| c["capability_id"] == id).unwrap();
-    assert_eq!(items.len(), 10);
+    assert_eq!(items.len(), 11);
     for provider in [
         "text.generate",
         "speech.synthesize",

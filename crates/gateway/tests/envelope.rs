@@ -42,6 +42,9 @@ fn request(id: &str) -> Value {
         "speech.synthesize" => json!({"model": "tts-1", "input": "Hello.", "voice": "alloy"}),
         "image.generate" => json!({"model": "black-forest-labs/flux-schnell", "prompt": "An owl"}),
         "video.generate" => json!({"model": "minimax/video-01", "prompt": "An owl", "seconds": 1}),
+        "agent.tool_call" => {
+            json!({"tool_name": "Bash", "tool_input": {"command": "ls"}, "cwd": "/srv"})
+        }
         other => panic!("no request for {other}: add one"),
     }
 }
@@ -102,7 +105,7 @@ async fn every_capability_answers_in_the_one_envelope() {
         assert_envelope(&schema, &format!("{id} failure"), &failure);
         seen.insert(id);
     }
-    assert_eq!(seen.len(), 10, "{seen:?}");
+    assert_eq!(seen.len(), 11, "{seen:?}");
 }
 
 #[tokio::test]

@@ -5,6 +5,7 @@ mod common;
 
 mod abandoned_begins;
 mod accounts;
+mod agent_tools;
 mod amend;
 mod availability;
 mod backup;

@@ -65,6 +65,7 @@ async fn every_route_is_described() {
         "speech.synthesize",
         "image.generate",
         "video.generate",
+        "agent.tool_call",
     ];
     let direct = [
         "documents.document.upload",

@@ -40,7 +40,13 @@ async fn the_builtin_policy_requires_what_each_capability_always_did() {
     let (gw, dana) = Gateway::with_approver("Dana").await;
     let registry = gw.state.registry;
     let mut covered = BTreeSet::new();
-    for (label, capability_id, params) in sim::examples() {
+    // The simulated agent's requests, and a coding agent's call beside them.
+    let agent_call = (
+        "a coding agent's command",
+        "agent.tool_call",
+        json!({"tool_name": "Bash", "tool_input": {"command": "ls"}, "cwd": "/srv"}),
+    );
+    for (label, capability_id, params) in sim::examples().into_iter().chain([agent_call]) {
         let body = gw.preview(capability_id, params).await;
         let preview: Preview = serde_json::from_value(body.clone()).unwrap();
         let capability = registry.get(capability_id).unwrap();

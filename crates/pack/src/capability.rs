@@ -85,6 +85,14 @@ pub trait ExternalCapability: Definition {
 pub trait Domain: Send + Sync + 'static {
     /// The kinds of resource (`projects` in `projects/prj_184`) whose revisions this domain keeps.
     fn kinds(&self) -> &'static [&'static str];
+    /// Whether this domain's resources are read by the agent that calls, never by the gateway
+    /// (a coding agent's files, on the agent's machine): their revisions are compared only with
+    /// what the agent's invoke says it observed just now (`InvokeRequest::observed`), and are
+    /// skipped wherever no agent speaks (a decision, the queue). [`Domain::revision`] is then
+    /// never asked.
+    fn observed_by_caller(&self) -> bool {
+        false
+    }
     /// The current revision of `resource`, or `None` when it does not exist (or has none); an
     /// error when it cannot be read now (the store, or a server the domain reads through).
     fn revision<'a>(

@@ -154,6 +154,10 @@ pub struct ApprovalEntry {
     pub display_name: String,
     pub decision: Decision,
     pub at: DateTime<Utc>,
+    /// Why, as its approver signed it (a rejection always says why): the agent's hook passes it
+    /// on (an addition to PROTOCOL's plan record, docs/agent-hook.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// The standing approval this approval is, when its approver did not sign it for this plan
     /// (`docs/standing.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,6 +1,7 @@
 //! The wire contract of `spec/PROTOCOL.md`: types shared by the gateway, the console and the CLI,
 //! the canonical digests that bind a plan, and the signed decision that countersigns it.
 
+pub mod agent_call;
 pub mod approvals;
 pub mod credits;
 pub mod decision;

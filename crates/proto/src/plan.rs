@@ -219,6 +219,11 @@ pub struct InvokeRequest {
     pub params: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// The revisions the calling agent observes now of resources only it can read (a coding
+    /// agent's files, `agent-files/PATH`), by resource: a plan that read one at another
+    /// revision is stale, and one it does not name is not observed (docs/agent-hook.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<BTreeMap<String, String>>,
 }
 
 /// `name` as one reference token of a JSON pointer (RFC 6901): `~` as `~0`, `/` as `~1`.

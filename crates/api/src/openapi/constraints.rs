@@ -4,7 +4,7 @@
 //! (each on a path of its own) rather than only a plan.
 
 use countersign_engine::plan::bounds::{
-    MAX_DEPTH, MAX_EXPECTED, MAX_ITEMS, MAX_KEY, MAX_RESOURCE, MAX_STRING, MAX_TOKEN,
+    MAX_DEPTH, MAX_EXPECTED, MAX_ITEMS, MAX_KEY, MAX_OBSERVED, MAX_RESOURCE, MAX_STRING, MAX_TOKEN,
 };
 use countersign_engine::{plan::reads, queue, Capability, Registry};
 use countersign_proto::describe::DryRunMode;
@@ -91,6 +91,13 @@ pub fn apply(api: &mut Value, registry: &'static Registry) {
             "plan_id": {"type": "string", "maxLength": MAX_TOKEN},
             "idempotency_key": token,
             "params": {"type": "null"},
+            "observed": {
+                "type": ["object", "null"],
+                "description": "Revisions the agent observes now of resources only it can read (docs/agent-hook.md).",
+                "maxProperties": MAX_EXPECTED,
+                "propertyNames": {"maxLength": MAX_OBSERVED},
+                "additionalProperties": {"type": "string", "maxLength": MAX_TOKEN},
+            },
         },
         "required": ["plan_id"],
     });

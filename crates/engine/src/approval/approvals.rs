@@ -42,10 +42,11 @@ pub async fn standing_decisions(conn: &mut AnyConnection, plan_id: &str) -> ApiR
         String,
         Option<String>,
         Option<String>,
+        Option<String>,
     );
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT d.id, d.approver_id, a.display_name, d.decision, d.decided_at,
-                    COALESCE(a.user_id, a.id), t.team, d.standing_id
+                    COALESCE(a.user_id, a.id), t.team, d.standing_id, d.reason
              FROM decisions d JOIN approvers a ON a.id = d.approver_id
              LEFT JOIN team_members t ON t.person = COALESCE(a.user_id, a.id)
              WHERE d.plan_id = $1 AND d.withdrawn_at IS NULL ORDER BY d.id, t.team",
@@ -60,7 +61,7 @@ pub async fn standing_decisions(conn: &mut AnyConnection, plan_id: &str) -> ApiR
         ids: Vec::new(),
     };
     let mut last = None;
-    for (id, approver_id, display_name, decision, at, person, team, standing_id) in rows {
+    for (id, approver_id, display_name, decision, at, person, team, standing_id, reason) in rows {
         if last == Some(id) {
             if let (Some(team), Some(latest)) = (team, standing.approving.last_mut()) {
                 latest.teams.push(team);
@@ -86,6 +87,7 @@ pub async fn standing_decisions(conn: &mut AnyConnection, plan_id: &str) -> ApiR
             display_name,
             decision,
             at: ids::from_text(&at)?,
+            reason,
             standing_id,
         });
     }

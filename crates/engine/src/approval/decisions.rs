@@ -360,7 +360,15 @@ async fn current<'a>(
     let plan_id = &plan.preview.plan_id;
     let moved = match ahead {
         Some(moved) => moved?,
-        None => plans::moved(&mut w.tx, engine.registry, &plan.preview.read_revisions).await?,
+        None => {
+            plans::moved(
+                &mut w.tx,
+                engine.registry,
+                &plan.preview.read_revisions,
+                None,
+            )
+            .await?
+        }
     };
     if let Some(first) = moved.first() {
         if plan.status != PlanStatus::Stale {

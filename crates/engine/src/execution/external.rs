@@ -86,7 +86,7 @@ pub async fn run(mut w: WriteTx<'_>, mut call: Call<'_>) -> ApiResult<SuccessEnv
     };
     if let Err(e) = rederived {
         return Err(match e.code {
-            ErrorCode::PlanStale if call.stored => stale(w, registry, plan, e).await?,
+            ErrorCode::PlanStale if call.stored => stale(w, registry, &plan.plan_id, e).await?,
             _ => e,
         });
     }
@@ -242,6 +242,7 @@ impl InFlight {
                 );
                 if self.stored {
                     metadata.insert("plan_id".into(), json!(plan.plan_id));
+                    metadata.insert("plan_digest".into(), json!(plan.plan_digest));
                 }
                 metadata.insert("audit_id".into(), json!(self.audit_id));
                 metadata.insert("charged".into(), credits(charged));

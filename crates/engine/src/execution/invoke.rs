@@ -1,5 +1,6 @@
 //! Execution: only an approved plan that is still current, and exactly what it planned.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -18,7 +19,7 @@ use crate::approval::policy::{self, Asking};
 use crate::plan::ahead::{self, Ahead};
 use crate::plan::dry_run::invalid_preview;
 use crate::plan::reads::no_such_plan;
-use crate::plan::rederive::{blocked, rederive, stale};
+use crate::plan::rederive::{blocked, mark_stale, rederive, stale};
 use crate::plan::summaries::{self, SubjectSummaries};
 use crate::queue::events::EventKind;
 use crate::registry::{Capability, Registry};
@@ -153,15 +154,29 @@ pub async fn run(
     // have moved since; a stored or early plan is derived again below.
     let (plan, stored, decided_by, in_this_write) = match &request.plan_id {
         Some(plan_id) => {
-            let (plan, decided_by) = approved_plan(
+            let found = approved_plan(
                 &mut w.tx,
                 registry,
                 capability,
                 agent,
                 plan_id,
-                ahead.as_ref(),
+                // An invoke always speaks for the agent: what it does not name, it did not observe.
+                (
+                    ahead.as_ref(),
+                    Some(request.observed.as_ref().unwrap_or(&BTreeMap::new())),
+                ),
             )
-            .await?;
+            .await;
+            let (plan, decided_by) = match found {
+                Ok(found) => found,
+                // A file only the agent reads moved: the plan was marked stale in this write,
+                // which commits with the refusal.
+                Err(e) if e.code == ErrorCode::PlanStale => {
+                    w.commit().await?;
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+            };
             (plan, true, decided_by, None)
         }
         None => match early {
@@ -212,7 +227,7 @@ pub async fn run(
             None => match rederive(&mut w.tx, capability, &plan).await {
                 Ok(planned) => planned,
                 Err(e) if e.code == ErrorCode::PlanStale && stored => {
-                    return Err(stale(w, registry, &plan, e).await?);
+                    return Err(stale(w, registry, &plan.plan_id, e).await?);
                 }
                 Err(e) => return Err(e),
             },
@@ -251,6 +266,7 @@ pub async fn run(
         );
         if stored {
             metadata.insert("plan_id".into(), json!(plan.plan_id));
+            metadata.insert("plan_digest".into(), json!(plan.plan_digest));
         }
         metadata.insert("audit_id".into(), json!(audit_id));
         metadata.insert("charged".into(), charged.clone());
@@ -334,7 +350,7 @@ async fn approved_plan(
     capability: Capability,
     agent: &Agent,
     plan_id: &str,
-    ahead: Option<&Ahead>,
+    (ahead, observed): (Option<&Ahead>, plans::Observed<'_>),
 ) -> ApiResult<(Preview, Vec<i64>)> {
     let plan = plans::load(tx, plan_id).await?.ok_or_else(no_such_plan)?;
     if plan.agent_id != agent.id {
@@ -381,7 +397,7 @@ async fn approved_plan(
     }
     let moved = match ahead {
         Some(ahead) => ahead.moved.clone()?,
-        None => plans::moved(tx, registry, &plan.preview.read_revisions).await?,
+        None => plans::moved(tx, registry, &plan.preview.read_revisions, observed).await?,
     };
     if plan.status != PlanStatus::Approved && plan.status != PlanStatus::Stale {
         let approvals = approvals::of(tx, &plan).await?;
@@ -404,6 +420,13 @@ async fn approved_plan(
         ));
     }
     if let Some(first) = moved.first() {
+        // Only the agent sees its files: what it observed is recorded, for its approvers too.
+        if moved
+            .iter()
+            .any(|m| registry.observed_by_caller(&m.resource))
+        {
+            mark_stale(tx, registry, plan_id).await?;
+        }
         return Err(ApiError::new(
             ErrorCode::PlanStale,
             format!(

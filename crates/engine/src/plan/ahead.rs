@@ -60,7 +60,7 @@ pub async fn read(
     if !capability.reads_remotely() {
         return Ok(None);
     }
-    let moved = plans::moved(&mut tx, engine.registry, &plan.preview.read_revisions).await;
+    let moved = plans::moved(&mut tx, engine.registry, &plan.preview.read_revisions, None).await;
     let rederived = if evaluate && moved.as_ref().is_ok_and(Vec::is_empty) {
         rederive(&mut tx, capability, &plan.preview).await.map(drop)
     } else {

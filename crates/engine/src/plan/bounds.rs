@@ -22,22 +22,15 @@ pub const MAX_EXPECTED: usize = 50;
 pub const MAX_RESOURCE: usize = 200;
 /// Characters in a revision, an idempotency key or a plan id.
 pub const MAX_TOKEN: usize = 100;
+/// Characters of a resource an agent says it observed: a file's path on its machine (up to
+/// Linux's 4,096) behind its kind.
+pub const MAX_OBSERVED: usize = 4200;
 
 /// `request` within the bounds, its strings within `max_string` characters (the capability's).
 pub fn dry_run(request: &DryRunRequest, max_string: usize) -> ApiResult<()> {
     params(&request.params, max_string)?;
     if let Some(expected) = &request.expected_revisions {
-        if expected.len() > MAX_EXPECTED {
-            return Err(ApiError::validation(
-                "/expected_revisions",
-                format!("expected_revisions holds at most {MAX_EXPECTED} entries."),
-            ));
-        }
-        for (resource, revision) in expected {
-            let pointer = format!("/expected_revisions/{}", pointer_token(&clip(resource)));
-            text(&pointer, resource, MAX_RESOURCE, "A resource name")?;
-            text(&pointer, revision, MAX_TOKEN, "A revision")?;
-        }
+        revisions("expected_revisions", expected, MAX_RESOURCE)?;
     }
     if let Some(key) = &request.idempotency_key {
         text("/idempotency_key", key, MAX_TOKEN, "The idempotency key")?;
@@ -54,6 +47,29 @@ pub fn invoke(request: &InvokeRequest, max_string: usize) -> ApiResult<()> {
     }
     if let Some(key) = &request.idempotency_key {
         text("/idempotency_key", key, MAX_TOKEN, "The idempotency key")?;
+    }
+    if let Some(observed) = &request.observed {
+        revisions("observed", observed, MAX_OBSERVED)?;
+    }
+    Ok(())
+}
+
+/// A map of revisions by resource (`expected_revisions`, `observed`) within its bounds.
+fn revisions(
+    member: &str,
+    map: &std::collections::BTreeMap<String, String>,
+    max_resource: usize,
+) -> ApiResult<()> {
+    if map.len() > MAX_EXPECTED {
+        return Err(ApiError::validation(
+            &format!("/{member}"),
+            format!("{member} holds at most {MAX_EXPECTED} entries."),
+        ));
+    }
+    for (resource, revision) in map {
+        let pointer = format!("/{member}/{}", pointer_token(&clip(resource)));
+        text(&pointer, resource, max_resource, "A resource name")?;
+        text(&pointer, revision, MAX_TOKEN, "A revision")?;
     }
     Ok(())
 }

@@ -1,5 +1,7 @@
 //! Plans: turning an evaluation into a stored preview, and reading plans back with their status.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Duration, Utc};
 use countersign_proto::approvals::{
     Amendment, Approvals, EffectCounts, MovedRevision, PlanRecord, PlanStatus, PlanSummary,
@@ -424,18 +426,33 @@ pub async fn set_status(
     Ok(())
 }
 
+/// What the calling agent says it observes now of resources only it can read
+/// (`InvokeRequest::observed`): `None` where no agent speaks, and those reads are not judged.
+pub type Observed<'a> = Option<&'a BTreeMap<String, String>>;
+
 /// The read revisions that moved since the plan was made.
 pub async fn moved(
     conn: &mut AnyConnection,
     registry: &Registry,
     read: &[ReadRevision],
+    observed: Observed<'_>,
 ) -> ApiResult<Vec<MovedRevision>> {
     let mut moved = Vec::new();
     for r in read {
-        let current = registry
-            .revision(conn, &r.resource)
-            .await?
-            .unwrap_or_else(|| "deleted".to_owned());
+        let current = if registry.observed_by_caller(&r.resource) {
+            match observed {
+                None => continue,
+                Some(observed) => observed
+                    .get(&r.resource)
+                    .cloned()
+                    .unwrap_or_else(|| "not observed".to_owned()),
+            }
+        } else {
+            registry
+                .revision(conn, &r.resource)
+                .await?
+                .unwrap_or_else(|| "deleted".to_owned())
+        };
         if current != r.revision {
             moved.push(MovedRevision {
                 resource: r.resource.clone(),
@@ -514,7 +531,7 @@ pub async fn record_with(
     let moved = match known.moved {
         _ if !open => Vec::new(),
         Some(moved) => moved,
-        None => moved(conn, registry, &plan.preview.read_revisions).await?,
+        None => moved(conn, registry, &plan.preview.read_revisions, None).await?,
     };
     let status = effective_status(&plan, ids::now(), &moved);
     let approvals = match known.approvals {

@@ -93,7 +93,7 @@ pub async fn current(
     if capability.reads_remotely() {
         return Ok(planned);
     }
-    if plans::moved(tx, registry, &planned.read_revisions)
+    if plans::moved(tx, registry, &planned.read_revisions, None)
         .await?
         .is_empty()
     {

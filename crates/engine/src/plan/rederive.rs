@@ -35,13 +35,19 @@ pub fn blocked(plan: &Preview) -> ApiError {
 pub async fn stale(
     mut w: WriteTx<'_>,
     registry: &'static Registry,
-    plan: &Preview,
+    plan_id: &str,
     e: ApiError,
 ) -> ApiResult<ApiError> {
-    plans::set_status(&mut w.tx, &plan.plan_id, PlanStatus::Stale).await?;
-    queue::publish(&mut w.tx, registry, &plan.plan_id, EventKind::Updated).await?;
+    mark_stale(&mut w.tx, registry, plan_id).await?;
     w.commit().await?;
     Ok(e)
+}
+
+/// `plan_id` is stale from this transaction on, and its approvers are told.
+pub async fn mark_stale(tx: &mut Tx, registry: &'static Registry, plan_id: &str) -> ApiResult<()> {
+    plans::set_status(tx, plan_id, PlanStatus::Stale).await?;
+    queue::publish(tx, registry, plan_id, EventKind::Updated).await?;
+    Ok(())
 }
 
 /// The plan evaluated again inside the write transaction; refused unless it is the same plan

@@ -186,7 +186,7 @@ async fn refreshable(
         ));
     }
     if matches!(caller, Caller::Approver(_)) && old.status == PlanStatus::Approved {
-        let moved = plans::moved(conn, engine.registry, &old.preview.read_revisions).await?;
+        let moved = plans::moved(conn, engine.registry, &old.preview.read_revisions, None).await?;
         if plans::effective_status(&old, ids::now(), &moved) == PlanStatus::Approved {
             return Err(ApiError::new(
                 ErrorCode::PlanNotPending,

@@ -48,6 +48,7 @@ pub async fn capability(
             plan_id: None,
             params: Some(params),
             idempotency_key: None,
+            observed: None,
         };
         return executed(invoke::run(&state.engine, id, trace_id, agent, request).await?);
     }
@@ -133,6 +134,7 @@ pub async fn execute(
         plan_id: Some(args.plan_id),
         params: None,
         idempotency_key: args.idempotency_key,
+        observed: None,
     };
     let capability = &record.plan.capability_id;
     executed(invoke::run(&state.engine, capability, trace_id, agent, request).await?)

@@ -1,0 +1,46 @@
+//! What a coding agent's hook and the gateway agree on for `agent.tool_call`
+//! (docs/agent-hook.md): the capability, which file a call writes, and how that file is named and
+//! revisioned in a plan's read revisions and an invoke's `observed`.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::digest;
+
+pub const ID: &str = "agent.tool_call";
+
+/// The kind of resource a file of the agent's machine is (`agent-files//home/dana/x.rs`).
+pub const FILE_KIND: &str = "agent-files";
+
+/// The revision of a file that does not exist, as the engine reads a missing resource.
+pub const ABSENT: &str = "deleted";
+
+/// The resource naming the file at `path`.
+pub fn resource(path: &str) -> String {
+    format!("{FILE_KIND}/{path}")
+}
+
+/// A file's revision: its text's digest, or [`ABSENT`].
+pub fn revision(text: Option<&str>) -> String {
+    text.map_or_else(|| ABSENT.to_owned(), |t| digest::sha256(t.as_bytes()))
+}
+
+/// `path` against the working directory `cwd`, when relative.
+pub fn absolute(path: &str, cwd: &str) -> String {
+    Path::new(cwd).join(path).to_string_lossy().into_owned()
+}
+
+/// The file a call of `tool_name` with `tool_input` writes, by the path its input names: what
+/// the hook reads and sends, and what the plan shows before and after.
+pub fn written_files(tool_name: &str, tool_input: &Value, cwd: &str) -> Vec<String> {
+    let key = match tool_name {
+        "Write" | "Edit" | "MultiEdit" => "file_path",
+        "NotebookEdit" => "notebook_path",
+        _ => return Vec::new(),
+    };
+    tool_input[key]
+        .as_str()
+        .map(|p| vec![absolute(p, cwd)])
+        .unwrap_or_default()
+}
