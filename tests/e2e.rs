@@ -7,6 +7,7 @@ mod demo_plans;
 mod access;
 mod accounts;
 mod console;
+mod console_agent;
 mod console_edges;
 mod console_policy;
 mod console_proxy;

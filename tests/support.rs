@@ -288,11 +288,16 @@ pub fn retention(project: &str, days: u32) -> Value {
 
 /// `countersign-gateway`, built beside the test binary (`target/<profile>/deps/..`).
 pub fn gateway_binary() -> PathBuf {
+    binary("countersign-gateway")
+}
+
+/// The workspace's binary `name`, built beside the test binary (`target/<profile>/deps/..`).
+pub fn binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let path = exe
         .parent()
         .and_then(|deps| deps.parent())
-        .map(|dir| dir.join("countersign-gateway"))
+        .map(|dir| dir.join(name))
         .expect("the target directory");
     assert!(
         path.exists(),
