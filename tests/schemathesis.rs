@@ -216,7 +216,12 @@ async fn generated_requests_get_answers_that_match_the_description() -> anyhow::
         .await?
         .json()
         .await?;
-    let description = with_seeded_examples(served, &seeded(&gateway, &agent, &approver).await?);
+    let seeded = seeded(&gateway, &agent, &approver, &removal).await?;
+    let description = with_seeded_examples(served, &seeded);
+    // A refresh supersedes its plan: the approver's run refreshes one the agent's did not.
+    let mut for_approver = description.clone();
+    let refresh = ("/v1/plans/{id}/refresh", "post");
+    example(&mut for_approver, refresh, "id", &seeded.refresh.1);
     let url = gateway.url.clone();
     let agent_token = agent.token().to_owned();
     tokio::task::spawn_blocking(move || {
@@ -245,6 +250,7 @@ async fn generated_requests_get_answers_that_match_the_description() -> anyhow::
         let as_approver = Run {
             token: &approver.token,
             who: "approver",
+            description: &for_approver,
             ..as_agent
         };
         run(
@@ -275,12 +281,20 @@ struct Seeded {
     decide: (String, Value),
     /// A standing approval signed and not yet sent.
     standing: Value,
+    /// The agent whose plans wait: its wallet is the approver's to read.
+    agent_id: String,
+    /// Pending plans of their own for a refresh, which supersedes its plan: the agent's, the
+    /// approver's.
+    refresh: (String, String),
+    /// A plan whose first effect has subjects.
+    subjects: String,
 }
 
 async fn seeded(
     gateway: &TestGateway,
     agent: &countersign_e2e::Agent,
     approver: &countersign_e2e::Approver,
+    removal: &Value,
 ) -> anyhow::Result<Seeded> {
     let amended = agent
         .dry_run("projects.settings.update", retention("prj_200", 45))
@@ -288,6 +302,13 @@ async fn seeded(
     let decided = agent
         .dry_run("projects.settings.update", retention("prj_421", 60))
         .await?;
+    let mut refreshed = Vec::new();
+    for days in [30, 31] {
+        let plan = agent
+            .dry_run("projects.settings.update", retention("prj_184", days))
+            .await?;
+        refreshed.push(plan["plan_id"].as_str().unwrap().to_owned());
+    }
     let gateway_id = countersign_e2e::get(&format!("{}/v1/gateway", gateway.url), &approver.token)
         .await["gateway_id"]
         .as_str()
@@ -332,33 +353,60 @@ async fn seeded(
             serde_json::to_value(approval)?,
         ),
         standing: serde_json::to_value(standing.sign(&approver.key)?)?,
+        agent_id: decided["caller"]["agent_id"].as_str().unwrap().to_owned(),
+        refresh: (refreshed.remove(0), refreshed.remove(0)),
+        subjects: removal["plan_id"].as_str().unwrap().to_owned(),
     })
 }
 
-/// The served description with the seeded requests as the examples of their operations.
+/// The served description with the seeded requests as the examples of their operations. The
+/// stateful phase reaches most of them by links too, but only as its walk happens to go: an
+/// example makes a 2xx there certain.
 fn with_seeded_examples(mut description: Value, seeded: &Seeded) -> Value {
-    let mut example = |path: &str, id: Option<&str>, body: &Value| {
-        let operation = &mut description["paths"][path]["post"];
-        let parameters = operation
-            .get_mut("parameters")
-            .and_then(Value::as_array_mut);
-        if let (Some(id), Some(parameters)) = (id, parameters) {
-            for parameter in parameters.iter_mut().filter(|p| p["name"] == "id") {
-                parameter["example"] = json!(id);
-            }
+    let requests = [
+        (
+            "/v1/plans/{id}/amend",
+            Some(&seeded.amend.0),
+            &seeded.amend.1,
+        ),
+        (
+            "/v1/plans/{id}/decisions",
+            Some(&seeded.decide.0),
+            &seeded.decide.1,
+        ),
+        ("/v1/standing", None, &seeded.standing),
+    ];
+    for (path, id, body) in requests {
+        if let Some(id) = id {
+            example(&mut description, (path, "post"), "id", id);
         }
-        operation["requestBody"]["content"]["application/json"]["example"] = body.clone();
-    };
+        description["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+            ["example"] = body.clone();
+    }
+    let wallet = ("/v1/agents/{id}/wallet", "get");
+    example(&mut description, wallet, "id", &seeded.agent_id);
     example(
-        "/v1/plans/{id}/amend",
-        Some(&seeded.amend.0),
-        &seeded.amend.1,
+        &mut description,
+        ("/v1/plans/{id}/refresh", "post"),
+        "id",
+        &seeded.refresh.0,
     );
-    example(
-        "/v1/plans/{id}/decisions",
-        Some(&seeded.decide.0),
-        &seeded.decide.1,
-    );
-    example("/v1/standing", None, &seeded.standing);
+    let subjects = ("/v1/plans/{id}/effects/{effect}/subjects", "get");
+    example(&mut description, subjects, "id", &seeded.subjects);
+    example(&mut description, subjects, "effect", "eff_1");
     description
+}
+
+/// `value` as the example of the parameter `name` of the operation `(path, method)`.
+fn example(description: &mut Value, (path, method): (&str, &str), name: &str, value: &str) {
+    let parameters = description["paths"][path][method]
+        .get_mut("parameters")
+        .and_then(Value::as_array_mut);
+    for parameter in parameters
+        .into_iter()
+        .flatten()
+        .filter(|p| p["name"] == name)
+    {
+        parameter["example"] = json!(value);
+    }
 }

@@ -14,28 +14,55 @@ tool := input.plan.request.params.tool_name
 
 command := input.plan.request.params.tool_input.command if tool == "Bash"
 
-# Claude Code's tools that only read.
-reads := {"Read", "Glob", "Grep", "LS", "NotebookRead", "WebSearch", "WebFetch", "TodoWrite"}
+# Claude Code's tools that only read this machine (WebFetch and WebSearch send what they are
+# given out: they are not here).
+reads := {"Read", "Glob", "Grep", "LS", "NotebookRead", "TodoWrite"}
 
-# One plain command: no chaining, pipes, redirects or substitutions that could hide another.
-plain if not regex.match("[;&|<>$`()\\n]", command)
+# A listed command exactly, or followed only by plain operands: no options (which can write a
+# file or run a program: `--output=…`, `--config …`), no quotes, separators, pipes, redirects,
+# substitutions, globs or variables that could hide another command.
+words := split(command, " ")
 
-# A command of the list, alone or with arguments.
+operand(word) if regex.match(`^[A-Za-z0-9_][A-Za-z0-9_./:@+-]*$`, word)
+
 listed if {
-	plain
 	some allowed in data.commands.allowed
-	words := split(command, " ")
-	count(words) >= count(split(allowed, " "))
-	array.slice(words, 0, count(split(allowed, " "))) == split(allowed, " ")
+	prefix := split(allowed, " ")
+	count(words) >= count(prefix)
+	array.slice(words, 0, count(prefix)) == prefix
+	every word in array.slice(words, count(prefix), count(words)) {
+		operand(word)
+	}
 }
 
-# `git push` naming a protected branch (`main`, `HEAD:main`, `+main`).
+# A push that names a protected branch (`main`, `+main`, `HEAD:main`, `refs/heads/main`), that
+# pushes everything (`--all`, `--mirror`), or that names no branch at all (it pushes the current
+# one, which may be protected). Any `git … push` counts, options before `push` included.
+pushes if regex.match(`(^|[;&|(]\s*)git(\s+-\S+(\s+[^-\s]\S*)?)*\s+push(\s|$)`, command)
+
+push_words := [w | some w in regex.split(`\s+`, trim_space(command)); w != ""]
+
+branch_of(word) := trim_prefix(trim_prefix(split(trim_prefix(word, "+"), ":")[count(split(word, ":")) - 1], "refs/heads/"), "+")
+
 protected_push if {
-	startswith(command, "git push")
-	some word in split(command, " ")
-	some branch in data.protected_branches
-	branch in {word, trim_prefix(word, "+"), split(word, ":")[count(split(word, ":")) - 1]}
+	pushes
+	some word in push_words
+	branch_of(word) in data.protected_branches
 }
+
+protected_push if {
+	pushes
+	some word in push_words
+	word in {"--all", "--mirror"}
+}
+
+protected_push if {
+	pushes
+	after := [w | some i, w in push_words; i > push_index; not startswith(w, "-")]
+	count(after) < 2
+}
+
+push_index := min([i | some i, w in push_words; w == "push"])
 
 needs_nobody if tool in reads
 

@@ -19,13 +19,24 @@ test_reads_need_nobody if {
 
 test_a_listed_command_needs_nobody if {
 	ids == set() with input as call("Bash", {"command": "git status"})
-	ids == set() with input as call("Bash", {"command": "cargo test -p engine"})
+	ids == set() with input as call("Bash", {"command": "cargo test engine"})
 }
 
 test_a_listed_command_hiding_another_needs_a_person if {
 	ids == {"one_person"} with input as call("Bash", {"command": "git status; rm -rf /"})
 	ids == {"one_person"} with input as call("Bash", {"command": "ls $(rm -rf ~)"})
 	ids == {"one_person"} with input as call("Bash", {"command": "cargo testx"})
+}
+
+test_a_listed_command_with_options_needs_a_person if {
+	ids == {"one_person"} with input as call("Bash", {"command": "git log -1 --output=/home/dana/.bashrc"})
+	ids == {"one_person"} with input as call("Bash", {"command": "cargo test --config 'x=1'"})
+	ids == {"one_person"} with input as call("Bash", {"command": "cargo build --manifest-path /tmp/x/Cargo.toml"})
+	ids == {"one_person"} with input as call("Bash", {"command": "ls ~/.ssh"})
+}
+
+test_web_tools_are_not_reads if {
+	ids == {"one_person"} with input as call("WebFetch", {"url": "https://example.com"})
 }
 
 test_other_commands_and_writes_need_one_person if {
@@ -37,6 +48,11 @@ test_other_commands_and_writes_need_one_person if {
 test_a_push_to_a_protected_branch_needs_a_lead if {
 	ids == {"lead_for_protected_push"} with input as call("Bash", {"command": "git push origin main"})
 	ids == {"lead_for_protected_push"} with input as call("Bash", {"command": "git push origin HEAD:master"})
+	ids == {"lead_for_protected_push"} with input as call("Bash", {"command": "git push origin HEAD:refs/heads/main"})
+	ids == {"lead_for_protected_push"} with input as call("Bash", {"command": "git -C . push origin main"})
+	ids == {"lead_for_protected_push"} with input as call("Bash", {"command": "git  push  origin  +main"})
+	ids == {"lead_for_protected_push"} with input as call("Bash", {"command": "git push"})
+	ids == {"lead_for_protected_push"} with input as call("Bash", {"command": "git push --all origin"})
 	ids == {"one_person"} with input as call("Bash", {"command": "git push origin feature"})
 }
 

@@ -133,6 +133,12 @@ async fn decide(gateway: &Gateway, input: &HookInput, timeout: Duration) -> Resu
     let files = written_files(&input.tool_name, &input.tool_input, &input.cwd);
     let mut texts = BTreeMap::new();
     for path in &files {
+        if let Some(real) = escapes(path, &input.cwd) {
+            return Ok(Answer::deny(format!(
+                "Countersign: {path} is {real} through a symbolic link, outside the working \
+                 directory: the approver would read one path and the agent write another."
+            )));
+        }
         match read_text(path) {
             Ok(text) => texts.insert(path.clone(), text),
             Err(why) => return Ok(Answer::deny(format!("Countersign: {why}"))),
@@ -275,6 +281,27 @@ fn mismatch(plan: &Value, params: &Value) -> Option<String> {
     }
 }
 
+/// Where `path`, inside the working directory as written, really is when a symbolic link takes
+/// it outside; `None` when it stays inside (or lies outside as written, which the plan shows).
+fn escapes(path: &str, cwd: &str) -> Option<String> {
+    let real_cwd = std::fs::canonicalize(cwd).ok()?;
+    if !std::path::Path::new(path).starts_with(cwd) {
+        return None;
+    }
+    // The nearest part of the path that exists, resolved, with the rest as written.
+    let mut existing = std::path::Path::new(path);
+    let mut rest = Vec::new();
+    let resolved = loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            break real;
+        }
+        rest.push(existing.file_name()?);
+        existing = existing.parent()?;
+    };
+    let real = rest.iter().rev().fold(resolved, |p, part| p.join(part));
+    (!real.starts_with(&real_cwd)).then(|| real.display().to_string())
+}
+
 /// A file's text (`None`: it does not exist), or why it cannot be previewed.
 fn read_text(path: &str) -> Result<Option<String>, String> {
     match std::fs::read(path) {
@@ -311,6 +338,14 @@ impl Gateway {
             .timeout(Duration::from_secs(30))
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(5));
+        // A proxy from the environment would carry the token off this machine in the clear.
+        let host = reqwest::Url::parse(&url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
+        if countersign_proto::loopback::is_loopback_host(&host) {
+            http = http.no_proxy();
+        }
         if let Some(ca) = &options.ca_cert {
             let pem = std::fs::read(ca)
                 .map_err(|e| format!("the CA file {} cannot be read: {e}", ca.display()))?;

@@ -194,7 +194,9 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(1);
+            // Claude Code runs a call whose hook failed with any status but 2.
+            let hook = matches!(cli.command, Command::Hook { .. });
+            return ExitCode::from(if hook { 2 } else { 1 });
         }
     };
     let json = cli.json;

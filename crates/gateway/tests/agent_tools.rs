@@ -185,3 +185,15 @@ async fn a_file_tool_without_the_files_text_is_blocked() {
     let plan = gw.preview(ID, params).await;
     assert_eq!(plan["validation"][0]["code"], "edit_not_unique", "{plan}");
 }
+
+#[tokio::test]
+async fn an_mcp_agent_releases_with_what_it_observes() {
+    let (gw, dana) = Gateway::with_approver("Dana").await;
+    let text = "fn a() {}\n";
+    let plan = gw.preview(ID, edit(text)).await;
+    approve_by(&gw, &plan, &[&dana]).await;
+    let arguments = json!({"plan_id": plan["plan_id"], "observed": observed(Some(text))});
+    let released = gw.tool(&gw.agent, "countersign_execute", arguments).await;
+    let result = &released["result"]["structuredContent"];
+    assert_eq!(result["metadata"]["release"], "allow", "{released}");
+}

@@ -2,7 +2,7 @@
 //! (docs/agent-hook.md): the capability, which file a call writes, and how that file is named and
 //! revisioned in a plan's read revisions and an invoke's `observed`.
 
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
@@ -26,9 +26,22 @@ pub fn revision(text: Option<&str>) -> String {
     text.map_or_else(|| ABSENT.to_owned(), |t| digest::sha256(t.as_bytes()))
 }
 
-/// `path` against the working directory `cwd`, when relative.
+/// `path` against the working directory `cwd`, when relative, with `.` and `..` resolved as
+/// written: the name a plan shows and a scope matches is the file's, never one that reaches
+/// past the working directory while looking inside it (`/srv/app/../../etc/passwd`). Symbolic
+/// links are the hook's to resolve: it reads the machine, the gateway cannot.
 pub fn absolute(path: &str, cwd: &str) -> String {
-    Path::new(cwd).join(path).to_string_lossy().into_owned()
+    let mut normal = PathBuf::new();
+    for part in Path::new(cwd).join(path).components() {
+        match part {
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::CurDir => {}
+            other => normal.push(other),
+        }
+    }
+    normal.to_string_lossy().into_owned()
 }
 
 /// The file a call of `tool_name` with `tool_input` writes, by the path its input names: what
@@ -43,4 +56,24 @@ pub fn written_files(tool_name: &str, tool_input: &Value, cwd: &str) -> Vec<Stri
         .as_str()
         .map(|p| vec![absolute(p, cwd)])
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_is_named_as_the_file_it_reaches() {
+        assert_eq!(absolute("src/a.rs", "/srv/app"), "/srv/app/src/a.rs");
+        assert_eq!(
+            absolute("/srv/app/../../etc/passwd", "/srv/app"),
+            "/etc/passwd"
+        );
+        assert_eq!(absolute("./x/../y", "/srv/app"), "/srv/app/y");
+        let input = serde_json::json!({"file_path": "../.bashrc"});
+        assert_eq!(
+            written_files("Edit", &input, "/home/dana/p"),
+            ["/home/dana/.bashrc"]
+        );
+    }
 }

@@ -185,6 +185,24 @@ fn a_file_edited_between_preview_and_approval_is_stale_and_denied() {
 }
 
 #[test]
+fn a_path_through_a_symbolic_link_out_of_the_project_is_denied() {
+    let world = World::start();
+    let project = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), project.path().join("docs")).unwrap();
+    let file = project.path().join("docs").join("notes.md");
+    let call = payload(
+        project.path(),
+        "Write",
+        json!({"file_path": file, "content": "x"}),
+    );
+    let (decision, reason) = answer(spawn(&world, &world.url, &call, &[]));
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("symbolic link"), "{reason}");
+    assert!(!file.exists());
+}
+
+#[test]
 fn an_unreachable_gateway_denies_unless_told_to_ask() {
     let world = World::start();
     let closed = {

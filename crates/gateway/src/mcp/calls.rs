@@ -119,6 +119,8 @@ pub async fn capability(
 struct ExecuteArgs {
     plan_id: String,
     idempotency_key: Option<String>,
+    /// What the agent observes now of resources only it can read (docs/agent-hook.md).
+    observed: Option<std::collections::BTreeMap<String, String>>,
 }
 
 pub async fn execute(
@@ -134,7 +136,7 @@ pub async fn execute(
         plan_id: Some(args.plan_id),
         params: None,
         idempotency_key: args.idempotency_key,
-        observed: None,
+        observed: args.observed,
     };
     let capability = &record.plan.capability_id;
     executed(invoke::run(&state.engine, capability, trace_id, agent, request).await?)

@@ -137,7 +137,12 @@ pub fn execute_schema() -> &'static ArgsSchema {
             "required": ["plan_id"],
             "properties": {
                 "plan_id": {"type": "string", "pattern": "^plan_[A-Za-z0-9_]{1,64}$"},
-                "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200}
+                "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200},
+                "observed": {
+                    "type": "object", "maxProperties": 50,
+                    "description": "For a plan that read files only the agent can read (agent.tool_call): each file's revision as the agent sees it now, by resource.",
+                    "additionalProperties": {"type": "string", "maxLength": 100}
+                }
             }
         }))
     })

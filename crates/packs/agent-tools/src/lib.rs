@@ -10,6 +10,7 @@
 
 mod files;
 mod shell;
+mod words;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -318,7 +319,7 @@ fn read_before(
         resource: resource(path),
         revision: revision(before.as_deref()),
     });
-    if !Path::new(path).starts_with(&call.cwd) {
+    if !Path::new(path).starts_with(absolute(&call.cwd, "/")) {
         planned.validation.push(build::note(
             Severity::Warning,
             "outside_working_directory",
