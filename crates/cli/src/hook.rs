@@ -12,10 +12,45 @@ use std::io::Read as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use clap::Subcommand;
 use countersign_proto::agent_call::{resource, revision, written_files, ID};
 use countersign_proto::digest::plan_digest;
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+#[derive(Subcommand)]
+pub enum HookAgent {
+    /// Claude Code's `PreToolUse` command hook: its JSON on standard input, the decision on
+    /// standard output.
+    ClaudeCode {
+        /// A file holding the agent's token (default: `COUNTERSIGN_AGENT_TOKEN`).
+        #[arg(long)]
+        token_file: Option<PathBuf>,
+        /// How long to wait for a person's decision, in seconds, before denying the call.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+        /// What to answer when the gateway cannot be reached.
+        #[arg(long, value_enum, default_value = "deny")]
+        offline: Offline,
+    },
+}
+
+/// Runs the hook `agent` asks for against the gateway at `url`: the decision to print.
+pub async fn run(agent: &HookAgent, url: Option<String>, ca_cert: Option<PathBuf>) -> Answer {
+    let HookAgent::ClaudeCode {
+        token_file,
+        timeout,
+        offline,
+    } = agent;
+    claude_code(Options {
+        url,
+        token_file: token_file.clone(),
+        timeout: Duration::from_secs(*timeout),
+        offline: *offline,
+        ca_cert,
+    })
+    .await
+}
 
 /// What the hook does when the gateway cannot be reached.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -26,7 +61,7 @@ pub enum Offline {
     Ask,
 }
 
-pub struct Options {
+struct Options {
     pub url: Option<String>,
     pub token_file: Option<PathBuf>,
     pub timeout: Duration,
@@ -82,7 +117,7 @@ enum Failed {
 }
 
 /// Runs the hook on `stdin`'s payload: the decision to print.
-pub async fn claude_code(options: Options) -> Answer {
+async fn claude_code(options: Options) -> Answer {
     // Claude Code runs the call when a hook fails with any status but 2: a panic must block it.
     std::panic::set_hook(Box::new(|info| {
         eprintln!("Countersign's hook failed ({info}); the call is refused.");

@@ -136,7 +136,7 @@ enum Command {
     /// (docs/agent-hook.md). Prints the agent's decision; always exits 0.
     Hook {
         #[command(subcommand)]
-        agent: HookAgent,
+        agent: hook::HookAgent,
     },
     /// Send the credential of the current gateway to a new URL from now on (the gateway moved):
     /// only after the gateway there proves the identity key it was enrolled under.
@@ -147,23 +147,6 @@ enum Command {
         /// Do not ask before moving.
         #[arg(long)]
         yes: bool,
-    },
-}
-
-#[derive(Subcommand)]
-enum HookAgent {
-    /// Claude Code's `PreToolUse` command hook: its JSON on standard input, the decision on
-    /// standard output.
-    ClaudeCode {
-        /// A file holding the agent's token (default: `COUNTERSIGN_AGENT_TOKEN`).
-        #[arg(long)]
-        token_file: Option<PathBuf>,
-        /// How long to wait for a person's decision, in seconds, before denying the call.
-        #[arg(long, default_value_t = 600)]
-        timeout: u64,
-        /// What to answer when the gateway cannot be reached.
-        #[arg(long, value_enum, default_value = "deny")]
-        offline: hook::Offline,
     },
 }
 
@@ -495,22 +478,8 @@ async fn run(cli: Cli) -> Outcome {
                 .collect();
             print(json, &out, || render::history(&entries));
         }
-        Command::Hook {
-            agent:
-                HookAgent::ClaudeCode {
-                    token_file,
-                    timeout,
-                    offline,
-                },
-        } => {
-            let answer = hook::claude_code(hook::Options {
-                url: cli.url.clone(),
-                token_file: token_file.clone(),
-                timeout: std::time::Duration::from_secs(*timeout),
-                offline: *offline,
-                ca_cert: cli.ca_cert.clone(),
-            })
-            .await;
+        Command::Hook { agent } => {
+            let answer = hook::run(agent, cli.url.clone(), cli.ca_cert.clone()).await;
             println!("{}", answer.to_json());
         }
         Command::RotateKey => {

@@ -6,6 +6,7 @@ pub mod ahead;
 pub mod amend;
 pub mod bounds;
 pub mod dry_run;
+mod moved;
 pub mod plans;
 pub mod previews;
 pub mod reads;

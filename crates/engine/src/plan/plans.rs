@@ -1,7 +1,5 @@
 //! Plans: turning an evaluation into a stored preview, and reading plans back with their status.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Duration, Utc};
 use countersign_proto::approvals::{
     Amendment, Approvals, EffectCounts, MovedRevision, PlanRecord, PlanStatus, PlanSummary,
@@ -16,6 +14,8 @@ use serde_json::{json, Value};
 use sqlx::AnyConnection;
 
 use countersign_pack::{Planned, Subject};
+
+pub use super::moved::{moved, Observed};
 
 use crate::accounts::Agent;
 use crate::approval::requirement::Requirement;
@@ -424,44 +424,6 @@ pub async fn set_status(
         .execute(&mut *conn)
         .await?;
     Ok(())
-}
-
-/// What the calling agent says it observes now of resources only it can read
-/// (`InvokeRequest::observed`): `None` where no agent speaks, and those reads are not judged.
-pub type Observed<'a> = Option<&'a BTreeMap<String, String>>;
-
-/// The read revisions that moved since the plan was made.
-pub async fn moved(
-    conn: &mut AnyConnection,
-    registry: &Registry,
-    read: &[ReadRevision],
-    observed: Observed<'_>,
-) -> ApiResult<Vec<MovedRevision>> {
-    let mut moved = Vec::new();
-    for r in read {
-        let current = if registry.observed_by_caller(&r.resource) {
-            match observed {
-                None => continue,
-                Some(observed) => observed
-                    .get(&r.resource)
-                    .cloned()
-                    .unwrap_or_else(|| "not observed".to_owned()),
-            }
-        } else {
-            registry
-                .revision(conn, &r.resource)
-                .await?
-                .unwrap_or_else(|| "deleted".to_owned())
-        };
-        if current != r.revision {
-            moved.push(MovedRevision {
-                resource: r.resource.clone(),
-                planned: r.revision.clone(),
-                current,
-            });
-        }
-    }
-    Ok(moved)
 }
 
 /// The distinct subjects of `plan`; for a plan stored before they were counted, whose rows are
