@@ -18,6 +18,7 @@ mod flow;
 mod fuzz_replay;
 mod kill;
 mod mcp;
+mod mcp_tasks;
 mod notifications;
 mod reads;
 mod schemathesis;

@@ -47,6 +47,36 @@ async fn run_script(
     script: &str,
     args: &[&str],
 ) -> anyhow::Result<Vec<Value>> {
+    drive(script, args, async |event: &Value| {
+        if event["event"] != "planned" {
+            return Ok(());
+        }
+        // Give the agent time to block in countersign_wait, so the approval is what wakes it.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let plans = event
+            .as_object()
+            .into_iter()
+            .flat_map(|fields| fields.values());
+        let plans: Vec<&str> = plans
+            .filter_map(|call| call["structured"]["plan_id"].as_str())
+            .collect();
+        anyhow::ensure!(!plans.is_empty(), "no plan in {event}");
+        for plan_id in plans {
+            let view = console.plan_view(plan_id).await?;
+            console.approve(plan_id, &view.digest, None, &Yes).await?;
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// Runs `script` of `tests/mcp` with `args`, handing each event it reports (one JSON object a
+/// line) to `on_event` as it comes; every event, once the script has exited successfully.
+pub(crate) async fn drive(
+    script: &str,
+    args: &[&str],
+    mut on_event: impl AsyncFnMut(&Value) -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<Value>> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("mcp")
         .join(script);
@@ -63,22 +93,7 @@ async fn run_script(
     while let Some(line) = lines.next_line().await? {
         let event: Value = serde_json::from_str(&line)
             .map_err(|e| anyhow::anyhow!("the agent printed {line:?}: {e}"))?;
-        if event["event"] == "planned" {
-            // Give the agent time to block in countersign_wait, so the approval is what wakes it.
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            let plans = event
-                .as_object()
-                .into_iter()
-                .flat_map(|fields| fields.values());
-            let plans: Vec<&str> = plans
-                .filter_map(|call| call["structured"]["plan_id"].as_str())
-                .collect();
-            anyhow::ensure!(!plans.is_empty(), "no plan in {event}");
-            for plan_id in plans {
-                let view = console.plan_view(plan_id).await?;
-                console.approve(plan_id, &view.digest, None, &Yes).await?;
-            }
-        }
+        on_event(&event).await?;
         events.push(event);
     }
     let status = child.wait().await?;
@@ -86,7 +101,7 @@ async fn run_script(
     Ok(events)
 }
 
-fn event<'a>(events: &'a [Value], name: &str) -> &'a Value {
+pub(crate) fn event<'a>(events: &'a [Value], name: &str) -> &'a Value {
     events
         .iter()
         .find(|e| e["event"] == name)
@@ -222,6 +237,14 @@ async fn assert_audited(gateway: &TestGateway, agent_token: &str, plan_id: &str)
     assert_eq!(gateway.retention_days("prj_184").await.unwrap(), 14);
 }
 
+/// A new agent's token, and the console of Dana, enrolled at `gateway`.
+pub(crate) async fn agent_and_console(gateway: &TestGateway) -> anyhow::Result<(String, Console)> {
+    let (_, token) =
+        countersign_engine::accounts::add_agent(&gateway.state.store, "mcp", Some("usr_lead"))
+            .await?;
+    Ok((token, enrolled_console(gateway).await?))
+}
+
 async fn enrolled_console(gateway: &TestGateway) -> anyhow::Result<Console> {
     assert!(
         std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
@@ -234,10 +257,7 @@ async fn enrolled_console(gateway: &TestGateway) -> anyhow::Result<Console> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_agent_over_streamable_http_waits_for_a_signed_approval() -> anyhow::Result<()> {
     let gateway = TestGateway::start().await?;
-    let (_, token) =
-        countersign_engine::accounts::add_agent(&gateway.state.store, "mcp", Some("usr_lead"))
-            .await?;
-    let mut console = enrolled_console(&gateway).await?;
+    let (token, mut console) = agent_and_console(&gateway).await?;
     let url = format!("{}/mcp", gateway.url);
     let events = tokio::time::timeout(
         Duration::from_secs(180),
@@ -264,10 +284,7 @@ async fn an_mcp_agent_over_streamable_http_waits_for_a_signed_approval() -> anyh
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_agent_over_stdio_waits_for_a_signed_approval() -> anyhow::Result<()> {
     let gateway = TestGateway::start().await?;
-    let (_, token) =
-        countersign_engine::accounts::add_agent(&gateway.state.store, "mcp", Some("usr_lead"))
-            .await?;
-    let mut console = enrolled_console(&gateway).await?;
+    let (token, mut console) = agent_and_console(&gateway).await?;
     let binary = countersign_e2e::gateway_binary();
     let binary = binary.to_str().unwrap();
     let events = tokio::time::timeout(
@@ -293,10 +310,7 @@ async fn an_mcp_agent_writes_through_a_published_server_only_after_a_signed_appr
     let file = root.path().join("notes.txt");
     std::fs::write(&file, "before\n")?;
     let gateway = TestGateway::before_files(root.path()).await?;
-    let (_, token) =
-        countersign_engine::accounts::add_agent(&gateway.state.store, "mcp", Some("usr_lead"))
-            .await?;
-    let mut console = enrolled_console(&gateway).await?;
+    let (token, mut console) = agent_and_console(&gateway).await?;
     let url = format!("{}/mcp", gateway.url);
     let path = file.display().to_string();
     let events = tokio::time::timeout(
@@ -333,7 +347,7 @@ async fn an_mcp_agent_writes_through_a_published_server_only_after_a_signed_appr
 }
 
 /// The approver's yes to every confirmation: these tests are about what happens after it.
-struct Yes;
+pub(crate) struct Yes;
 
 impl countersign_console::Confirm for Yes {
     fn confirm(&self, _: &str, _: &str, _: &[String]) -> bool {

@@ -160,6 +160,31 @@ impl TestGateway {
         Ok(())
     }
 
+    /// Moves `plan_id`'s lifetime into the past, its digest kept true to its content: the plan
+    /// expired while it waited.
+    pub async fn expire(&self, plan_id: &str) -> anyhow::Result<()> {
+        let text: String = sqlx::query_scalar("SELECT preview FROM plans WHERE id = $1")
+            .bind(plan_id)
+            .fetch_one(self.state.store.pool())
+            .await?;
+        let mut plan: countersign_proto::plan::Preview = serde_json::from_str(&text)?;
+        plan.expires_at = countersign_engine::ids::now() - chrono::Duration::minutes(1);
+        plan.created_at = plan.expires_at - chrono::Duration::minutes(15);
+        plan.plan_digest = countersign_proto::digest::plan_digest(&serde_json::to_value(&plan)?)?;
+        let mut w = self.state.store.write().await?;
+        sqlx::query(
+            "UPDATE plans SET preview = $1, plan_digest = $2, expires_at = $3 WHERE id = $4",
+        )
+        .bind(serde_json::to_string(&plan)?)
+        .bind(&plan.plan_digest)
+        .bind(countersign_engine::ids::to_text(plan.expires_at))
+        .bind(plan_id)
+        .execute(&mut *w.tx)
+        .await?;
+        w.commit().await?;
+        Ok(())
+    }
+
     /// The decisions standing on `plan_id`, oldest first: decision, reason, and the payload the
     /// approver signed.
     pub async fn decisions(

@@ -34,12 +34,12 @@ def answer(result):
 
 def over_http(url):
     @asynccontextmanager
-    async def connect(token, errlog):
+    async def connect(token, errlog, **options):
         headers = {"Authorization": f"Bearer {token}"}
         # countersign_wait holds a request open for up to a minute.
         timeout = httpx2.Timeout(30, read=120)
         async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
-            async with Client(streamable_http_client(url, http_client=http)) as client:
+            async with Client(streamable_http_client(url, http_client=http), **options) as client:
                 yield client
 
     return connect
@@ -47,13 +47,13 @@ def over_http(url):
 
 def over_stdio(binary, database):
     @asynccontextmanager
-    async def connect(token, errlog):
+    async def connect(token, errlog, **options):
         server = StdioServerParameters(
             command=binary,
             args=["mcp", "--database", database],
             env={"COUNTERSIGN_AGENT_TOKEN": token, "RUST_LOG": "warn"},
         )
-        async with Client(stdio_client(server, errlog=errlog)) as client:
+        async with Client(stdio_client(server, errlog=errlog), **options) as client:
             yield client
 
     return connect

@@ -341,7 +341,7 @@ async fn run(cli: Cli) -> Outcome {
             let me = console.whoami().await;
             review::apply_rules(&mut view, &fetched.record, me.as_ref());
             let budget = budget(&console, &fetched.record).await;
-            let link = render::deep_link(&view.plan_id);
+            let link = countersign_proto::plan::link(&view.plan_id);
             print(
                 json,
                 &serde_json::json!({"plan": view, "budget": budget, "link": link}),

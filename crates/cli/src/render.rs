@@ -153,11 +153,6 @@ fn depths(effects: &[EffectView]) -> Vec<usize> {
         .collect()
 }
 
-/// The link that opens a plan in the desktop console.
-pub fn deep_link(plan_id: &str) -> String {
-    format!("countersign://plan/{plan_id}")
-}
-
 /// Whose move a plan waits for, in a word or two.
 fn turn(turn: Turn) -> &'static str {
     match turn {
@@ -223,7 +218,11 @@ pub fn plan(style: &Style, view: &PlanView, budget: Option<String>) -> String {
         clean(&view.status),
         clean(&view.expires_at)
     );
-    let _ = writeln!(out, "open {}", deep_link(&clean(&view.plan_id)));
+    let _ = writeln!(
+        out,
+        "open {}",
+        countersign_proto::plan::link(&clean(&view.plan_id))
+    );
     let caller = match &view.on_behalf_of {
         Some(user) => format!("{} for {user}", view.agent_id),
         None => view.agent_id.clone(),

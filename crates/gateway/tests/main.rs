@@ -31,6 +31,7 @@ mod mail;
 mod mail_remedies;
 mod mcp_http;
 mod mcp_proxy;
+mod mcp_tasks;
 mod metrics;
 mod moved_reads;
 mod openapi;

@@ -230,3 +230,9 @@ pub struct InvokeRequest {
 pub fn pointer_token(name: &str) -> String {
     name.replace('~', "~0").replace('/', "~1")
 }
+
+/// The link that opens a plan in the desktop app (`countersign://plan/<plan_id>`), which the
+/// `.deb` registers: the CLI prints it, the MCP server asks a client's user to open it.
+pub fn link(plan_id: &str) -> String {
+    format!("countersign://plan/{plan_id}")
+}

@@ -15,3 +15,4 @@ pub mod refresh;
 pub mod staging;
 pub mod stored_plan;
 pub mod summaries;
+pub mod tasks;

@@ -10,8 +10,10 @@ use std::time::Duration;
 use countersign_proto::approvals::{Approvals, PlanRecord, PlanStatus};
 use countersign_proto::describe::DryRunMode;
 use countersign_proto::envelope::SuccessEnvelope;
+use countersign_proto::error::ErrorEnvelope;
 use countersign_proto::plan::{DryRunRequest, InvokeRequest, Preview, Severity};
 use countersign_proto::ErrorCode;
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -35,13 +37,69 @@ pub struct Answer {
     pub text: String,
 }
 
+/// What a capability tool came to: an answer, or a plan that waits for people, which each
+/// client hears of as it declared it can (docs/mcp.md).
+pub enum Called {
+    Answer(Answer),
+    Waiting(Waiting),
+}
+
+pub struct Waiting {
+    pub plan: Box<Preview>,
+    pub required: u32,
+    /// The second round of a call whose first asked the client's user to open the plan.
+    pub resumed: bool,
+}
+
+impl Waiting {
+    /// The answer a client that takes no task reads: the plan, and how to wait for it.
+    pub fn answer(&self) -> Answer {
+        Answer {
+            text: waiting_text(&self.plan, self.required),
+            structured: json!({
+                "status": "pending_approval",
+                "plan_id": self.plan.plan_id,
+                "expires_at": self.plan.expires_at,
+                "approvals": {"required": self.required, "received": []},
+                "next": [WAIT, EXECUTE],
+                "plan": self.plan,
+            }),
+        }
+    }
+}
+
+/// `answer` as a tool's result: the JSON as structured content, the text as its one block.
+pub fn tool_result(answer: Answer) -> CallToolResult {
+    let mut result = CallToolResult::structured(answer.structured);
+    result.content = vec![ContentBlock::text(answer.text)];
+    result
+}
+
+/// A refusal as a tool result in the protocol's error contract: `isError`, the error envelope as
+/// structured content, `code: message` as its text.
+pub fn refusal(error: ApiError, trace_id: &str) -> CallToolResult {
+    let text = format!("{}: {}", error.code, error.message);
+    let envelope = ErrorEnvelope::new(error.code, error.message, error.details, trace_id);
+    let mut result = CallToolResult::structured_error(
+        serde_json::to_value(envelope).unwrap_or_else(|_| Value::Object(Default::default())),
+    );
+    result.content = vec![ContentBlock::text(text)];
+    result
+}
+
+impl From<Answer> for Called {
+    fn from(answer: Answer) -> Called {
+        Called::Answer(answer)
+    }
+}
+
 pub async fn capability(
     state: &Arc<AppState>,
     agent: &Agent,
     capability: Capability,
     params: Value,
     trace_id: &str,
-) -> ApiResult<Answer> {
+) -> ApiResult<Called> {
     let id = capability.id();
     if capability.describe().dry_run == DryRunMode::NotApplicable {
         let request = InvokeRequest {
@@ -50,14 +108,15 @@ pub async fn capability(
             idempotency_key: None,
             observed: None,
         };
-        return executed(invoke::run(&state.engine, id, trace_id, agent, request).await?);
+        return executed(invoke::run(&state.engine, id, trace_id, agent, request).await?)
+            .map(Called::from);
     }
     let request = preview_request(params)?;
     let plan = match dry_run::run(state, id, agent, request).await? {
         DryRunAnswer::Plan(plan) => plan,
         DryRunAnswer::Standing {
             plan, approvals, ..
-        } => return Ok(approved_by_standing(&plan, &approvals)),
+        } => return Ok(approved_by_standing(&plan, &approvals).into()),
         DryRunAnswer::Invalid(invalid) => {
             let message = invalid.violations.first().map_or_else(
                 || "The params are invalid.".to_owned(),
@@ -70,7 +129,8 @@ pub async fn capability(
             return Ok(Answer {
                 text: format!("The first answer to this request: {first}"),
                 structured: first,
-            })
+            }
+            .into())
         }
     };
     if !plan.executable {
@@ -81,7 +141,7 @@ pub async fn capability(
     // Even a plan that needs nobody only runs when the agent, having read its derived effects
     // and warnings (a quota cut that blocks uploads elsewhere), asks for it.
     if !plan.would_require_approval {
-        return Ok(Answer {
+        return Ok(Called::Answer(Answer {
             text: plan_text(
                 &plan,
                 format!(
@@ -99,20 +159,42 @@ pub async fn capability(
                 "next": [EXECUTE],
                 "plan": plan,
             }),
-        });
+        }));
     }
-    let required = capability.describe().approval.required_approvals;
-    Ok(Answer {
-        text: waiting_text(&plan, required),
-        structured: json!({
-            "status": "pending_approval",
-            "plan_id": plan.plan_id,
-            "expires_at": plan.expires_at,
-            "approvals": {"required": required, "received": []},
-            "next": [WAIT, EXECUTE],
-            "plan": plan,
-        }),
-    })
+    Ok(Called::Waiting(Waiting {
+        plan,
+        required: capability.describe().approval.required_approvals,
+        resumed: false,
+    }))
+}
+
+/// The second round of a capability call whose first answered with a plan waiting and asked the
+/// client's user to open it (`request_state` names the plan): that plan again, not a new one,
+/// once it is the agent's, for this tool and these params.
+pub async fn resume(
+    state: &Arc<AppState>,
+    agent: &Agent,
+    capability: Capability,
+    params: Value,
+    plan_id: &str,
+) -> ApiResult<Called> {
+    let request = preview_request(params)?;
+    let record = reads::plan(state, &Caller::Agent(agent.clone()), plan_id).await?;
+    if record.plan.capability_id != capability.id() || record.plan.request.params != request.params
+    {
+        return Err(ApiError::validation(
+            "",
+            format!("The request state names plan {plan_id}, which is not this call's plan."),
+        ));
+    }
+    if record.status != PlanStatus::PendingApproval {
+        return Ok(decided(&record, false).into());
+    }
+    Ok(Called::Waiting(Waiting {
+        plan: Box::new(record.plan),
+        required: record.approvals.required,
+        resumed: true,
+    }))
 }
 
 #[derive(Deserialize)]
@@ -199,7 +281,11 @@ pub async fn wait(
 
 /// A decided plan's answer; for a plan an approver amended, the amended plan with who changed
 /// what, which the agent waits on next.
-async fn amended(state: &Arc<AppState>, caller: &Caller, record: PlanRecord) -> ApiResult<Answer> {
+pub async fn amended(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    record: PlanRecord,
+) -> ApiResult<Answer> {
     let successor = match (&record.status, &record.superseded_by) {
         (PlanStatus::Superseded, Some(id)) => Some(reads::plan(state, caller, id).await?),
         _ => None,
@@ -246,7 +332,7 @@ fn parse<T: serde::de::DeserializeOwned>(schema: &ArgsSchema, arguments: Value) 
     serde_json::from_value(arguments).map_err(|e| ApiError::validation("", e.to_string()))
 }
 
-fn executed(envelope: SuccessEnvelope) -> ApiResult<Answer> {
+pub fn executed(envelope: SuccessEnvelope) -> ApiResult<Answer> {
     let mut text = envelope.content.clone();
     if let Some(plan_id) = envelope.metadata.get("plan_id").and_then(Value::as_str) {
         text.push_str(&format!(" (plan {plan_id})"));
@@ -343,7 +429,7 @@ fn waiting_text(plan: &Preview, required: u32) -> String {
 }
 
 /// `heading`, then the plan's effects, cost and validation, for the model to read.
-fn plan_text(plan: &Preview, heading: String) -> String {
+pub fn plan_text(plan: &Preview, heading: String) -> String {
     let mut lines = vec![heading];
     lines.push("Effects:".to_owned());
     for effect in &plan.effects {
@@ -372,7 +458,7 @@ fn plan_text(plan: &Preview, heading: String) -> String {
     lines.join("\n")
 }
 
-fn decided(record: &PlanRecord, timed_out: bool) -> Answer {
+pub fn decided(record: &PlanRecord, timed_out: bool) -> Answer {
     let plan_id = &record.plan.plan_id;
     let approvals = &record.approvals;
     let approved = approvals

@@ -3,17 +3,18 @@
 //! agent, authenticated at start). Both reach the engine the HTTP routes use.
 
 mod calls;
+mod elicit;
 mod http;
+mod tasks;
 mod tools;
 
 use std::sync::Arc;
 
 use axum::http::request::Parts;
-use countersign_proto::error::ErrorEnvelope;
 use countersign_proto::ErrorCode;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -28,8 +29,9 @@ use countersign_engine::{ids, ApiError, ApiResult};
 
 const INSTRUCTIONS: &str = "Countersign previews every write before it happens. A capability tool \
     that needs a human answers with a plan waiting for approval instead of a result: call \
-    countersign_wait with its plan_id until it is decided, then countersign_execute. Errors come \
-    back as {success: false, error: {code, message, details}}; plan_stale means what the plan read \
+    countersign_wait with its plan_id until it is decided, then countersign_execute (a client \
+    that declares the tasks extension gets a task instead, which completes with the result once \
+    a person approves). Errors come back as {success: false, error: {code, message, details}}; plan_stale means what the plan read \
     has changed: call the capability again for a fresh plan.";
 
 #[derive(Clone)]
@@ -62,33 +64,80 @@ impl McpGateway {
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
         trace_id: &str,
-    ) -> ApiResult<calls::Answer> {
+    ) -> ApiResult<CallToolResponse> {
         let agent = self.agent(context).await?;
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        match request.name.as_ref() {
-            tools::EXECUTE => calls::execute(&self.state, &agent, arguments, trace_id).await,
+        let called = match request.name.as_ref() {
+            tools::EXECUTE => calls::execute(&self.state, &agent, arguments, trace_id)
+                .await?
+                .into(),
             tools::WAIT => {
                 let cancelled = context.ct.cancelled();
-                calls::wait(&self.state, &agent, arguments, cancelled).await
+                calls::wait(&self.state, &agent, arguments, cancelled)
+                    .await?
+                    .into()
             }
             name => {
                 let capability = self.state.registry.get(name).ok_or_else(|| {
                     ApiError::new(ErrorCode::NotFound, format!("No tool is called {name}."))
                 })?;
-                calls::capability(&self.state, &agent, capability, arguments, trace_id).await
+                match &request.request_state {
+                    Some(plan_id) => {
+                        calls::resume(&self.state, &agent, capability, arguments, plan_id).await?
+                    }
+                    None => {
+                        calls::capability(&self.state, &agent, capability, arguments, trace_id)
+                            .await?
+                    }
+                }
+            }
+        };
+        match called {
+            calls::Called::Answer(answer) => Ok(calls::tool_result(answer).into()),
+            calls::Called::Waiting(waiting) => self.waiting(&agent, waiting, context).await,
+        }
+    }
+
+    /// A plan that waits for people, as the client can hear of it: its user asked to open the
+    /// plan (once), then a task for a client that takes tasks, today's answer for any other.
+    async fn waiting(
+        &self,
+        agent: &Agent,
+        waiting: calls::Waiting,
+        context: &RequestContext<RoleServer>,
+    ) -> ApiResult<CallToolResponse> {
+        let capabilities = context.client_capabilities();
+        if elicit::declared(capabilities.as_ref()) && !waiting.resumed {
+            if elicit::within_call(context) {
+                return Ok(elicit::within(&waiting.plan).into());
+            }
+            // Only stdio keeps a channel back to the client; over HTTP every request stands alone.
+            if self.token.is_some() {
+                elicit::send(context, &waiting.plan);
             }
         }
+        if capabilities.is_some_and(|c| c.supports_tasks()) {
+            return Ok(tasks::created(&self.state, agent, &waiting.plan)
+                .await?
+                .into());
+        }
+        Ok(calls::tool_result(waiting.answer()).into())
     }
 }
 
 impl ServerHandler for McpGateway {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                "countersign-gateway",
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "countersign-gateway",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -113,31 +162,51 @@ impl ServerHandler for McpGateway {
             tools::WAIT => tools::WAIT,
             name => self.state.registry.get(name).map_or("unknown", |c| c.id()),
         };
-        let (result, outcome) = match self.call(request, &context, &trace_id).await {
-            Ok(answer) => {
-                let mut result = CallToolResult::structured(answer.structured);
-                result.content = vec![ContentBlock::text(answer.text)];
-                (result, "ok".to_owned())
+        let (response, outcome) = match self.call(request, &context, &trace_id).await {
+            Ok(response) => {
+                let outcome = match &response {
+                    CallToolResponse::Task(_) => "task",
+                    CallToolResponse::InputRequired(_) => "input_required",
+                    _ => "ok",
+                };
+                (response, outcome.to_owned())
             }
             Err(error) => {
                 let code = error.code.to_string();
-                (refusal(error, &trace_id), code)
+                (calls::refusal(error, &trace_id).into(), code)
             }
         };
         metrics::counter!("countersign_mcp_calls_total", "tool" => tool, "outcome" => outcome)
             .increment(1);
-        Ok(result.into())
+        Ok(response)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let agent = self.agent(&context).await.map_err(unauthenticated)?;
+        let trace_id = ids::random_id("trc_", 8);
+        tasks::get(&self.state, &agent, &request.task_id, &trace_id).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let agent = self.agent(&context).await.map_err(unauthenticated)?;
+        tasks::cancel(&self.state, &agent, &request.task_id).await
     }
 }
 
-fn refusal(error: ApiError, trace_id: &str) -> CallToolResult {
-    let text = format!("{}: {}", error.code, error.message);
-    let envelope = ErrorEnvelope::new(error.code, error.message, error.details, trace_id);
-    let mut result = CallToolResult::structured_error(
-        serde_json::to_value(envelope).unwrap_or_else(|_| Value::Object(Default::default())),
-    );
-    result.content = vec![ContentBlock::text(text)];
-    result
+/// Over stdio a revoked token ends every request here; over HTTP none reaches this far.
+fn unauthenticated(error: ApiError) -> ErrorData {
+    ErrorData::invalid_request(
+        format!("{}: {}", error.code, error.message),
+        Some(serde_json::json!({"code": error.code})),
+    )
 }
 
 /// Serves MCP on stdin/stdout for the agent holding `token` until the client closes the pipe.
