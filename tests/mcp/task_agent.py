@@ -18,7 +18,7 @@ import tempfile
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
-from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim, advertise
 from mcp_types import CallToolResult, ElicitResult, Request, RequestParams, Result
 
 from agent import answer, over_http, over_stdio, report
@@ -135,22 +135,23 @@ async def with_tasks(connect):
 
 
 async def without(connect, mode):
-    elicitations = Elicitations()
-    options = {"mode": mode} if mode == "legacy" else {}
-    async with connect(**options) as client:
+    """A client that declares neither, at 2026-07-28 (`auto`) or 2025-11-25 (`legacy`); at
+    2025-11-25, then, one that declares both, which that version's sessions do not get."""
+    async with connect(**({"mode": mode} if mode == "legacy" else {})) as client:
         report("connected", client=mode, protocol_version=client.protocol_version)
         days = 90 if mode == "auto" else 100
         result = await client.call_tool(SETTINGS, {"project": "prj_184", "retention_days": days})
-        report("called", client=mode, elicited=len(elicitations.seen), **answer(result))
+        report("called", client=mode, **answer(result))
     if mode == "legacy":
-        # A session of the earlier protocol that declares URL elicitation.
-        async with connect(mode="legacy", elicitation_callback=elicitations) as client:
+        elicitations = Elicitations()
+        options = {"mode": "legacy", "elicitation_callback": elicitations, "extensions": [advertise(TASKS)]}
+        async with connect(**options) as client:
             result = await client.call_tool(SETTINGS, {"project": "prj_184", "retention_days": 120})
             for _ in range(50):
                 if elicitations.seen:
                     break
                 await asyncio.sleep(0.1)
-            report("called", client="legacy_elicitation", elicited=len(elicitations.seen), **answer(result))
+            report("called", client="legacy_declaring_both", elicited=len(elicitations.seen), **answer(result))
 
 
 async def main(argv):

@@ -95,17 +95,26 @@ async fn a_task_is_its_agents_alone_and_ends_as_its_plan_does() {
     let params = json!({"taskId": task_id});
     let undeclared = modern(&gw, &gw.agent, "tasks/get", params, json!({})).await;
     assert_eq!(undeclared["error"]["code"], -32021, "{undeclared}");
+    let waiting = task(&gw, &gw.agent, "tasks/get", task_id).await["result"].clone();
+    assert_eq!(waiting["status"], "working", "{waiting}");
+    assert_eq!(waiting["statusMessage"], created["statusMessage"]);
+    assert_eq!(waiting["pollIntervalMs"], 2000);
     assert_eq!(plan_status(&gw, task_id).await, "pending_approval");
 
-    // Approved: the next look runs the plan once, and every look after reads the same answer.
+    // Approved: two looks at once run the plan once, and every look reads the same answer.
     let approver = gw.enroll("Dana").await;
     let plan = gw.record(&gw.agent, task_id).await.body["plan"].clone();
     approve_by(&gw, &plan, &[&approver]).await;
-    let done = task(&gw, &gw.agent, "tasks/get", task_id).await["result"].clone();
+    let (done, twin) = tokio::join!(
+        task(&gw, &gw.agent, "tasks/get", task_id),
+        task(&gw, &gw.agent, "tasks/get", task_id)
+    );
+    let done = done["result"].clone();
     assert_eq!(done["status"], "completed", "{done}");
     let envelope = &done["result"]["structuredContent"];
     assert_eq!(envelope["success"], true, "{done}");
     assert_eq!(envelope["metadata"]["plan_id"], task_id);
+    assert_eq!(twin["result"]["result"], done["result"], "{twin}");
     let again = task(&gw, &gw.agent, "tasks/get", task_id).await["result"].clone();
     assert_eq!(again["result"], done["result"]);
     assert_eq!(plan_status(&gw, task_id).await, "executed");
@@ -116,7 +125,7 @@ async fn a_task_is_its_agents_alone_and_ends_as_its_plan_does() {
     assert!(late["error"]["message"]
         .as_str()
         .unwrap()
-        .contains("has ended (the plan was executed)"));
+        .contains("has ended (its plan is executed)"));
 
     // Cancelled: the task ends, the plan waits on; a second cancel keeps the first one's time.
     let second = call(&gw, &gw.agent, 21, tasks()).await;
@@ -215,6 +224,17 @@ async fn the_plans_link_is_asked_for_once_and_the_retry_answers_for_that_plan() 
         "{theirs}"
     );
 
+    // Approved between the two rounds: the retry says so, as countersign_wait would.
+    let plan = gw.record(&gw.agent, plan_id).await.body["plan"].clone();
+    let approver = gw.enroll("Dana").await;
+    approve_by(&gw, &plan, &[&approver]).await;
+    let late = retry(retention("prj_184", 14), plan_id);
+    let late = modern(&gw, &gw.agent, "tools/call", late, url_elicitation()).await;
+    assert_eq!(
+        late["result"]["structuredContent"]["status"], "approved",
+        "{late}"
+    );
+
     // A client that declares both: the link first, then the task on the retry.
     let both =
         json!({"elicitation": {"url": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
@@ -230,4 +250,79 @@ async fn the_plans_link_is_asked_for_once_and_the_retry_answers_for_that_plan() 
     .await;
     assert_eq!(retried["result"]["resultType"], "task", "{retried}");
     assert_eq!(retried["result"]["taskId"], plan_id);
+}
+
+#[tokio::test]
+async fn a_plan_is_a_task_only_if_a_task_was_answered_for_it_and_shows_how_it_ran_elsewhere() {
+    let gw = Gateway::new().await;
+    let approver = gw.enroll("Dana").await;
+    // A plan made over the HTTP API, approved: no task was answered for it, so none runs it.
+    let plan = gw
+        .approved_by(SETTINGS, retention("prj_184", 14), &[&approver])
+        .await;
+    let plan_id = plan["plan_id"].as_str().unwrap();
+    let none = task(&gw, &gw.agent, "tasks/get", plan_id).await;
+    assert_eq!(
+        none["error"]["message"],
+        format!("There is no task {plan_id}."),
+        "{none}"
+    );
+    assert_eq!(plan_status(&gw, plan_id).await, "approved");
+
+    // A task's plan run by countersign_execute: the task completes with what that call answered.
+    let created = call(&gw, &gw.agent, 21, tasks()).await;
+    let task_id = created["taskId"].as_str().unwrap();
+    let plan = gw.record(&gw.agent, task_id).await.body["plan"].clone();
+    approve_by(&gw, &plan, &[&approver]).await;
+    let params = json!({"name": "countersign_execute", "arguments": {"plan_id": task_id}});
+    let executed = modern(&gw, &gw.agent, "tools/call", params, json!({})).await;
+    assert_eq!(
+        executed["result"]["structuredContent"]["success"], true,
+        "{executed}"
+    );
+    let done = task(&gw, &gw.agent, "tasks/get", task_id).await["result"].clone();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"],
+        executed["result"]["structuredContent"]
+    );
+    let runs = "SELECT COUNT(*) FROM execution_audit WHERE plan_id = $1";
+    assert_eq!(gw.count(runs, task_id).await, 1);
+
+    // Rejected while its task waited: the reason, and the task has ended.
+    let created = call(&gw, &gw.agent, 30, tasks()).await;
+    let task_id = created["taskId"].as_str().unwrap();
+    let plan = gw.record(&gw.agent, task_id).await.body["plan"].clone();
+    let mut reject = approver.statement(&gw, &plan);
+    reject.decision = countersign_proto::decision::Decision::Reject;
+    reject.reason = Some("Too short".into());
+    let sent = approver.send(&gw, task_id, &approver.sign(&reject)).await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    let done = task(&gw, &gw.agent, "tasks/get", task_id).await["result"].clone();
+    let error = &done["result"]["structuredContent"]["error"];
+    assert_eq!(error["code"], "plan_not_pending", "{done}");
+    assert_eq!(error["details"]["rejections"][0]["reason"], "Too short");
+
+    // Two approved tasks on one project: the first runs, and what the second read has moved.
+    let mut ids = Vec::new();
+    for days in [40, 50] {
+        let created = call(&gw, &gw.agent, days, tasks()).await;
+        let task_id = created["taskId"].as_str().unwrap().to_owned();
+        let plan = gw.record(&gw.agent, &task_id).await.body["plan"].clone();
+        approve_by(&gw, &plan, &[&approver]).await;
+        ids.push(task_id);
+    }
+    let first = task(&gw, &gw.agent, "tasks/get", &ids[0]).await["result"].clone();
+    assert_eq!(
+        first["result"]["structuredContent"]["success"], true,
+        "{first}"
+    );
+    let second = task(&gw, &gw.agent, "tasks/get", &ids[1]).await["result"].clone();
+    assert_eq!(second["status"], "completed", "{second}");
+    let error = &second["result"]["structuredContent"]["error"];
+    assert_eq!(error["code"], "plan_stale", "{second}");
+    assert_eq!(error["details"]["moved"][0]["resource"], "projects/prj_184");
+    let record = gw.record(&gw.agent, &ids[1]).await;
+    assert_eq!(record.body["status"], "stale");
 }

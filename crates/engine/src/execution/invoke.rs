@@ -144,7 +144,8 @@ pub async fn run(
                     ErrorCode::PlanAlreadyExecuted,
                     "The call made with this idempotency key is still in flight; send it again \
                      for its answer.",
-                ));
+                )
+                .with_details(json!({"in_flight": true})));
             }
             return Ok(serde_json::from_str(&response)?);
         }

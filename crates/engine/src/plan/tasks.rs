@@ -1,37 +1,93 @@
 //! An agent's MCP task on one of its plans (docs/mcp.md). The task is the plan seen from the
-//! agent's side, so all it adds is whether the agent stopped waiting: cancelling a task never
-//! touches the plan, which a person may still decide.
+//! agent's side, so all it adds is that a task was answered for the plan (only such a plan is a
+//! task: `tasks/get` runs no other) and whether the agent stopped waiting. Cancelling a task
+//! never touches the plan, which a person may still decide.
 
 use chrono::{DateTime, Utc};
+use countersign_proto::approvals::PlanStatus;
 
+use crate::plan::plans;
 use crate::plan::reads::no_such_plan;
 use crate::{ids, ApiResult, Engine};
 
-/// Records that `agent_id` stopped waiting on its plan `plan_id`; the first cancellation's time
-/// stays. Another agent's plan answers as one that is not there.
-pub async fn cancel(engine: &Engine, agent_id: &str, plan_id: &str) -> ApiResult<DateTime<Utc>> {
+/// What the store knows of an agent's task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Task {
+    pub cancelled_at: Option<DateTime<Utc>>,
+}
+
+/// A cancellation, or why there was nothing to cancel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cancel {
+    Cancelled(DateTime<Utc>),
+    /// The plan left the statuses in which it may still run, so its task has ended.
+    Ended(PlanStatus),
+}
+
+/// Records that a task was answered for `agent_id`'s plan `plan_id`.
+pub async fn open(engine: &Engine, agent_id: &str, plan_id: &str) -> ApiResult<()> {
     let mut w = engine.store.write().await?;
-    let at: Option<String> = sqlx::query_scalar(
+    let opened = sqlx::query(
+        "UPDATE plans SET task_opened_at = COALESCE(task_opened_at, $1)
+         WHERE id = $2 AND agent_id = $3",
+    )
+    .bind(ids::to_text(ids::now()))
+    .bind(plan_id)
+    .bind(agent_id)
+    .execute(&mut *w.tx)
+    .await?;
+    if opened.rows_affected() == 0 {
+        return Err(no_such_plan());
+    }
+    w.commit().await?;
+    Ok(())
+}
+
+/// `agent_id`'s task on `plan_id`; `None` when no task was answered for that plan of theirs.
+pub async fn get(engine: &Engine, agent_id: &str, plan_id: &str) -> ApiResult<Option<Task>> {
+    let row: Option<(Option<String>,)> = sqlx::query_as(
+        "SELECT task_cancelled_at FROM plans
+         WHERE id = $1 AND agent_id = $2 AND task_opened_at IS NOT NULL",
+    )
+    .bind(plan_id)
+    .bind(agent_id)
+    .fetch_optional(engine.store.pool())
+    .await?;
+    row.map(|(cancelled,)| {
+        Ok(Task {
+            cancelled_at: cancelled.as_deref().map(ids::from_text).transpose()?,
+        })
+    })
+    .transpose()
+}
+
+/// Records that `agent_id` stopped waiting on its task `plan_id`, under the writer, so a plan
+/// that an execution has just closed is not cancelled after the fact; the first cancellation's
+/// time stays.
+pub async fn cancel(engine: &Engine, agent_id: &str, plan_id: &str) -> ApiResult<Cancel> {
+    let mut w = engine.store.write().await?;
+    let at: Option<Option<String>> = sqlx::query_scalar(
         "UPDATE plans SET task_cancelled_at = COALESCE(task_cancelled_at, $1)
-         WHERE id = $2 AND agent_id = $3 RETURNING task_cancelled_at",
+         WHERE id = $2 AND agent_id = $3 AND task_opened_at IS NOT NULL
+           AND (task_cancelled_at IS NOT NULL OR status IN ('pending_approval', 'approved'))
+         RETURNING task_cancelled_at",
     )
     .bind(ids::to_text(ids::now()))
     .bind(plan_id)
     .bind(agent_id)
     .fetch_optional(&mut *w.tx)
-    .await?
-    .flatten();
-    let at = at.ok_or_else(no_such_plan)?;
-    w.commit().await?;
-    Ok(ids::from_text(&at)?)
-}
-
-/// When the agent cancelled its task on `plan_id`, if it did.
-pub async fn cancelled_at(engine: &Engine, plan_id: &str) -> ApiResult<Option<DateTime<Utc>>> {
-    let at: Option<Option<String>> =
-        sqlx::query_scalar("SELECT task_cancelled_at FROM plans WHERE id = $1")
-            .bind(plan_id)
-            .fetch_optional(engine.store.pool())
-            .await?;
-    Ok(at.flatten().as_deref().map(ids::from_text).transpose()?)
+    .await?;
+    if let Some(at) = at.flatten() {
+        w.commit().await?;
+        return Ok(Cancel::Cancelled(ids::from_text(&at)?));
+    }
+    let status: Option<String> = sqlx::query_scalar(
+        "SELECT status FROM plans WHERE id = $1 AND agent_id = $2 AND task_opened_at IS NOT NULL",
+    )
+    .bind(plan_id)
+    .bind(agent_id)
+    .fetch_optional(&mut *w.tx)
+    .await?;
+    let status = status.ok_or_else(no_such_plan)?;
+    Ok(Cancel::Ended(plans::parse_status(&status)))
 }

@@ -28,7 +28,7 @@ const FILES: (Files, Files) = embedded!(
     "0015_approval_policy.sql" "0016_rule_escalation.sql" "0017_standing_approvals.sql"
     "0018_standing_uses_at_execution.sql" "0019_mail_remedies.sql" "0020_plan_transitions.sql"
     "0021_documents_sized_by_project.sql" "0022_shared_subject_sets.sql"
-    "0023_task_cancellations.sql"
+    "0023_mcp_tasks.sql"
 );
 const SQLITE_FILES: Files = FILES.0;
 const POSTGRES_FILES: Files = FILES.1;

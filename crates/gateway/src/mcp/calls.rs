@@ -49,11 +49,17 @@ pub struct Waiting {
     pub required: u32,
     /// The second round of a call whose first asked the client's user to open the plan.
     pub resumed: bool,
+    /// How the plan was decided between the two rounds, as `countersign_wait` would say it.
+    pub decided: Option<Answer>,
 }
 
 impl Waiting {
-    /// The answer a client that takes no task reads: the plan, and how to wait for it.
-    pub fn answer(&self) -> Answer {
+    /// The answer a client that takes no task reads: the plan, and how to wait for it (or, once
+    /// it is decided, how it was).
+    pub fn answer(self) -> Answer {
+        if let Some(decided) = self.decided {
+            return decided;
+        }
         Answer {
             text: waiting_text(&self.plan, self.required),
             structured: json!({
@@ -165,12 +171,13 @@ pub async fn capability(
         plan,
         required: capability.describe().approval.required_approvals,
         resumed: false,
+        decided: None,
     }))
 }
 
 /// The second round of a capability call whose first answered with a plan waiting and asked the
 /// client's user to open it (`request_state` names the plan): that plan again, not a new one,
-/// once it is the agent's, for this tool and these params.
+/// once it is the agent's, for this tool and these params, however it stands now.
 pub async fn resume(
     state: &Arc<AppState>,
     agent: &Agent,
@@ -187,13 +194,12 @@ pub async fn resume(
             format!("The request state names plan {plan_id}, which is not this call's plan."),
         ));
     }
-    if record.status != PlanStatus::PendingApproval {
-        return Ok(decided(&record, false).into());
-    }
+    let decided = (record.status != PlanStatus::PendingApproval).then(|| decided(&record, false));
     Ok(Called::Waiting(Waiting {
         plan: Box::new(record.plan),
         required: record.approvals.required,
         resumed: true,
+        decided,
     }))
 }
 

@@ -14,7 +14,6 @@ use std::time::Duration;
 use countersign_proto::plan::{self, Preview};
 use rmcp::model::{
     ClientCapabilities, ElicitRequest, ElicitRequestParams, InputRequest, InputRequiredResult,
-    ProtocolVersion,
 };
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
@@ -29,13 +28,6 @@ pub fn declared(capabilities: Option<&ClientCapabilities>) -> bool {
     capabilities
         .and_then(|c| c.elicitation.as_ref())
         .is_some_and(|e| e.url.is_some())
-}
-
-/// Whether the request speaks 2026-07-28 or later, where a server asks within the call.
-pub fn within_call(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 /// What the user is asked: the plan's one-line consequence, and that it waits for a person.
@@ -77,7 +69,8 @@ pub fn within(plan: &Preview) -> InputRequiredResult {
 }
 
 /// Sends the elicitation over a session's channel back to the client, without waiting for the
-/// user: the call's answer does not depend on it. Given up when the plan expires.
+/// user: the call's answer does not depend on it. Given up when the plan expires; as many are
+/// open as the agent has plans waiting, which its pending-plan cap bounds.
 pub fn send(context: &RequestContext<RoleServer>, plan: &Preview) {
     let peer = context.peer.clone();
     let message = message(plan);

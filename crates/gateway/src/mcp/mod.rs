@@ -14,7 +14,8 @@ use axum::http::request::Parts;
 use countersign_proto::ErrorCode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -108,7 +109,7 @@ impl McpGateway {
     ) -> ApiResult<CallToolResponse> {
         let capabilities = context.client_capabilities();
         if elicit::declared(capabilities.as_ref()) && !waiting.resumed {
-            if elicit::within_call(context) {
+            if speaks_2026(context) {
                 return Ok(elicit::within(&waiting.plan).into());
             }
             // Only stdio keeps a channel back to the client; over HTTP every request stands alone.
@@ -116,8 +117,10 @@ impl McpGateway {
                 elicit::send(context, &waiting.plan);
             }
         }
-        if capabilities.is_some_and(|c| c.supports_tasks()) {
-            return Ok(tasks::created(&self.state, agent, &waiting.plan)
+        // The tasks extension is 2026-07-28's: an earlier session that declares it is served
+        // as every session of its version is.
+        if speaks_2026(context) && capabilities.is_some_and(|c| c.supports_tasks()) {
+            return Ok(tasks::created(&self.state, agent, &waiting.plan.plan_id)
                 .await?
                 .into());
         }
@@ -199,6 +202,14 @@ impl ServerHandler for McpGateway {
         let agent = self.agent(&context).await.map_err(unauthenticated)?;
         tasks::cancel(&self.state, &agent, &request.task_id).await
     }
+}
+
+/// Whether the request speaks 2026-07-28 or later: the server asks the client within a call, and
+/// answers with tasks.
+fn speaks_2026(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 /// Over stdio a revoked token ends every request here; over HTTP none reaches this far.
