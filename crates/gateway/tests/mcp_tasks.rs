@@ -2,7 +2,7 @@
 //! and follows its plan, cancelling it leaves the plan to its approvers, and a URL elicitation
 //! is asked for once per plan, its retry answered for that plan and no other.
 
-use crate::common::{approve_by, retention, Gateway};
+use crate::common::{approve_by, assert_error, retention, Gateway};
 use axum::body::Body;
 use axum::http::Request;
 use countersign_engine::accounts;
@@ -149,6 +149,13 @@ async fn a_task_is_its_agents_alone_and_ends_as_its_plan_does() {
     approve_by(&gw, &plan, &[&approver]).await;
     let after = task(&gw, &gw.agent, "tasks/get", second_id).await["result"].clone();
     assert_eq!(after["status"], "cancelled");
+    assert_eq!(plan_status(&gw, second_id).await, "approved");
+    // Not even a look that read the task before the cancel landed: the task's own execution asks
+    // again under the writer.
+    let body = json!({"plan_id": second_id, "idempotency_key": format!("mcp-task:{second_id}")});
+    let late = gw.invoke_as(&gw.agent, SETTINGS, body).await;
+    assert_error(&late, "plan_not_pending", 409);
+    assert_eq!(late.body["error"]["details"]["task_cancelled"], true);
     assert_eq!(plan_status(&gw, second_id).await, "approved");
 }
 

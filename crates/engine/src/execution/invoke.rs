@@ -21,6 +21,7 @@ use crate::plan::dry_run::invalid_preview;
 use crate::plan::reads::no_such_plan;
 use crate::plan::rederive::{blocked, mark_stale, rederive, stale};
 use crate::plan::summaries::{self, SubjectSummaries};
+use crate::plan::tasks;
 use crate::queue::events::EventKind;
 use crate::registry::{Capability, Registry};
 use crate::store::Tx;
@@ -148,6 +149,18 @@ pub async fn run(
                 .with_details(json!({"in_flight": true})));
             }
             return Ok(serde_json::from_str(&response)?);
+        }
+    }
+
+    // A task's own execution (docs/mcp.md) runs nothing once the agent cancelled the task, even
+    // when the cancel landed after the look that asked for it read the task.
+    if let (Some(plan_id), Some(key)) = (&request.plan_id, &request.idempotency_key) {
+        if *key == tasks::key(plan_id) && tasks::cancelled_in(&mut w.tx, plan_id).await? {
+            return Err(ApiError::new(
+                ErrorCode::PlanNotPending,
+                format!("The task on plan {plan_id} was cancelled: it runs nothing."),
+            )
+            .with_details(json!({"task_cancelled": true})));
         }
     }
 

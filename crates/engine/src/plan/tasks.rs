@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use countersign_proto::approvals::PlanStatus;
+use sqlx::AnyConnection;
 
 use crate::plan::plans;
 use crate::plan::reads::no_such_plan;
@@ -22,6 +23,23 @@ pub enum Cancel {
     Cancelled(DateTime<Utc>),
     /// The plan left the statuses in which it may still run, so its task has ended.
     Ended(PlanStatus),
+}
+
+/// The idempotency key a task's own execution of its plan runs under: a second look reads the
+/// first one's answer, and invoke knows the call for a task's.
+pub fn key(plan_id: &str) -> String {
+    format!("mcp-task:{plan_id}")
+}
+
+/// Whether the task on `plan_id` was cancelled, read in the caller's transaction: invoke asks
+/// under the writer, so a cancel that landed after a look read the task still stops the run.
+pub async fn cancelled_in(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<bool> {
+    let at: Option<Option<String>> =
+        sqlx::query_scalar("SELECT task_cancelled_at FROM plans WHERE id = $1")
+            .bind(plan_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    Ok(at.flatten().is_some())
 }
 
 /// Records that a task was answered for `agent_id`'s plan `plan_id`.

@@ -194,10 +194,14 @@ pub async fn resume(
             format!("The request state names plan {plan_id}, which is not this call's plan."),
         ));
     }
-    let decided = (record.status != PlanStatus::PendingApproval).then(|| decided(&record, false));
+    let (plan, required) = (record.plan.clone(), record.approvals.required);
+    let decided = match record.status {
+        PlanStatus::PendingApproval => None,
+        _ => Some(amended(state, &Caller::Agent(agent.clone()), record).await?),
+    };
     Ok(Called::Waiting(Waiting {
-        plan: Box::new(record.plan),
-        required: record.approvals.required,
+        plan: Box::new(plan),
+        required,
         resumed: true,
         decided,
     }))

@@ -43,6 +43,11 @@ pub async fn created(
 ) -> ApiResult<CreateTaskResult> {
     tasks::open(state, &agent.id, plan_id).await?;
     let record = reads::plan(state, &Caller::Agent(agent.clone()), plan_id).await?;
+    // A retried call of a task its agent cancelled meanwhile.
+    let task = tasks::get(state, &agent.id, plan_id).await?;
+    if let Some(at) = task.and_then(|t| t.cancelled_at) {
+        return Ok(CreateTaskResult::new(cancelled(&record, at).task));
+    }
     let message = match record.status {
         PlanStatus::PendingApproval => waits_on(&record),
         other => format!(
@@ -84,6 +89,16 @@ pub async fn cancel(state: &Arc<AppState>, agent: &Agent, task_id: &str) -> Resu
         record.status,
         PlanStatus::PendingApproval | PlanStatus::Approved
     );
+    if record
+        .execution
+        .as_ref()
+        .is_some_and(|e| e["in_flight"] == true)
+    {
+        return Err(ErrorData::invalid_params(
+            format!("Plan {task_id} is running: a provider call under way cannot be stopped."),
+            Some(json!({"plan_id": task_id, "running": true})),
+        ));
+    }
     let ended = if task.cancelled_at.is_none() && !open {
         Some(record.status)
     } else {
@@ -160,7 +175,7 @@ async fn current(
     let request = InvokeRequest {
         plan_id: Some(plan_id.clone()),
         params: None,
-        idempotency_key: Some(format!("mcp-task:{plan_id}")),
+        idempotency_key: Some(tasks::key(&plan_id)),
         observed: None,
     };
     let capability = &record.plan.capability_id;
@@ -174,21 +189,29 @@ async fn current(
             format!("Plan {plan_id} is approved and running."),
         ));
     }
-    // What refused to run may have left the plan open (too few credits, a standing approval
-    // that lapsed, a provider that did nothing): the task waits on, and says why.
     let now = reads::plan(state, &Caller::Agent(agent.clone()), &plan_id).await?;
-    match now.status {
-        PlanStatus::PendingApproval | PlanStatus::Approved => Ok(working(
-            &now,
-            format!(
-                "Plan {plan_id} did not run: {}: {}. It is {}.",
-                error.code,
-                error.message,
-                plans::status_text(now.status)
-            ),
-        )),
-        _ => ended(state, agent, &now, trace_id).await,
+    if let Some(at) = tasks::get(state, &agent.id, &plan_id)
+        .await?
+        .and_then(|t| t.cancelled_at)
+    {
+        return Ok(cancelled(&now, at));
     }
+    // What a person can mend keeps the task waiting, and says why: a standing approval that
+    // lapsed when it came to be used (the plan waits for people again), or too few credits.
+    // Anything else ends it, so that no look calls a provider again or runs into the same
+    // refusal until the plan expires: the agent reads the refusal, and may call again.
+    let mendable = now.status == PlanStatus::PendingApproval
+        || (now.status == PlanStatus::Approved && error.code == ErrorCode::BudgetExceeded);
+    if mendable {
+        let message = format!(
+            "Plan {plan_id} did not run: {}: {}. It is {}.",
+            error.code,
+            error.message,
+            plans::status_text(now.status)
+        );
+        return Ok(working(&now, message));
+    }
+    completed(&now, calls::refusal(error, trace_id))
 }
 
 /// The task of a plan that will not run from here: its result if it ran (by this task or by
