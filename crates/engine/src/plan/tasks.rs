@@ -42,23 +42,24 @@ pub async fn cancelled_in(conn: &mut AnyConnection, plan_id: &str) -> ApiResult<
     Ok(at.flatten().is_some())
 }
 
-/// Records that a task was answered for `agent_id`'s plan `plan_id`.
-pub async fn open(engine: &Engine, agent_id: &str, plan_id: &str) -> ApiResult<()> {
+/// Records that a task was answered for `agent_id`'s plan `plan_id`, and answers the task as it
+/// stands (a retried call may find it cancelled).
+pub async fn open(engine: &Engine, agent_id: &str, plan_id: &str) -> ApiResult<Task> {
     let mut w = engine.store.write().await?;
-    let opened = sqlx::query(
+    let cancelled: Option<Option<String>> = sqlx::query_scalar(
         "UPDATE plans SET task_opened_at = COALESCE(task_opened_at, $1)
-         WHERE id = $2 AND agent_id = $3",
+         WHERE id = $2 AND agent_id = $3 RETURNING task_cancelled_at",
     )
     .bind(ids::to_text(ids::now()))
     .bind(plan_id)
     .bind(agent_id)
-    .execute(&mut *w.tx)
+    .fetch_optional(&mut *w.tx)
     .await?;
-    if opened.rows_affected() == 0 {
-        return Err(no_such_plan());
-    }
+    let cancelled = cancelled.ok_or_else(no_such_plan)?;
     w.commit().await?;
-    Ok(())
+    Ok(Task {
+        cancelled_at: cancelled.as_deref().map(ids::from_text).transpose()?,
+    })
 }
 
 /// `agent_id`'s task on `plan_id`; `None` when no task was answered for that plan of theirs.

@@ -41,11 +41,10 @@ pub async fn created(
     agent: &Agent,
     plan_id: &str,
 ) -> ApiResult<CreateTaskResult> {
-    tasks::open(state, &agent.id, plan_id).await?;
+    let task = tasks::open(state, &agent.id, plan_id).await?;
     let record = reads::plan(state, &Caller::Agent(agent.clone()), plan_id).await?;
     // A retried call of a task its agent cancelled meanwhile.
-    let task = tasks::get(state, &agent.id, plan_id).await?;
-    if let Some(at) = task.and_then(|t| t.cancelled_at) {
+    if let Some(at) = task.cancelled_at {
         return Ok(CreateTaskResult::new(cancelled(&record, at).task));
     }
     let message = match record.status {
