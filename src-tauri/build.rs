@@ -2,7 +2,8 @@
 /// grants the window exactly these. Declaring them is what makes an ungranted one refused.
 const COMMANDS: &[&str] = &[
     "status",
-    "queue",
+    "queue_window",
+    "queue_between",
     "gists",
     "plan",
     "approve",

@@ -6,10 +6,12 @@ use countersign_console::amend::AmendDraft;
 use countersign_console::audit::history::HistoryEntry;
 use countersign_console::error::{ConsoleError, ErrorView};
 use countersign_console::insights::InsightsView;
+use countersign_console::live::window::WindowAsk;
 use countersign_console::mail::RemedyOutcome;
 use countersign_console::review::batch::{BatchItem, BatchOutcome, BatchView};
 use countersign_console::review::subjects::SubjectsPage;
-use countersign_console::review::{DecisionView, PlanView, QueueView, RefreshView, RowGist};
+use countersign_console::review::window::{QueueQuery, QueueWindow};
+use countersign_console::review::{DecisionView, PlanView, RefreshView, RowGist};
 use countersign_console::session::StatusView;
 use countersign_console::settings::{Settings, SettingsView};
 use countersign_console::standing::{StandingDraft, StandingView};
@@ -39,11 +41,37 @@ pub fn status(shell: State<'_, Shell>) -> Answer<StatusView> {
     Ok(shell.running()?.session.status())
 }
 
+/// The rows of the queue in view under the window's query, with the counts; live changes are
+/// told against them from now on.
 #[tauri::command]
-pub fn queue(shell: State<'_, Shell>, release: State<'_, Release>) -> Answer<QueueView> {
-    // Told before the answer is serialized, which is the work; the trim waits a quiet second.
+pub fn queue_window(
+    shell: State<'_, Shell>,
+    release: State<'_, Release>,
+    ask: WindowAsk,
+) -> Answer<QueueWindow> {
     release.after_work();
-    Ok(shell.running()?.session.queue())
+    shell
+        .running()?
+        .session
+        .console()
+        .queue_window(ask)
+        .map_err(view)
+}
+
+/// The plans between two in the list the query shows: a range picked for batch review.
+#[tauri::command]
+pub fn queue_between(
+    shell: State<'_, Shell>,
+    query: QueueQuery,
+    from: String,
+    to: String,
+) -> Answer<Vec<String>> {
+    shell
+        .running()?
+        .session
+        .console()
+        .queue_between(&query, &from, &to)
+        .map_err(view)
 }
 
 /// The gists of the rows the window shows; the queue itself reads no plan.
@@ -314,7 +342,7 @@ pub async fn amend(
 }
 
 #[tauri::command]
-pub fn snooze(shell: State<'_, Shell>, plan_id: String, minutes: u32) -> Answer<QueueView> {
+pub fn snooze(shell: State<'_, Shell>, plan_id: String, minutes: u32) -> Answer<()> {
     let running = shell.running()?;
     running
         .session
@@ -324,8 +352,9 @@ pub fn snooze(shell: State<'_, Shell>, plan_id: String, minutes: u32) -> Answer<
 }
 
 #[tauri::command]
-pub fn unsnooze(shell: State<'_, Shell>, plan_id: String) -> Answer<QueueView> {
-    Ok(shell.running()?.session.console().unsnooze(&plan_id))
+pub fn unsnooze(shell: State<'_, Shell>, plan_id: String) -> Answer<()> {
+    shell.running()?.session.console().unsnooze(&plan_id);
+    Ok(())
 }
 
 #[tauri::command]

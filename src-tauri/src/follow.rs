@@ -9,7 +9,6 @@ use countersign_console::live::notify::NotifyRules;
 use countersign_console::live::reminders::{to_announce, Due};
 use countersign_console::live::Snapshot;
 use countersign_console::review::rules::{turn, Turn};
-use countersign_console::review::SentQueue;
 use countersign_desktop::memory::Release;
 use countersign_desktop::seen::Seen;
 use tauri::{AppHandle, Emitter, Manager};
@@ -42,8 +41,8 @@ pub async fn follow(
     let mut mine = Seen::default();
     let mut shown = None;
     let mut plan_events = 0;
-    // The queue as the last event described it: the next event carries only what moved since.
-    let mut sent = SentQueue::default();
+    // Plans new to the queue since the window was last told: a screen reader hears of them.
+    let mut arrived: Vec<String> = Vec::new();
     // Each arrival is fetched to be judged on its own flags; a burst of thousands (a busy agent)
     // must not become thousands of requests at once.
     let fetches = Arc::new(Semaphore::new(FETCHES_AT_ONCE));
@@ -89,13 +88,22 @@ pub async fn follow(
                 .count();
             (now, pending, arrivals, snapshot.plan_events)
         };
+        arrived.extend(
+            arrivals
+                .iter()
+                .filter(|(_, why)| matches!(why, Arrival::New))
+                .map(|(id, _)| id.clone()),
+        );
         if events != plan_events {
             plan_events = events;
             let _ = app.emit(PLANS_CHANGED, ());
         }
         if shown.as_ref() != Some(&now) {
             shown = Some(now);
-            let _ = app.emit(QUEUE_CHANGED, sent.change_to(&console.queue()));
+            // The window is told what moved within its rows; before it asked for any, nothing.
+            if let Some(change) = console.queue_change(&std::mem::take(&mut arrived)) {
+                let _ = app.emit(QUEUE_CHANGED, change);
+            }
             app.state::<Release>().after_work();
             tray::set_pending(&app, pending);
         }

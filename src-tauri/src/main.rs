@@ -75,7 +75,8 @@ fn main() {
         .manage(window::Geometry::new(env.data_dir.clone()))
         .invoke_handler(tauri::generate_handler![
             commands::status,
-            commands::queue,
+            commands::queue_window,
+            commands::queue_between,
             commands::gists,
             commands::plan,
             commands::approve,

@@ -4,7 +4,8 @@
 //! time from a click on the bulk plan to its first screen, and memory with it open and its subject
 //! list, digest-checked, scrolled to the last row. The last
 //! launch is then left alone as it is, the bulk plan open (the window keeps no history to go back
-//! through): its processor use over a minute and its memory after ten minutes.
+//! through): its processor use over a minute and its memory after ten minutes. Then the app at
+//! 100,000 pending: its first row, its memory and its processor use, idle (issue 49).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -19,6 +20,9 @@ use crate::webdriver::{self, Driver, QUEUE_ROW};
 use countersign_e2e::procmem;
 
 const PENDING: usize = 10_000;
+/// Issue 49: the window holds only the rows in view, so 100,000 pending open as 10,000 do.
+const SCALE_PENDING: usize = 100_000;
+const SCALE_PSS: f64 = 300e6;
 /// Issue 49's bars: the window holds only the rows it shows (a Tauri hello-world window is 204 MB).
 const IDLE_PSS: f64 = 250e6;
 /// With the bulk plan open and scrolled, and after ten idle minutes beside it (issue 49).
@@ -63,19 +67,39 @@ fn pending_text() -> String {
     Unit::Count.format(PENDING as f64)
 }
 
+fn first_row(pending: &str) -> Row {
+    Row::new(
+        format!("desktop cold start → first queue row ({pending} pending)"),
+        Unit::Time,
+    )
+    .goal(Goal::AtMost(FIRST_ROWS_MS * 1e6))
+}
+
+fn idle_pss(pending: &str, bar: f64) -> Row {
+    Row::new(
+        format!("desktop PSS idle, {pending} pending (app + WebKit)"),
+        Unit::Bytes,
+    )
+    .goal(Goal::AtMost(bar))
+}
+
+/// `what`: the state it is left in ("10,000 pending, bulk plan open").
+fn idle_cpu(what: &str) -> Row {
+    Row::new(
+        format!(
+            "desktop CPU idle over {} s, {what} (% of a core)",
+            IDLE_WINDOW.as_secs()
+        ),
+        Unit::Percent,
+    )
+    .goal(Goal::Below(IDLE_CPU))
+}
+
 fn template(subjects: &str) -> [Row; 6] {
     let pending = pending_text();
     [
-        Row::new(
-            format!("desktop cold start → first queue row ({pending} pending)"),
-            Unit::Time,
-        )
-        .goal(Goal::AtMost(FIRST_ROWS_MS * 1e6)),
-        Row::new(
-            format!("desktop PSS idle, {pending} pending (app + WebKit)"),
-            Unit::Bytes,
-        )
-        .goal(Goal::AtMost(IDLE_PSS)),
+        first_row(&pending),
+        idle_pss(&pending, IDLE_PSS),
         Row::new(
             format!("desktop click → first screen of the {subjects}-subject plan"),
             Unit::Time,
@@ -88,14 +112,7 @@ fn template(subjects: &str) -> [Row; 6] {
             Unit::Bytes,
         )
         .goal(Goal::AtMost(BULK_PSS)),
-        Row::new(
-            format!(
-                "desktop CPU idle over {} s, {pending} pending, bulk plan open (% of a core)",
-                IDLE_WINDOW.as_secs()
-            ),
-            Unit::Percent,
-        )
-        .goal(Goal::Below(IDLE_CPU)),
+        idle_cpu(&format!("{pending} pending, bulk plan open")),
         Row::new(
             format!(
                 "desktop PSS after {} min idle, {pending} pending, bulk plan open",
@@ -148,8 +165,76 @@ pub async fn rows(settings: &Settings) -> Vec<Row> {
                 .into(),
         },
     };
+    rows.extend(match missing(&binary) {
+        Some(why) => scale_template().map(|r| r.skipped(why.clone())).into(),
+        None => match at_scale(settings, &binary).await {
+            Ok(rows) => rows,
+            Err(e) => scale_template()
+                .map(|r| r.skipped(format!("failed: {e:#}")))
+                .into(),
+        },
+    });
     rows.push(hello_floor(settings).await);
     rows
+}
+
+fn scale_template() -> [Row; 3] {
+    let pending = Unit::Count.format(SCALE_PENDING as f64);
+    [
+        first_row(&pending),
+        idle_pss(&pending, SCALE_PSS),
+        idle_cpu(&format!("{pending} pending")),
+    ]
+}
+
+/// The desktop at 100,000 pending: one launch measured after the one that enrolls, its first
+/// row, its memory once the header counts every plan, and its processor use left alone.
+async fn at_scale(settings: &Settings, binary: &std::path::Path) -> anyhow::Result<Vec<Row>> {
+    let gateway = Gateway::start(settings).await?;
+    let agent = gateway.funded_agent("desk", "10000000").await?;
+    eprintln!("  desktop: seeding {SCALE_PENDING} pending plans");
+    gateway.seed(&agent, SCALE_PENDING, pending_plan).await?;
+    let data_dir = tempfile::tempdir()?;
+    let env = app_env(&gateway, data_dir.path()).await?;
+    let mut measured = None;
+    for counted in [false, true] {
+        eprintln!("  desktop: {SCALE_PENDING} pending, launch (counted: {counted})");
+        let driver = Driver::start(&env).await?;
+        let started = Instant::now();
+        let client = driver.session(binary).await?;
+        let result = async {
+            webdriver::wait_for(&client, QUEUE_ROW, Duration::from_secs(60)).await?;
+            let first_row = started.elapsed().as_nanos() as f64;
+            webdriver::wait_for_pending(&client, SCALE_PENDING, Duration::from_secs(120)).await?;
+            if !counted {
+                return anyhow::Ok(None);
+            }
+            tokio::time::sleep(SETTLE).await;
+            let app = app_process(&driver, binary)?;
+            let (pss, parts) = procmem::tree_pss(app)?;
+            let cpu: f64 = cpu_over(app, IDLE_WINDOW)
+                .await?
+                .iter()
+                .map(|(_, share)| share)
+                .sum();
+            anyhow::Ok(Some((first_row, pss as f64, parts, cpu)))
+        }
+        .await;
+        let _ = client.close().await;
+        measured = result?;
+    }
+    countersign_console::signing::signer::Signer::forget(&gateway.gateway_id)?;
+    let (first_row, pss, parts, cpu) = measured.context("the counted launch measured nothing")?;
+    let [first, idle, processor] = scale_template();
+    Ok(vec![
+        first
+            .measured(Summary::single(first_row))
+            .note("release build, Xvfb; launch → first row in the DOM, one launch"),
+        idle.measured(Summary::single(pss)).note(parts_text(&parts)),
+        processor
+            .measured(Summary::single(cpu))
+            .note("user + system time of the app and its WebKit processes"),
+    ])
 }
 
 /// The floor under the memory rows: Tauri's own example-sized window (`countersign-hello`, one
@@ -226,19 +311,8 @@ async fn measure(settings: &Settings, binary: &std::path::Path) -> anyhow::Resul
             .as_f64()
             .unwrap_or(0.0),
     );
-    let code = gateway.invite("Bench desktop").await?;
     let data_dir = tempfile::tempdir()?;
-    let env = [
-        ("COUNTERSIGN_GATEWAY_URL", gateway.api.url.clone()),
-        ("COUNTERSIGN_ENROLLMENT_CODE", code),
-        ("COUNTERSIGN_APPROVER_NAME", "Bench desktop".to_owned()),
-        (
-            "COUNTERSIGN_DATA_DIR",
-            data_dir.path().display().to_string(),
-        ),
-        ("COUNTERSIGN_SIM_INTERVAL_MS", "0".to_owned()),
-        ("WEBKIT_DISABLE_DMABUF_RENDERER", "1".to_owned()),
-    ];
+    let env = app_env(&gateway, data_dir.path()).await?;
 
     eprintln!("  desktop: first launch (enrolls, not counted)");
     launch(binary, &env, &bulk_id, &last_subject, false).await?;
@@ -290,6 +364,24 @@ async fn measure(settings: &Settings, binary: &std::path::Path) -> anyhow::Resul
     ])
 }
 
+/// What the app is started with: the bench gateway, a fresh enrollment code, its own data.
+async fn app_env(
+    gateway: &Gateway,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<[(&'static str, String); 6]> {
+    Ok([
+        ("COUNTERSIGN_GATEWAY_URL", gateway.api.url.clone()),
+        (
+            "COUNTERSIGN_ENROLLMENT_CODE",
+            gateway.invite("Bench desktop").await?,
+        ),
+        ("COUNTERSIGN_APPROVER_NAME", "Bench desktop".to_owned()),
+        ("COUNTERSIGN_DATA_DIR", data_dir.display().to_string()),
+        ("COUNTERSIGN_SIM_INTERVAL_MS", "0".to_owned()),
+        ("WEBKIT_DISABLE_DMABUF_RENDERER", "1".to_owned()),
+    ])
+}
+
 async fn launch(
     binary: &std::path::Path,
     env: &[(&str, String)],
@@ -305,12 +397,7 @@ async fn launch(
         let cold_start = started.elapsed().as_nanos() as f64;
         webdriver::wait_for_pending(&client, PENDING, Duration::from_secs(60)).await?;
         tokio::time::sleep(SETTLE).await;
-        let name = binary
-            .file_name()
-            .context("a binary name")?
-            .to_string_lossy()
-            .into_owned();
-        let app = procmem::find_below(driver.pid(), &name).context("the app's process")?;
+        let app = app_process(&driver, binary)?;
         let (idle_pss, idle_parts) = procmem::tree_pss(app)?;
         let first_screen = webdriver::time_to_first_screen(&client, bulk_id).await? * 1e6;
         let last = webdriver::scroll_subjects_to_end(&client).await?;
@@ -347,18 +434,8 @@ async fn left_alone(app: u32) -> anyhow::Result<Idle> {
         DRIFT_WINDOW.as_secs() / 60
     );
     let (pss_before, parts_before) = procmem::tree_pss(app)?;
-    let cpu_before = procmem::tree_cpu_seconds(app)?;
     let started = Instant::now();
-    tokio::time::sleep(IDLE_WINDOW).await;
-    let seconds = started.elapsed().as_secs_f64();
-    let mut cpu_parts: Vec<(String, f64)> = procmem::tree_cpu_seconds(app)?
-        .into_iter()
-        .map(|(name, used)| {
-            let before = cpu_before.get(&name).copied().unwrap_or(0.0);
-            (name, (used - before) / seconds)
-        })
-        .collect();
-    cpu_parts.sort_by(|(_, a), (_, b)| b.total_cmp(a));
+    let cpu_parts = cpu_over(app, IDLE_WINDOW).await?;
     tokio::time::sleep(DRIFT_WINDOW.saturating_sub(started.elapsed())).await;
     let (pss_after, parts_after) = procmem::tree_pss(app)?;
     Ok(Idle {
@@ -369,4 +446,31 @@ async fn left_alone(app: u32) -> anyhow::Result<Idle> {
         pss_after: pss_after as f64,
         parts_after,
     })
+}
+
+/// The app's own process, below the driver that started it.
+fn app_process(driver: &Driver, binary: &std::path::Path) -> anyhow::Result<u32> {
+    let name = binary
+        .file_name()
+        .context("a binary name")?
+        .to_string_lossy()
+        .into_owned();
+    procmem::find_below(driver.pid(), &name).context("the app's process")
+}
+
+/// The share of one core the app and each of its processes used over `window`, largest first.
+async fn cpu_over(app: u32, window: Duration) -> anyhow::Result<Vec<(String, f64)>> {
+    let before = procmem::tree_cpu_seconds(app)?;
+    let started = Instant::now();
+    tokio::time::sleep(window).await;
+    let seconds = started.elapsed().as_secs_f64();
+    let mut parts: Vec<(String, f64)> = procmem::tree_cpu_seconds(app)?
+        .into_iter()
+        .map(|(name, used)| {
+            let was = before.get(&name).copied().unwrap_or(0.0);
+            (name, (used - was) / seconds)
+        })
+        .collect();
+    parts.sort_by(|(_, a), (_, b)| b.total_cmp(a));
+    Ok(parts)
 }

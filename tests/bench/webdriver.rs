@@ -14,13 +14,24 @@ const TIME_TO_FIRST_SCREEN: &str = r#"
 const [rowSelector, effectSelector, done] = arguments;
 const rows = document.querySelector("[data-testid='queue-rows']");
 // The queue renders only the rows in view: scroll it a screen at a time until the row is there.
-const seek = (top) => {
+// The window holds only those rows: after a scroll, the console's rows for the new view come a
+// few frames later, so a screen is looked at once its rows are drawn (or after 120 frames).
+const drawn = () => {
+  const view = rows.getBoundingClientRect();
+  return [...rows.querySelectorAll("[data-testid='queue-row']")].some((r) => {
+    const box = r.getBoundingClientRect();
+    return box.bottom > view.top && box.top < view.bottom;
+  });
+};
+const seek = (top, frames) => {
+  if (!rows) { done(-1); return; }
+  if (!drawn() && frames < 120) { requestAnimationFrame(() => seek(top, frames + 1)); return; }
   const row = document.querySelector(rowSelector);
   if (row) { measure(row); return; }
-  if (!rows || top > rows.scrollHeight) { done(-1); return; }
+  if (top > rows.scrollHeight) { done(-1); return; }
   rows.scrollTop = top;
   rows.dispatchEvent(new Event('scroll'));
-  requestAnimationFrame(() => seek(top + Math.max(rows.clientHeight, 100)));
+  requestAnimationFrame(() => seek(top + Math.max(rows.clientHeight, 100), 0));
 };
 const measure = (row) => {
   const start = performance.now();
@@ -31,7 +42,7 @@ const measure = (row) => {
   observer.observe(document.body, { childList: true, subtree: true });
   row.click();
 };
-seek(0);
+seek(0, 0);
 "#;
 
 /// Waits until the header counts at least `count` pending plans (the queue renders only the rows

@@ -358,7 +358,7 @@ describe('snoozing', () => {
     await waitFor(() => expect(row('plan_0001')).toBeNull());
     // The next plan in the list takes its place in view.
     await shown('plan_0002');
-    expect(screen.getByTestId('snooze-note').textContent).toMatch(/plan_0001 is snoozed until \d\d:\d\d/);
+    await waitFor(() => expect(screen.getByTestId('snooze-note').textContent).toMatch(/plan_0001 is snoozed until \d\d:\d\d/));
     expect(screen.getByTestId('facet-snoozed').textContent).toBe('Snoozed 1');
 
     await fireEvent.click(screen.getByTestId('facet-snoozed'));

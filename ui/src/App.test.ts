@@ -5,6 +5,7 @@ import { BackendError } from './backend';
 import { demoPlans, plan } from './backend/demo';
 import { FakeBackend } from './backend/fake';
 import { KEYS } from './lib/keys';
+import { ROW_HEIGHT } from './lib/queueFilter';
 import { ORDER, key, open, renderApp, row, shown, state, withScreenHeight } from './appTest';
 
 withScreenHeight();
@@ -261,17 +262,51 @@ describe('a long queue', () => {
   });
 });
 
+describe('a long queue, held as a window', () => {
+  it('holds only the rows in view, reads the next ones as j walks past them, and picks a range it does not hold', async () => {
+    const plans = Array.from({ length: 3_000 }, (_, n) =>
+      plan({ plan_id: `plan_${String(n).padStart(5, '0')}`, label: `Plan ${n}`, expires_at: new Date(Date.now() + 60_000 + n * 1000).toISOString() }));
+    const backend = new FakeBackend({ plans });
+    const given: number[] = [];
+    const window = backend.queueWindow.bind(backend);
+    backend.queueWindow = async (ask) => {
+      const answer = await window(ask);
+      given.push(answer.items.length);
+      return answer;
+    };
+    render(App, { props: { backend } });
+    await shown('plan_00000');
+    expect(screen.getByTestId('queue-rows').querySelector('ul')!.style.height).toBe(`${3_000 * ROW_HEIGHT}px`);
+    for (let n = 1; n <= 70; n++) {
+      await key('j');
+      await shown(`plan_${String(n).padStart(5, '0')}`);
+    }
+    expect(row('plan_00070').getAttribute('aria-selected')).toBe('true');
+    expect(Math.max(...given)).toBeLessThanOrEqual(100);
+    expect(given.reduce((a, b) => a + b, 0)).toBeLessThan(3_000);
+
+    // From plan_00070 to one far below: the range is the console's, not the rows held.
+    await fireEvent.click(row('plan_00070').querySelector('[data-testid=select-plan]')!);
+    const viewport = screen.getByTestId('queue-rows');
+    viewport.scrollTop = 150 * ROW_HEIGHT;
+    await fireEvent.scroll(viewport);
+    await waitFor(() => expect(row('plan_00150')).not.toBeNull());
+    await fireEvent.click(row('plan_00150'), { shiftKey: true });
+    await waitFor(() => expect(screen.getByTestId('queue-total').textContent).toContain('81 selected'));
+  });
+});
+
 describe('a long queue, live', () => {
   it('reads the gists of the rows in view only, each once, and takes a live change without the whole queue', async () => {
     const plans = Array.from({ length: 10_000 }, (_, n) =>
       plan({ plan_id: `plan_${String(n).padStart(5, '0')}`, label: `Plan ${n}`, gist: `prj_${n} retention 30 → 14`,
         expires_at: new Date(Date.now() + 60_000 + n * 1000).toISOString() }));
     const backend = new FakeBackend({ plans });
-    let wholeQueues = 0;
-    const whole = backend.queue.bind(backend);
-    backend.queue = async () => {
-      wholeQueues += 1;
-      return whole();
+    let windows = 0;
+    const window = backend.queueWindow.bind(backend);
+    backend.queueWindow = async (ask) => {
+      windows += 1;
+      return window(ask);
     };
     render(App, { props: { backend } });
     await shown('plan_00000');
@@ -279,11 +314,11 @@ describe('a long queue, live', () => {
     expect(backend.gistReads.length).toBeLessThan(30);
     expect(new Set(backend.gistReads).size).toBe(backend.gistReads.length);
     expect(backend.gistReads).not.toContain('plan_05000');
-    const read = wholeQueues;
+    const read = windows;
 
     backend.goOffline();
     await waitFor(() => expect(screen.getByTestId('link-state').dataset.link).toBe('offline'));
-    expect(wholeQueues).toBe(read);
+    expect(windows).toBe(read);
     expect(screen.getAllByTestId('queue-row').length).toBeLessThan(30);
     expect(row('plan_00001').textContent).toContain('prj_1 retention 30 → 14');
   });
@@ -432,11 +467,11 @@ describe('history and settings', () => {
 describe('while the gateway is starting', () => {
   it('says so, then shows the queue once it changes', async () => {
     const backend = new FakeBackend();
-    const realQueue = backend.queue.bind(backend);
+    const realWindow = backend.queueWindow.bind(backend);
     let ready = false;
-    backend.queue = async () => {
+    backend.queueWindow = async (ask) => {
       if (!ready) throw new BackendError('starting', 'Connecting to the gateway…');
-      return realQueue();
+      return realWindow(ask);
     };
     let notify: () => void = () => {};
     backend.onQueueChanged = async (listener) => {

@@ -17,6 +17,7 @@ use crate::error::ConsoleError;
 use crate::live::clock::Clock;
 use crate::live::reminders::Snoozes;
 use crate::live::sync::{Poller, DEFAULT_POLL_INTERVAL};
+use crate::live::window::{Listed, Windows};
 use crate::live::Snapshot;
 use crate::review::changed::{subject_sets_to_fetch, what_changed};
 use crate::review::sample::{self, SampleCheck};
@@ -55,6 +56,10 @@ pub struct Console {
     snoozes: Mutex<Snoozes>,
     /// What snoozes and reminders are judged by.
     clock: Clock,
+    /// The queue window's rows as last sent, and the list they were cut from.
+    windows: Windows,
+    /// Bumped whenever a gist is remembered: a filter's words may match it now.
+    gist_epoch: AtomicU64,
 }
 
 /// Queue rows see the gists and the outbox the console knows.
@@ -103,6 +108,8 @@ impl Console {
             poll_every: AtomicU64::new(DEFAULT_POLL_INTERVAL.as_secs()),
             snoozes: Mutex::new(Snoozes::default()),
             clock: Clock::real(),
+            windows: Windows::default(),
+            gist_epoch: AtomicU64::new(0),
         })
     }
 
@@ -153,6 +160,32 @@ impl Console {
 
     pub(crate) fn snoozes(&self) -> std::sync::MutexGuard<'_, Snoozes> {
         self.snoozes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn windows(&self) -> &Windows {
+        &self.windows
+    }
+
+    /// Calls `f` with the listed plans and what the console adds to their rows. The snapshot is
+    /// held, then the gists and the snoozes are taken, always in that order.
+    pub(crate) fn with_rows<R>(&self, f: impl FnOnce(Listed<'_>) -> R) -> R {
+        let snapshot = self.publish.borrow();
+        let gists = self.gists.lock().unwrap_or_else(|p| p.into_inner());
+        let snoozes = self.snoozes();
+        let now = self.clock.now();
+        let context = Context {
+            gists: &gists,
+            snapshot: &snapshot,
+            snoozes: &snoozes,
+            now,
+        };
+        f(Listed {
+            summaries: &snapshot.items,
+            context: &context,
+            queue: snapshot.generation,
+            gists: self.gist_epoch.load(Ordering::Relaxed),
+            now,
+        })
     }
 
     pub(crate) fn publisher(&self) -> &watch::Sender<Snapshot> {
@@ -265,22 +298,9 @@ impl Console {
         Some(me)
     }
 
-    /// The queue as last synced.
+    /// The queue as last synced, whole (the CLI's listing; a window asks for its rows).
     pub fn queue(&self) -> QueueView {
-        let snapshot = self.publish.borrow();
-        let gists = self.gists.lock().unwrap_or_else(|p| p.into_inner());
-        let snoozes = self.snoozes();
-        let mut view = review::queue_in(
-            &snapshot.items,
-            &Context {
-                gists: &gists,
-                snapshot: &snapshot,
-                snoozes: &snoozes,
-                now: self.clock.now(),
-            },
-        );
-        view.generation = snapshot.generation;
-        view
+        self.with_rows(|listed| review::queue_in(listed.summaries, listed.context))
     }
 
     /// The ids of the listed plans. Read before the gists are locked, never while they are:
@@ -299,6 +319,7 @@ impl Console {
             gists.retain(|id, _| listed.contains(id));
         }
         gists.insert(plan_id.to_owned(), gist.to_owned());
+        self.gist_epoch.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The gists of `plan_ids`, the rows a window shows: those remembered at once, the others

@@ -12,3 +12,4 @@ mod review;
 mod session;
 mod settings;
 mod ts_types;
+mod window;

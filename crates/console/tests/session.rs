@@ -183,8 +183,8 @@ async fn a_snooze_survives_a_restart_of_the_app() -> anyhow::Result<()> {
         let snoozed = agent.plan(SETTINGS, retention("prj_184", 14)).await?;
         let mut changes = first.changes();
         until(&mut changes, "the plan listed", |s| s.items.len() == 1).await;
-        let queue = first.console().snooze(&snoozed, 10)?;
-        let until_then = queue.items[0].snoozed_until.clone();
+        first.console().snooze(&snoozed, 10)?;
+        let until_then = first.queue().items[0].snoozed_until.clone();
         assert!(until_then.is_some());
         drop(first);
 
@@ -196,8 +196,8 @@ async fn a_snooze_survives_a_restart_of_the_app() -> anyhow::Result<()> {
         let row = &again.queue().items[0];
         assert_eq!(row.plan_id, snoozed);
         assert_eq!(row.snoozed_until, until_then, "kept across the restart");
-        let queue = again.console().unsnooze(&snoozed);
-        assert_eq!(queue.items[0].snoozed_until, None);
+        again.console().unsnooze(&snoozed);
+        assert_eq!(again.queue().items[0].snoozed_until, None);
         drop(again);
         let third = Session::start(config()).await?;
         let mut changes = third.changes();

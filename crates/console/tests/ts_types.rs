@@ -9,6 +9,7 @@ use countersign_console::console::SubjectCheck;
 use countersign_console::error::ErrorView;
 use countersign_console::insights::{InsightDay, InsightRow, InsightsView};
 use countersign_console::live::notify::NotifyRules;
+use countersign_console::live::window::WindowAsk;
 use countersign_console::live::Link;
 use countersign_console::mail::RemedyOutcome;
 use countersign_console::review::batch::{
@@ -24,10 +25,13 @@ use countersign_console::review::request::{McpCallView, ParamView, RequestView};
 use countersign_console::review::rules::{RuleView, Turn};
 use countersign_console::review::sample::SampleCheck;
 use countersign_console::review::subjects::{SubjectRow, SubjectsPage};
+use countersign_console::review::window::{
+    Arrival, Facet, FacetCount, PinnedRow, PlacedRow, QueueChange, QueueCounts, QueueQuery,
+    QueueWindow, Sort,
+};
 use countersign_console::review::{
     ApprovalView, AssumptionView, ChangeView, CostView, DecisionView, EffectGroup, EffectView,
-    MovedView, NamedItem, PlacedRow, PlanView, QueueChange, QueueItem, QueueView, RefreshView,
-    RowGist, ValidationView, WalletView,
+    MovedView, NamedItem, PlanView, QueueItem, RefreshView, RowGist, ValidationView, WalletView,
 };
 use countersign_console::session::StatusView;
 use countersign_console::settings::{Settings, SettingsView, Theme};
@@ -46,8 +50,16 @@ fn declarations() -> String {
         Turn::decl(),
         RuleView::decl(),
         QueueItem::decl(),
-        QueueView::decl(),
+        Facet::decl(),
+        Sort::decl(),
+        QueueQuery::decl(),
+        WindowAsk::decl(),
+        FacetCount::decl(),
+        QueueCounts::decl(),
+        PinnedRow::decl(),
+        QueueWindow::decl(),
         PlacedRow::decl(),
+        Arrival::decl(),
         QueueChange::decl(),
         RowGist::decl(),
         Segment::decl(),

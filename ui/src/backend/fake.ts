@@ -19,7 +19,8 @@ import type {
   PlanView,
   QueueChange,
   QueueItem,
-  QueueView,
+  QueueQuery,
+  QueueWindow,
   RowGist,
   RefreshView,
   RemedyOutcome,
@@ -31,7 +32,9 @@ import type {
   SubjectRow,
   SubjectsPage,
   WhatChanged,
+  WindowAsk,
 } from './types';
+import { between, changeOf, windowOf } from './fakeQueue';
 
 export type Confirm = (title: string, consequence: string, lines: string[]) => boolean | Promise<boolean>;
 
@@ -71,18 +74,6 @@ function row(p: PlanView, gistRead: boolean, snoozedUntil: string | null = null)
   };
 }
 
-/** What turns `old` into `now`, as the console computes it (crates/console/src/queue.rs). */
-function queueChange(old: QueueView, now: QueueView): QueueChange {
-  const before = new Map(old.items.map((i) => [i.plan_id, JSON.stringify(i)]));
-  const ids = new Set(now.items.map((i) => i.plan_id));
-  return {
-    from: old.generation, to: now.generation,
-    upserted: now.items.flatMap((item, at) => (before.get(item.plan_id) === JSON.stringify(item) ? [] : [{ at, item }])),
-    removed: old.items.filter((i) => !ids.has(i.plan_id)).map((i) => i.plan_id),
-    total: now.items.length, total_credits: now.total_credits,
-  };
-}
-
 const cents = (s: string) => Math.round(Number(s) * 100);
 const credits = (c: number) => (c / 100).toFixed(2);
 const short = (d: string) => `sha256:${d.slice(7, 11)}…${d.slice(-4)}`;
@@ -119,7 +110,10 @@ export class FakeBackend implements Backend {
   private enrolled: string | null = null;
   private queueListeners = new Set<(change: QueueChange | null) => void>();
   private generation = 0;
-  private sent: QueueView = { items: [], total_credits: '0.00', generation: 0 };
+  /** What the window last asked for and was given: what a change is told against. */
+  private asked: { ask: WindowAsk; sent: QueueWindow } | null = null;
+  /** The plans the queue held at the last change: a plan beyond them arrived. */
+  private known = new Set<string>();
   private openListeners = new Set<(planId: string) => void>();
   private plansListeners = new Set<() => void>();
   private rows = new Map<string, SubjectRow[]>();
@@ -137,6 +131,7 @@ export class FakeBackend implements Backend {
     this.standingFlags = options.standingFlags ?? COVERABLE;
     this.entries.push(this.entry('plan_0010', 'reject', 'Wrong project.', 'refused', 30));
     this.entries.push(this.entry('plan_0005', 'approve', null, 'answered', 7));
+    this.known = new Set(this.queueRows().map((r) => r.plan_id));
   }
 
   /** The gateway stops answering: decisions wait in the outbox. */
@@ -186,19 +181,26 @@ export class FakeBackend implements Backend {
     };
   }
 
-  async queue(): Promise<QueueView> {
-    return this.view();
+  async queueWindow(ask: WindowAsk): Promise<QueueWindow> {
+    if (ask.limit > 500) throw new BackendError('invalid_input', `at most 500 rows at once, not ${ask.limit}`);
+    this.generation += 1;
+    const window = windowOf(this.queueRows(), ask, Date.now(), this.generation);
+    this.asked = { ask: structuredClone(ask), sent: window };
+    return structuredClone(window);
   }
 
-  private view(): QueueView {
+  async queueBetween(query: QueueQuery, from: string, to: string): Promise<string[]> {
+    return between(this.queueRows(), query, from, to, Date.now());
+  }
+
+  /** Every pending plan's row, soonest expiry first. */
+  private queueRows(): QueueItem[] {
     const until = (id: string) => {
       const at = this.snoozed.get(id);
       return at && Date.parse(at) > Date.now() ? at : null;
     };
-    const items = this.plans.filter((p) => PENDING.includes(p.status)).map((p) => row(p, this.gistsRead.has(p.plan_id), until(p.plan_id)))
+    return this.plans.filter((p) => PENDING.includes(p.status)).map((p) => row(p, this.gistsRead.has(p.plan_id), until(p.plan_id)))
       .sort((a, b) => a.expires_at.localeCompare(b.expires_at));
-    const total = items.filter((i) => i.currency === 'credits').reduce((sum, i) => sum + cents(i.credits_max), 0);
-    return { items, total_credits: credits(total), generation: this.generation };
   }
 
   /** Plans read for their gists, in order: what a window in view of its rows asked for. */
@@ -461,7 +463,7 @@ export class FakeBackend implements Backend {
     return structuredClone({ plan: this.withPolicy(plan), changed, amended: `Dana ${and(said)}.` });
   }
 
-  async snooze(planId: string, minutes: number): Promise<QueueView> {
+  async snooze(planId: string, minutes: number): Promise<void> {
     const p = this.find(planId);
     if (!PENDING.includes(p.status)) throw new BackendError('plan_not_pending', `Plan ${planId} is ${p.status}.`);
     if (!(minutes > 0)) throw new BackendError('invalid_input', 'Snooze for at least a minute.');
@@ -470,14 +472,12 @@ export class FakeBackend implements Backend {
     if (until <= Date.now()) throw new BackendError('invalid_input', `${planId} expires in under two minutes: too soon to snooze.`);
     this.snoozed.set(planId, new Date(until).toISOString());
     this.changed();
-    return this.view();
   }
 
-  async unsnooze(planId: string): Promise<QueueView> {
+  async unsnooze(planId: string): Promise<void> {
     this.find(planId);
     this.snoozed.delete(planId);
     this.changed();
-    return this.view();
   }
 
   async settings(): Promise<SettingsView> {
@@ -641,12 +641,16 @@ export class FakeBackend implements Backend {
     };
   }
 
-  /** As the shell does: each change crosses as what moved since the last one. */
+  /** As the shell does: each change crosses as what moved within the window since it was told. */
   private changed() {
+    const rows = this.queueRows();
+    const arrived = rows.filter((r) => !this.known.has(r.plan_id));
+    this.known = new Set(rows.map((r) => r.plan_id));
+    if (!this.asked) return;
     this.generation += 1;
-    const now = this.view();
-    const change = queueChange(this.sent, now);
-    this.sent = now;
-    this.queueListeners.forEach((l) => l(change));
+    const next = windowOf(rows, this.asked.ask, Date.now(), this.generation);
+    const change = changeOf(this.asked.sent, next, arrived);
+    this.asked.sent = next;
+    this.queueListeners.forEach((l) => l(structuredClone(change)));
   }
 }

@@ -9,7 +9,8 @@ import type {
   InsightsView,
   PlanView,
   QueueChange,
-  QueueView,
+  QueueQuery,
+  QueueWindow,
   RefreshView,
   RemedyOutcome,
   RowGist,
@@ -19,6 +20,7 @@ import type {
   StandingView,
   StatusView,
   SubjectsPage,
+  WindowAsk,
 } from './types';
 
 export type * from './types';
@@ -28,7 +30,11 @@ export type InsightsWindow = '24h' | '7d' | '30d';
 
 export interface Backend {
   status(): Promise<StatusView>;
-  queue(): Promise<QueueView>;
+  /** The rows `[offset, offset + limit)` (at most 500) of the list `query` shows, with the counts
+   *  and the rows of the `pins` wherever they are; live changes are told against them from now on. */
+  queueWindow(ask: WindowAsk): Promise<QueueWindow>;
+  /** The plans from `from` to `to` in the list `query` shows, both included (at most a batch). */
+  queueBetween(query: QueueQuery, from: string, to: string): Promise<string[]>;
   /** The gists of the rows in view (at most 100 at once), read from their plans and checked
    *  against their digests; a plan that cannot be read now is left out. */
   gists(planIds: string[]): Promise<RowGist[]>;
@@ -73,16 +79,16 @@ export interface Backend {
   amend(planId: string, params: unknown): Promise<RefreshView>;
   /** Hides the plan from the queue's default view for `minutes` (never past two minutes before it
    *  expires); it comes back with a notification. */
-  snooze(planId: string, minutes: number): Promise<QueueView>;
-  unsnooze(planId: string): Promise<QueueView>;
+  snooze(planId: string, minutes: number): Promise<void>;
+  unsnooze(planId: string): Promise<void>;
   settings(): Promise<SettingsView>;
   saveSettings(settings: Settings): Promise<SettingsView>;
   enroll(gatewayUrl: string, code: string): Promise<StatusView>;
   /** Sends the current gateway's credential to `gatewayUrl` from now on (the gateway moved); the
    * core asks a native confirmation naming both URLs and a fresh identity proof first. */
   moveCredential(gatewayUrl: string): Promise<StatusView>;
-  /** Calls `listener` whenever the queue may have changed, with what moved in it (null: ask for
-   *  the whole queue); returns an unsubscribe function. */
+  /** Calls `listener` whenever the queue may have changed, with what moved within the window's rows
+   *  (null: ask for the window again); returns an unsubscribe function. */
   onQueueChanged(listener: (change: QueueChange | null) => void): Promise<() => void>;
   /** Calls `listener` whenever a plan changed at the gateway, shown in the queue or not (a plan
    *  ran, a standing approval was used); returns an unsubscribe function. */

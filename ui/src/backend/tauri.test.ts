@@ -28,7 +28,9 @@ describe('the Tauri backend', () => {
       resources: ['projects/prj_184'], risk_flags: [], params: ['/project'], max_cost_per_plan: '0.10', max_cost_total: '1.00', max_plans: 10, days: 7, reason: 'cleanup',
     };
     await b.status();
-    await b.queue();
+    const query = { text: 'prj', facet: 'bulk' as const, capability: '', sort: 'credits' as const };
+    await b.queueWindow({ query, offset: 40, limit: 60, pins: ['p1'] });
+    await b.queueBetween(query, 'p1', 'p2');
     await b.gists(['p1']);
     await b.plan('p1');
     await b.approve('p1', 'sha256:aa', null);
@@ -54,7 +56,8 @@ describe('the Tauri backend', () => {
     await b.unsnooze('p1');
     expect(calls).toEqual([
       ['status', undefined],
-      ['queue', undefined],
+      ['queue_window', { ask: { query, offset: 40, limit: 60, pins: ['p1'] } }],
+      ['queue_between', { query, from: 'p1', to: 'p2' }],
       ['gists', { planIds: ['p1'] }],
       ['plan', { planId: 'p1' }],
       ['approve', { planId: 'p1', digest: 'sha256:aa', reason: null }],

@@ -12,7 +12,8 @@ import type {
   InsightsView,
   PlanView,
   QueueChange,
-  QueueView,
+  QueueQuery,
+  QueueWindow,
   RefreshView,
   RemedyOutcome,
   RowGist,
@@ -22,6 +23,7 @@ import type {
   StandingView,
   StatusView,
   SubjectsPage,
+  WindowAsk,
 } from './types';
 
 async function call<T>(command: string, args?: Record<string, unknown>): Promise<T> {
@@ -36,8 +38,11 @@ export class TauriBackend implements Backend {
   status(): Promise<StatusView> {
     return call('status');
   }
-  queue(): Promise<QueueView> {
-    return call('queue');
+  queueWindow(ask: WindowAsk): Promise<QueueWindow> {
+    return call('queue_window', { ask });
+  }
+  queueBetween(query: QueueQuery, from: string, to: string): Promise<string[]> {
+    return call('queue_between', { query, from, to });
   }
   gists(planIds: string[]): Promise<RowGist[]> {
     return call('gists', { planIds });
@@ -93,10 +98,10 @@ export class TauriBackend implements Backend {
   amend(planId: string, params: unknown): Promise<RefreshView> {
     return call('amend', { planId, params });
   }
-  snooze(planId: string, minutes: number): Promise<QueueView> {
+  snooze(planId: string, minutes: number): Promise<void> {
     return call('snooze', { planId, minutes });
   }
-  unsnooze(planId: string): Promise<QueueView> {
+  unsnooze(planId: string): Promise<void> {
     return call('unsnooze', { planId });
   }
   settings(): Promise<SettingsView> {

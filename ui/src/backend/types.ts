@@ -86,28 +86,77 @@ turn: Turn,
  */
 snoozed_until: string | null, };
 
-export type QueueView = { items: Array<QueueItem>, 
+export type Facet = "all" | "mine" | "risky" | "bulk" | "access" | "money" | "blocked" | "stale" | "snoozed";
+
+export type Sort = "expiry" | "credits" | "subjects";
+
+export type QueueQuery = { 
+/**
+ * Words every shown row contains, in any field the row shows, case aside.
+ */
+text: string, facet: Facet, 
+/**
+ * One capability id, or empty for all.
+ */
+capability: string, sort: Sort, };
+
+export type WindowAsk = { query: QueueQuery, offset: number, limit: number, 
+/**
+ * Plans whose rows come with every answer and change, wherever they are.
+ */
+pins: Array<string>, };
+
+export type FacetCount = { facet: Facet, count: number, };
+
+export type QueueCounts = { 
+/**
+ * The rows the query shows: the list's length.
+ */
+matching: number, 
+/**
+ * Every pending plan, snoozed or not.
+ */
+all: number, 
+/**
+ * How many rows each facet would show under no other filter; snoozed plans count only
+ * under `snoozed`.
+ */
+facets: Array<FacetCount>, 
+/**
+ * The capabilities of the pending plans, sorted: what the capability filter offers.
+ */
+capabilities: Array<string>, 
 /**
  * Sum of `amount_max` over the pending plans priced in credits.
  */
-total_credits: string, 
+total_credits: string, };
+
+export type PinnedRow = { at: number | null, item: QueueItem, };
+
+export type QueueWindow = { offset: number, items: Array<QueueItem>, counts: QueueCounts, pinned: Array<PinnedRow>, 
 /**
- * The live snapshot's generation this view was made from (0 outside a live console): what a
- * [`QueueChange`] applies to.
+ * What a live change applies to: a window at any other generation asks again.
  */
 generation: number, };
 
 export type PlacedRow = { 
 /**
- * The row's index in the new queue.
+ * The row's index in the window after the change.
  */
 at: number, item: QueueItem, };
 
+export type Arrival = { title: string, agent_id: string, };
+
 export type QueueChange = { from: number, to: number, upserted: Array<PlacedRow>, removed: Array<string>, 
 /**
- * How many rows the queue has after the change.
+ * How many rows the window holds after the change.
  */
-total: number, total_credits: string, };
+total: number, counts: QueueCounts, pinned: Array<PinnedRow>, 
+/**
+ * Plans new to the queue since the last change, wherever they are in it: what a screen
+ * reader is told. The first is named when it is the only one.
+ */
+arrivals: number, first_arrival: Arrival | null, };
 
 export type RowGist = { plan_id: string, gist: string, };
 

@@ -1,7 +1,7 @@
 import { fireEvent, render, screen } from '@testing-library/svelte';
 import { describe, expect, it } from 'vitest';
 import type { QueueItem } from '../backend';
-import Queue from './Queue.svelte';
+import Queue from './QueueTest.svelte';
 import { ROW_HEIGHT } from './queueFilter';
 import { clock } from './time';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { QueueChange, QueueItem, QueueView } from '../backend';
-import { applyChange } from './queueChange';
+import type { PinnedRow, QueueChange, QueueItem, QueueWindow } from '../backend';
+import { applyChange, EMPTY_WINDOW } from './queueChange';
 
 function row(plan_id: string, approvals_received = 0): QueueItem {
   return {
@@ -12,26 +12,29 @@ function row(plan_id: string, approvals_received = 0): QueueItem {
   };
 }
 
-const view = (generation: number, ids: string[]): QueueView => ({
-  items: ids.map((id) => row(id)), total_credits: '0.00', generation,
+const view = (generation: number, ids: string[], pinned: PinnedRow[] = []): QueueWindow => ({
+  ...EMPTY_WINDOW, items: ids.map((id) => row(id)), pinned, generation,
 });
 
-function change(from: number, to: number, upserted: [number, QueueItem][], removed: string[], total: number): QueueChange {
-  return { from, to, upserted: upserted.map(([at, item]) => ({ at, item })), removed, total, total_credits: '0.02' };
+function change(from: number, to: number, upserted: [number, QueueItem][], removed: string[], total: number, pinned: PinnedRow[] = []): QueueChange {
+  return {
+    from, to, upserted: upserted.map(([at, item]) => ({ at, item })), removed, total,
+    counts: { ...EMPTY_WINDOW.counts, matching: total, all: total }, pinned, arrivals: 0, first_arrival: null,
+  };
 }
 
 describe('a live change of the queue', () => {
   it('places added and changed rows and keeps the others in their order', () => {
     const applied = applyChange(view(3, ['a', 'b', 'c', 'd']), change(3, 4, [[0, row('e')], [2, row('c', 1)]], ['b'], 4));
-    expect(applied?.view.items.map((i) => [i.plan_id, i.approvals_received])).toEqual([['e', 0], ['a', 0], ['c', 1], ['d', 0]]);
-    expect(applied?.view.generation).toBe(4);
+    expect(applied?.window.items.map((i) => [i.plan_id, i.approvals_received])).toEqual([['e', 0], ['a', 0], ['c', 1], ['d', 0]]);
+    expect(applied?.window.generation).toBe(4);
     expect([...(applied?.touched ?? [])].sort()).toEqual(['b', 'c', 'e']);
   });
 
   it('keeps the very rows when nothing in them moved', () => {
     const before = view(5, ['a', 'b']);
     const applied = applyChange(before, change(5, 6, [], [], 2));
-    expect(applied?.view.items).toBe(before.items);
+    expect(applied?.window.items).toBe(before.items);
     expect(applied?.touched.size).toBe(0);
   });
 
@@ -41,8 +44,17 @@ describe('a live change of the queue', () => {
     expect(applyChange(view(3, ['a']), change(3, 4, [[5, row('c')]], [], 2))).toBeNull();
   });
 
+  it('touches a pinned plan whose row changed, though it is out of the window', () => {
+    const before = view(5, ['a'], [{ at: 900, item: row('z') }]);
+    const applied = applyChange(before, change(5, 6, [], [], 1, [{ at: 899, item: row('z', 1) }]));
+    expect([...(applied?.touched ?? [])]).toEqual(['z']);
+    expect(applied?.window.pinned[0].at).toBe(899);
+    const moved = applyChange(before, change(5, 6, [], [], 1, [{ at: 899, item: row('z') }]));
+    expect(moved?.touched.size).toBe(0);
+  });
+
   it('is already applied when the whole queue was read after it', () => {
     const current = view(4, ['a']);
-    expect(applyChange(current, change(3, 4, [[0, row('b')]], [], 2))?.view).toBe(current);
+    expect(applyChange(current, change(3, 4, [[0, row('b')]], [], 2))?.window).toBe(current);
   });
 });

@@ -1,57 +1,28 @@
-// Which queue rows show, in which order, and the chips on each.
-import type { QueueItem } from '../backend';
+// How a queue row reads: its height, its chips, the facets' names. Which rows show, and in which
+// order, the console decides (`queueWindow`).
+import type { Facet, QueueItem } from '../backend';
 import { label } from './time';
 
 // Every queue row is this tall, so the rows in view follow from the scroll position alone: a
-// queue of 10,000 plans renders a screenful.
+// queue of 100,000 plans renders a screenful.
 export const ROW_HEIGHT = 84;
 
-export type Sort = 'expiry' | 'credits' | 'subjects';
-export type Facet = 'all' | 'mine' | 'risky' | 'bulk' | 'access' | 'money' | 'blocked' | 'stale' | 'snoozed';
-
-/** The approver snoozed the plan and its time has not come: the default view leaves it out. */
-export function isSnoozed(item: QueueItem, now: number): boolean {
-  return !!item.snoozed_until && Date.parse(item.snoozed_until) > now;
-}
-
-export const FACETS: { id: Facet; name: string; test: (i: QueueItem, now: number) => boolean }[] = [
-  { id: 'all', name: 'All', test: () => true },
-  { id: 'mine', name: 'Needs me', test: (i) => i.turn === 'me' },
-  { id: 'risky', name: 'Risky', test: (i) => i.risk.length > 0 },
-  { id: 'bulk', name: 'Bulk', test: (i) => i.risk.includes('bulk') },
-  { id: 'access', name: 'Access', test: (i) => i.risk.includes('access_change') },
-  { id: 'money', name: 'Money', test: (i) => i.risk.includes('money') },
-  { id: 'blocked', name: 'Blocked', test: (i) => i.blocked },
-  { id: 'stale', name: 'Stale', test: (i) => i.status === 'stale' },
-  { id: 'snoozed', name: 'Snoozed', test: isSnoozed },
+/** What each facet is called, in the order the queue offers them. */
+export const FACETS: { id: Facet; name: string }[] = [
+  { id: 'all', name: 'All' },
+  { id: 'mine', name: 'Needs me' },
+  { id: 'risky', name: 'Risky' },
+  { id: 'bulk', name: 'Bulk' },
+  { id: 'access', name: 'Access' },
+  { id: 'money', name: 'Money' },
+  { id: 'blocked', name: 'Blocked' },
+  { id: 'stale', name: 'Stale' },
+  { id: 'snoozed', name: 'Snoozed' },
 ];
 
-/** `now` decides which snoozes still hold. */
-export type Filter = { text: string; facet: Facet; capability: string; sort: Sort; now: number };
-
-export function applyFilter(items: QueueItem[], f: Filter): QueueItem[] {
-  const words = f.text.trim().toLowerCase().split(/\s+/).filter(Boolean);
-  const facet = FACETS.find((x) => x.id === f.facet)!;
-  const shown = items.filter((i) => {
-    // A snoozed plan shows only where the approver asks for the snoozed ones.
-    if (f.facet !== 'snoozed' && isSnoozed(i, f.now)) return false;
-    if (!facet.test(i, f.now)) return false;
-    if (f.capability && i.capability_id !== f.capability) return false;
-    if (words.length === 0) return true;
-    const hay = [i.title, i.gist, i.plan_id, i.capability_id, i.agent_id, i.on_behalf_of ?? '', ...i.risk]
-      .join(' ').toLowerCase();
-    return words.every((w) => hay.includes(w));
-  });
-  if (f.sort === 'credits') return shown.sort((a, b) => Number(b.credits_max) - Number(a.credits_max));
-  if (f.sort === 'subjects') return shown.sort((a, b) => b.subjects_total - a.subjects_total);
-  // The gateway lists soonest expiry first; keep that order.
-  return shown;
-}
-
-/** How many rows each facet would show: the snoozed ones count only under Snoozed. */
-export function facetCounts(items: QueueItem[], now: number): Map<Facet, number> {
-  const awake = items.filter((i) => !isSnoozed(i, now));
-  return new Map(FACETS.map((f) => [f.id, f.id === 'snoozed' ? items.length - awake.length : awake.filter((i) => f.test(i, now)).length]));
+/** The approver snoozed the plan and its time has not come: the default view leaves it out. */
+export function isSnoozed(item: QueueItem | undefined, now: number): boolean {
+  return !!item?.snoozed_until && Date.parse(item.snoozed_until) > now;
 }
 
 /** 37, 1,031, 100k: short enough for a chip. */

@@ -6,8 +6,10 @@ pub mod events;
 mod link;
 pub mod notify;
 pub mod reminders;
+mod rows;
 pub(crate) mod snapshot;
 pub mod snooze;
 pub mod sync;
+pub mod window;
 
 pub use link::*;

@@ -6,11 +6,10 @@
 use crate::console::Console;
 use crate::error::ConsoleError;
 use crate::live::reminders::Due;
-use crate::review::QueueView;
 
 impl Console {
     /// Hides `plan_id` from the queue's default view for `minutes`.
-    pub fn snooze(&self, plan_id: &str, minutes: u32) -> Result<QueueView, ConsoleError> {
+    pub fn snooze(&self, plan_id: &str, minutes: u32) -> Result<(), ConsoleError> {
         let expires_at = {
             let snapshot = self.publisher().borrow();
             snapshot
@@ -25,13 +24,12 @@ impl Console {
         self.snoozes()
             .snooze(plan_id, expires_at, minutes, self.clock().now())?;
         self.queue_moved();
-        Ok(self.queue())
+        Ok(())
     }
 
-    pub fn unsnooze(&self, plan_id: &str) -> QueueView {
+    pub fn unsnooze(&self, plan_id: &str) {
         self.snoozes().unsnooze(plan_id);
         self.queue_moved();
-        self.queue()
     }
 
     /// The plans to bring to the approver again now; nothing before the queue was first listed,

@@ -9,13 +9,11 @@ use ts_rs::TS;
 use crate::console::Console;
 use crate::error::{ConsoleError, ErrorView};
 use crate::review::overlap::{self, SetRef};
+use crate::review::window::MAX_BATCH;
 use crate::review::{decision_view, DecisionView, PlanView};
 use crate::signing::confirm::{ask, Confirm};
 use crate::signing::Checked;
 use crate::wire::CREDITS;
-
-/// Plans one batch may hold.
-pub const MAX_BATCH: usize = 100;
 
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct BatchColumn {

@@ -15,6 +15,7 @@ pub mod sample;
 pub(crate) mod subject_sets;
 pub mod subjects;
 mod view;
+pub mod window;
 pub mod words;
 
 pub use view::*;

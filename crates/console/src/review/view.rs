@@ -28,8 +28,8 @@ use crate::review::request::{request_view, RequestView};
 use crate::wire::{approvals_count, time, wire};
 
 pub use crate::review::queue::{
-    queue, queue_in, queue_item, queue_item_in, NoContext, PlacedRow, QueueChange, QueueItem,
-    QueueView, RowContext, RowGist, SentQueue,
+    queue, queue_in, queue_item, queue_item_in, NoContext, QueueItem, QueueView, RowContext,
+    RowGist,
 };
 pub use crate::wire::CREDITS;
 

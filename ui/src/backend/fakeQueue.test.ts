@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { QueueItem } from '../backend';
-import { applyFilter, facetCounts, isSnoozed, type Facet } from './queueFilter';
+import { isSnoozed } from '../lib/queueFilter';
+import { applyFilter, between, changeOf, facetCounts, windowOf } from './fakeQueue';
+import type { Facet, QueueItem } from './types';
 
 const NOW = Date.parse('2026-11-30T10:00:00Z');
 const at = (minutes: number) => new Date(NOW + minutes * 60_000).toISOString();
@@ -15,7 +16,7 @@ function item(id: string, change: Partial<QueueItem> = {}): QueueItem {
 }
 
 const ids = (items: QueueItem[]) => items.map((i) => i.plan_id);
-const filter = (items: QueueItem[], facet: Facet, now: number) => ids(applyFilter(items, { text: '', facet, capability: '', sort: 'expiry', now }));
+const filter = (items: QueueItem[], facet: Facet, now: number) => ids(applyFilter(items, { text: '', facet, capability: '', sort: 'expiry' }, now));
 
 describe('snoozed plans', () => {
   const items = [
@@ -56,5 +57,29 @@ describe('snoozed plans', () => {
     const later = facetCounts(items, NOW + 20 * 60_000);
     expect(later.get('snoozed')).toBe(1);
     expect(later.get('money')).toBe(1);
+  });
+});
+
+describe('the fake queue window', () => {
+  const rows = Array.from({ length: 50 }, (_, n) => item(`p${String(n).padStart(2, '0')}`, { risk: n % 5 === 0 ? ['bulk'] : [] }));
+  const query = { text: '', facet: 'bulk' as Facet, capability: '', sort: 'expiry' as const };
+
+  it('hands out the rows asked for, with the counts and the pinned plans', () => {
+    const window = windowOf(rows, { query, offset: 2, limit: 3, pins: ['p45', 'p01', 'gone'] }, NOW, 7);
+    expect(ids(window.items)).toEqual(['p10', 'p15', 'p20']);
+    expect(window.counts.matching).toBe(10);
+    expect(window.counts.all).toBe(50);
+    expect(window.pinned.map((p) => [p.item.plan_id, p.at])).toEqual([['p45', 9], ['p01', null]]);
+    expect(between(rows, query, 'p20', 'p10', NOW)).toEqual(['p10', 'p15', 'p20']);
+  });
+
+  it('tells a change as what moved within the window', () => {
+    const ask = { query, offset: 0, limit: 3, pins: [] };
+    const sent = windowOf(rows, ask, NOW, 1);
+    const next = windowOf(rows.filter((r) => r.plan_id !== 'p05'), ask, NOW, 2);
+    const change = changeOf(sent, next, []);
+    expect(change.removed).toEqual(['p05']);
+    expect(change.upserted.map((p) => [p.at, p.item.plan_id])).toEqual([[2, 'p15']]);
+    expect([change.from, change.to, change.total, change.counts.matching]).toEqual([1, 2, 3, 9]);
   });
 });
