@@ -158,7 +158,15 @@ async fn a_plan_a_batch_and_a_standing_approval_are_decided_with_the_keyboard_al
     let one = selected(&app).await?;
     press(&app, None, "jx").await?;
     checked(2).await?;
-    app.find("[data-testid='batch']").await?;
+    // The batch signs what it shows: `a` waits until it shows both plans (it showed the first
+    // alone while the second was read).
+    eventually("the batch of two shown", || async {
+        Ok(app
+            .text("[data-testid='batch-approve']")
+            .await?
+            .contains("sign 2"))
+    })
+    .await?;
     let batch: Vec<String> = plans.iter().filter(|p| **p != first).cloned().collect();
     press(&app, None, "a").await?;
     confirm_until("the batch approved", || async {

@@ -42,8 +42,8 @@ pub fn status(shell: State<'_, Shell>) -> Answer<StatusView> {
 }
 
 /// The rows of the queue in view under the window's query, with the counts; live changes are
-/// told against them from now on.
-#[tauri::command]
+/// told against them from now on. Off the main thread: a new query sorts the whole queue.
+#[tauri::command(async)]
 pub fn queue_window(
     shell: State<'_, Shell>,
     release: State<'_, Release>,
@@ -59,7 +59,7 @@ pub fn queue_window(
 }
 
 /// The plans between two in the list the query shows: a range picked for batch review.
-#[tauri::command]
+#[tauri::command(async)]
 pub fn queue_between(
     shell: State<'_, Shell>,
     query: QueueQuery,

@@ -100,10 +100,10 @@ pub async fn follow(
         }
         if shown.as_ref() != Some(&now) {
             shown = Some(now);
-            // The window is told what moved within its rows; before it asked for any, nothing.
-            if let Some(change) = console.queue_change(&std::mem::take(&mut arrived)) {
-                let _ = app.emit(QUEUE_CHANGED, change);
-            }
+            // The window is told what moved within its rows; before it asked for any, to ask
+            // (null): the link or the outbox may have moved while its first ask was under way.
+            let change = console.queue_change(&std::mem::take(&mut arrived));
+            let _ = app.emit(QUEUE_CHANGED, change);
             app.state::<Release>().after_work();
             tray::set_pending(&app, pending);
         }

@@ -293,7 +293,18 @@ describe('a long queue, held as a window', () => {
     await waitFor(() => expect(row('plan_00150')).not.toBeNull());
     await fireEvent.click(row('plan_00150'), { shiftKey: true });
     await waitFor(() => expect(screen.getByTestId('queue-total').textContent).toContain('81 selected'));
-  });
+
+    // Past a batch's hundred plans, nothing more is picked and the queue goes on answering.
+    viewport.scrollTop = 200 * ROW_HEIGHT;
+    await fireEvent.scroll(viewport);
+    await waitFor(() => expect(row('plan_00200')).not.toBeNull());
+    await fireEvent.click(row('plan_00200'), { shiftKey: true });
+    await waitFor(() => expect(screen.getByTestId('batch-note').textContent).toContain('at most 100 plans'));
+    expect(screen.getByTestId('queue-total').textContent).toContain('81 selected');
+    viewport.scrollTop = 400 * ROW_HEIGHT;
+    await fireEvent.scroll(viewport);
+    await waitFor(() => expect(row('plan_00400')).not.toBeNull());
+  }, 30_000);
 });
 
 describe('a long queue, live', () => {

@@ -184,6 +184,7 @@ impl Console {
             context: &context,
             queue: snapshot.generation,
             gists: self.gist_epoch.load(Ordering::Relaxed),
+            asleep: snoozes.asleep(now),
             now,
         })
     }

@@ -1,8 +1,13 @@
 //! The queue window over a real gateway: the console hands out the rows in view with the counts,
 //! and tells each change as what moved within them, with the plans that arrived elsewhere.
 
+use std::time::Duration;
+
+use countersign_console::console::Console;
+use countersign_console::live::clock::Clock;
 use countersign_console::live::window::WindowAsk;
 use countersign_console::review::window::{Facet, QueueQuery};
+use countersign_console::signing::signer::Signer;
 
 use crate::common::{require_secret_service, retention, Gateway, SETTINGS};
 
@@ -18,7 +23,7 @@ async fn a_window_holds_its_rows_and_is_told_only_what_moved_within_them() -> an
     // second; equal ones go by plan id).
     for days in [10, 11, 12] {
         plans.push(agent.plan(SETTINGS, retention("prj_184", days)).await?);
-        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        tokio::time::sleep(Duration::from_millis(1100)).await;
     }
     console.sync().await?;
     assert!(console.queue_change(&[]).is_none(), "no window asked yet");
@@ -106,4 +111,39 @@ async fn a_window_holds_its_rows_and_is_told_only_what_moved_within_them() -> an
         Err("invalid_input".to_owned())
     );
     Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snooze_that_ends_brings_its_row_back_at_the_next_ask() -> anyhow::Result<()> {
+    require_secret_service();
+    let gateway = Gateway::start().await?;
+    let agent = gateway.agent("ops").await?;
+    let snoozed = agent.plan(SETTINGS, retention("prj_184", 10)).await?;
+    let code = gateway.invite("Dana").await?;
+    // A minute of this clock is a second: the snooze ends while the test waits.
+    let console = Console::enroll(&gateway.url, &code, "Dana")
+        .await?
+        .with_clock(Clock::test(Duration::ZERO, 60)?);
+    let gateway_id = console.signer().gateway_id().to_owned();
+    let outcome = async {
+        console.sync().await?;
+        console.snooze(&snoozed, 1)?;
+        let ask = WindowAsk {
+            limit: 10,
+            ..WindowAsk::default()
+        };
+        let asleep = console.queue_window(ask.clone())?;
+        assert!(asleep.items.is_empty());
+        assert_eq!((asleep.counts.matching, asleep.counts.all), (0, 1));
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // Nothing else moved: no listing, no reminder looked for.
+        let awake = console.queue_window(ask)?;
+        let shown: Vec<&str> = awake.items.iter().map(|i| i.plan_id.as_str()).collect();
+        assert_eq!(shown, [snoozed.as_str()]);
+        assert_eq!(awake.items[0].snoozed_until, None);
+        anyhow::Ok(())
+    }
+    .await;
+    Signer::forget(&gateway_id)?;
+    outcome
 }

@@ -183,6 +183,7 @@ export class FakeBackend implements Backend {
 
   async queueWindow(ask: WindowAsk): Promise<QueueWindow> {
     if (ask.limit > 500) throw new BackendError('invalid_input', `at most 500 rows at once, not ${ask.limit}`);
+    if (ask.pins.length > 102) throw new BackendError('invalid_input', `at most 102 pinned plans, not ${ask.pins.length}`);
     this.generation += 1;
     const window = windowOf(this.queueRows(), ask, Date.now(), this.generation);
     this.asked = { ask: structuredClone(ask), sent: window };

@@ -121,6 +121,11 @@ impl Snoozes {
     }
 
     /// Until when `plan_id` is hidden, if it still is at `now`.
+    /// How many plans are snoozed at `now`: a snooze that ends changes it.
+    pub fn asleep(&self, now: DateTime<Utc>) -> usize {
+        self.until.values().filter(|until| **until > now).count()
+    }
+
     pub fn until(&self, plan_id: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         self.until
             .get(plan_id)

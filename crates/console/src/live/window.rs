@@ -2,6 +2,7 @@
 //! given, and the list they were cut from (`rows` hands them out; `review::window` computes the
 //! list). One window a console: the desktop has one queue.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use countersign_proto::approvals::PlanSummary;
@@ -31,8 +32,14 @@ pub struct WindowAsk {
 pub(crate) struct WindowState {
     pub(crate) asked: Option<WindowAsk>,
     pub(crate) sent: SentRows,
-    generation: u64,
     list: Option<(ListKey, Ordered)>,
+}
+
+/// Generations count across the process, not per console: a window that moves to another
+/// session (enrolled elsewhere) never takes the new console's rows for older than its own.
+fn next_generation() -> u64 {
+    static GENERATION: AtomicU64 = AtomicU64::new(0);
+    GENERATION.fetch_add(1, Ordering::Relaxed) + 1
 }
 
 /// What a list was computed from: while none of it moves, a scroll reads the same list.
@@ -41,20 +48,23 @@ struct ListKey {
     queue: u64,
     rows: usize,
     gists: u64,
+    /// A snooze that ends brings its plan back before the queue's generation says so.
+    asleep: usize,
     query: QueueQuery,
 }
 
 impl ListKey {
     /// Only words are matched against gists: without them, a gist read changes no list.
-    fn new(query: &QueueQuery, queue: u64, rows: usize, gists: u64) -> ListKey {
+    fn new(query: &QueueQuery, listed: &Listed<'_>) -> ListKey {
         ListKey {
-            queue,
-            rows,
+            queue: listed.queue,
+            rows: listed.summaries.len(),
             gists: if query.text.trim().is_empty() {
                 0
             } else {
-                gists
+                listed.gists
             },
+            asleep: listed.asleep,
             query: query.clone(),
         }
     }
@@ -69,6 +79,8 @@ pub(crate) struct Listed<'a> {
     pub context: &'a dyn RowContext,
     pub queue: u64,
     pub gists: u64,
+    /// How many plans are snoozed at `now`.
+    pub asleep: usize,
     pub now: chrono::DateTime<chrono::Utc>,
 }
 
@@ -84,7 +96,7 @@ impl WindowState {
     /// The list `query` shows, computed again only when the queue, the query or (for words)
     /// the gists moved since the one kept.
     pub(crate) fn list(&mut self, query: &QueueQuery, listed: &Listed<'_>) -> &Ordered {
-        let key = ListKey::new(query, listed.queue, listed.summaries.len(), listed.gists);
+        let key = ListKey::new(query, listed);
         if self.list.as_ref().is_none_or(|(k, _)| *k != key) {
             let ordered = Ordered::new(listed.summaries, query, listed.context, listed.now);
             self.list = Some((key, ordered));
@@ -98,12 +110,11 @@ impl WindowState {
         let items = list.rows(listed.summaries, listed.context, ask.offset, ask.limit);
         let counts = list.counts.clone();
         let pinned = list.pinned(listed.summaries, listed.context, &ask.pins);
-        self.generation += 1;
         Cut {
             items,
             counts,
             pinned,
-            generation: self.generation,
+            generation: next_generation(),
         }
     }
 }
