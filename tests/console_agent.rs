@@ -54,11 +54,14 @@ async fn a_coding_agents_edit_shows_its_diff_and_is_released_once_signed() -> an
     );
     app.shoot("agent-edit").await?;
 
-    // Approved in the window; the hook, polling, releases it at once (so `approved` is brief).
+    // Approved in the window; the hook, polling, releases it at once. The answer's banner shows
+    // only while the plan is as answered, so a hook quicker than the window's look finds the plan
+    // executed instead: either is the window's signed approval having been taken.
     app.click("[data-testid='approve']").await?;
     answer_if_asked(
         &app,
-        "[data-testid='decision-state'][data-state='answered']",
+        "[data-testid='decision-state'][data-state='answered'], \
+         [data-testid='plan'][data-status='executed']",
     )
     .await?;
     let output = tokio::task::spawn_blocking(move || hook.wait_with_output()).await??;

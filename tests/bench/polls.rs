@@ -1,7 +1,8 @@
 //! The approval queue under polling: `304` answers per second at 10, 1,000 and 10,000 pending
 //! plans (DESIGN: ≥ 5,000/s, and the same cost at 10,000 as at 10), and the full listing's time at
 //! 1,000 and 10,000, end to end in the console: every page fetched and parsed into typed summaries
-//! (issue 28: ≤ 20 ms and ≤ 150 ms).
+//! (issue 28: ≤ 20 ms and ≤ 150 ms), and at 10,000 again from a gateway serving `examples/policy`,
+//! whose summaries carry their rules (issue 49).
 
 use std::time::Instant;
 
@@ -112,6 +113,9 @@ async fn measure(settings: &Settings) -> anyhow::Result<Vec<Row>> {
             rows.push(listing_row(row, &client, pending, settings.repeats()).await);
         }
     }
+    if !settings.quick {
+        rows.push(listing_under_policy(settings).await);
+    }
     rows.push(spread(&medians));
     // The floor has no store: measured once, beside the SQLite rows.
     if matches!(settings.store, crate::settings::Store::Sqlite) {
@@ -120,6 +124,38 @@ async fn measure(settings: &Settings) -> anyhow::Result<Vec<Row>> {
         rows.push(floor);
     }
     Ok(rows)
+}
+
+/// The listing of 10,000 pending plans from a gateway serving `examples/policy`: each summary
+/// carries the rules its plan waits on, which the console parses with the rest.
+async fn listing_under_policy(settings: &Settings) -> Row {
+    const PENDING: usize = 10_000;
+    let row = Row::new(
+        format!(
+            "console lists all {} pending under examples/policy (summaries with rules)",
+            thousands(PENDING)
+        ),
+        Unit::Time,
+    )
+    .goal(Goal::AtMost(150e6));
+    let policy = settings
+        .workspace
+        .join("examples/policy")
+        .display()
+        .to_string();
+    let prepared = async {
+        let gateway = Gateway::start_with(settings, &["--policy", &policy]).await?;
+        let agent = gateway.agent("policy-seeder").await?;
+        let approver = gateway.approver("Bench policy").await?;
+        gateway.seed(&agent, PENDING, pending_plan).await?;
+        let client = GatewayClient::new(&gateway.api.url, Some(approver.token.clone()))?;
+        anyhow::Ok((gateway, client))
+    }
+    .await;
+    match prepared {
+        Ok((_gateway, client)) => listing_row(row, &client, PENDING, settings.repeats()).await,
+        Err(e) => row.skipped(format!("failed: {e:#}")),
+    }
 }
 
 /// The gateway's `304` rate at the longest queue over the bare handler's: the bearer check, the

@@ -20,7 +20,9 @@ use std::time::Duration;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
+use countersign_engine::accounts::Caller;
 use countersign_engine::execution::inflight::InFlight;
+use countersign_engine::store::recent::Recent;
 use countersign_engine::Engine;
 
 pub use auth::{bearer, resolved, Auth};
@@ -45,7 +47,20 @@ pub struct AppState {
     pub waits: Arc<InFlight>,
     /// The OpenAPI description as served, made once.
     openapi: OnceLock<String>,
+    /// Callers found for token hashes, served again to reads (`throttle::limit`).
+    pub callers: Recent<[u8; 32], Caller>,
+    /// The queue's revision, which a conditional poll compares (`routes::approver`).
+    pub revision: Recent<(), i64>,
 }
+
+/// How long a caller found for a token is served again to a read: a token revoked by another
+/// process (the admin commands on a SQLite store) reads for at most this long; a write always
+/// asks the store, and a revocation in this process, or another instance's, is seen at once.
+pub const CALLER_MAX_AGE: Duration = Duration::from_secs(1);
+/// How long the queue's revision is compared without reading it again, when nothing committed.
+pub const REVISION_MAX_AGE: Duration = Duration::from_millis(100);
+/// Token hashes kept at once.
+const CALLERS_KEPT: usize = 10_000;
 
 /// The HTTP state reads as the engine it serves.
 impl Deref for AppState {
@@ -68,6 +83,8 @@ impl AppState {
     pub fn with_heartbeat(engine: Arc<Engine>, heartbeat: Duration) -> Arc<AppState> {
         let state = Arc::new(AppState {
             throttle: Throttle::new(&engine.limits),
+            callers: Recent::new(&engine.store, CALLER_MAX_AGE, CALLERS_KEPT),
+            revision: Recent::new(&engine.store, REVISION_MAX_AGE, 1),
             streams: InFlight::new("event streams", engine.limits.max_streams),
             waits: InFlight::new("waits", engine.limits.max_waits),
             engine,

@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::RETRY_AFTER;
-use axum::http::HeaderValue;
+use axum::http::{HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 use countersign_engine::accounts::limits::{Limits, Rate};
@@ -152,12 +152,24 @@ pub async fn limit(
             return rate_limited(wait);
         }
     }
-    let caller = match token {
-        Some(token) => match accounts::by_token(state.engine.store.pool(), token).await {
-            Ok(caller) => caller,
-            Err(e) => return respond(ApiError::from(e)),
-        },
-        None => None,
+    // A read may be served the caller found for its token a moment ago; a write asks the store.
+    let reads = matches!(*request.method(), Method::GET | Method::HEAD);
+    let cached = hash.filter(|_| reads).and_then(|h| state.callers.get(&h));
+    let caller = match (token, cached) {
+        (_, Some(caller)) => Some(caller),
+        (Some(token), None) => {
+            let stamp = state.callers.stamp();
+            match accounts::by_token(state.engine.store.pool(), token).await {
+                Ok(found) => {
+                    if let (Some(caller), Some(hash)) = (&found, hash) {
+                        state.callers.put(hash, stamp, caller.clone());
+                    }
+                    found
+                }
+                Err(e) => return respond(ApiError::from(e)),
+            }
+        }
+        (None, None) => None,
     };
     if let Some(caller) = caller {
         if let Some(hash) = hash {

@@ -46,6 +46,7 @@ mod provider_keys;
 mod queue;
 mod races;
 mod revocation;
+mod revoked_elsewhere;
 mod round_trips;
 mod router;
 mod scopes;

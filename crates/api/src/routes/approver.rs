@@ -139,9 +139,7 @@ pub async fn approvals(
         None => format!("\"{revision}\""),
     };
     let if_none_match = headers.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok());
-    let mut conn = state.store.pool().acquire().await.map_err(ApiError::from)?;
-    let current = etag_of(events::revision(&mut conn).await.map_err(ApiError::from)?);
-    drop(conn);
+    let current = etag_of(revision(&state).await?);
     let mut response = if if_none_match.is_some_and(|v| v.split(',').any(|t| t.trim() == current)) {
         with_etag(StatusCode::NOT_MODIFIED.into_response(), &current)?
     } else {
@@ -153,6 +151,19 @@ pub async fn approvals(
         .headers_mut()
         .insert("x-poll-interval", HeaderValue::from(state.poll_interval));
     Ok(response)
+}
+
+/// The queue's revision: read again only when something committed since, or after
+/// [`crate::REVISION_MAX_AGE`] (a write by another process that sends no notice).
+async fn revision(state: &AppState) -> Result<i64, ApiError> {
+    if let Some(revision) = state.revision.get(&()) {
+        return Ok(revision);
+    }
+    let stamp = state.revision.stamp();
+    let mut conn = state.store.pool().acquire().await?;
+    let revision = events::revision(&mut conn).await?;
+    state.revision.put((), stamp, revision);
+    Ok(revision)
 }
 
 fn with_etag(mut response: Response, etag: &str) -> HttpResult<Response> {

@@ -5,6 +5,7 @@ pub mod backup;
 mod checkpoint;
 mod migrations;
 mod notify;
+pub mod recent;
 
 use std::borrow::Cow;
 use std::time::Duration;

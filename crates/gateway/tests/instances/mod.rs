@@ -65,7 +65,12 @@ async fn connections_the_server_ended_fail_as_storage_unavailable_then_are_repla
     let end_all = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
                    WHERE datname = current_database() AND pid <> pg_backend_pid()";
     let status = |r: &crate::common::Reply| (r.status, r.body["error"]["code"].clone());
-    let list = || gw.call("GET", "/v1/capabilities", Some(&gw.agent), None);
+    // A plan's record is read from the store on every request (a caller may be served again).
+    let plan = gw
+        .dry_run(json!({"project": "prj_184", "retention_days": 30}))
+        .await;
+    let uri = format!("/v1/plans/{}", plan["plan_id"].as_str().unwrap());
+    let list = || gw.call("GET", &uri, Some(&gw.agent), None);
     assert_eq!(list().await.status, StatusCode::OK);
 
     // Ended while just used: some requests fail, but only as the store being unreachable. Every
