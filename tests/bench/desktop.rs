@@ -22,6 +22,8 @@ use countersign_e2e::procmem;
 const PENDING: usize = 10_000;
 /// Issue 49: the window holds only the rows in view, so 100,000 pending open as 10,000 do.
 const SCALE_PENDING: usize = 100_000;
+/// Pending plans an agent may hold by default.
+const PER_AGENT: usize = countersign_engine::accounts::limits::DEFAULT_MAX_PENDING_PLANS as usize;
 const SCALE_PSS: f64 = 300e6;
 /// Issue 49's bars: the window holds only the rows it shows (a Tauri hello-world window is 204 MB).
 const IDLE_PSS: f64 = 250e6;
@@ -191,9 +193,19 @@ fn scale_template() -> [Row; 3] {
 /// row, its memory once the header counts every plan, and its processor use left alone.
 async fn at_scale(settings: &Settings, binary: &std::path::Path) -> anyhow::Result<Vec<Row>> {
     let gateway = Gateway::start(settings).await?;
-    let agent = gateway.funded_agent("desk", "10000000").await?;
     eprintln!("  desktop: seeding {SCALE_PENDING} pending plans");
-    gateway.seed(&agent, SCALE_PENDING, pending_plan).await?;
+    // A hundred agents at the default cap of pending plans each, as a busy team's queue would
+    // be: one agent a hundred times over it counts all it holds at every dry_run, and its first
+    // plans expire before the last are made.
+    for agent_no in 0..SCALE_PENDING.div_ceil(PER_AGENT) {
+        let agent = gateway
+            .funded_agent(&format!("desk{agent_no}"), "100000")
+            .await?;
+        let first = agent_no * PER_AGENT;
+        gateway
+            .seed(&agent, PER_AGENT, move |i| pending_plan(first + i))
+            .await?;
+    }
     let data_dir = tempfile::tempdir()?;
     let env = app_env(&gateway, data_dir.path()).await?;
     let mut measured = None;
